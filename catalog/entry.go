@@ -1,0 +1,123 @@
+package catalog
+
+import "encoding/json"
+
+// Type says how a catalog tool is reached.
+type Type string
+
+// The ways a tool can be reached.
+const (
+	TypeBuiltin   Type = "builtin"    // implemented in this server
+	TypeMCP       Type = "mcp"        // a hosted MCP server the catalog names
+	TypeCustomMCP Type = "custom_mcp" // an MCP server whose URL the user provides
+)
+
+// Auth says what a tool needs to authenticate.
+type Auth string
+
+// The kinds of authentication a tool can need.
+const (
+	AuthNone   Auth = "none"
+	AuthAPIKey Auth = "api_key"
+	AuthOAuth  Auth = "oauth"
+)
+
+// StepType is the kind of a configuration step.
+type StepType string
+
+// The kinds of configuration step.
+const (
+	StepForm  StepType = "form"  // the user fills in fields
+	StepOAuth StepType = "oauth" // the user authorizes at a provider
+)
+
+// FieldType is the JSON type a form field accepts.
+type FieldType string
+
+// The field types a form step can ask for.
+const (
+	FieldString  FieldType = "string"
+	FieldURL     FieldType = "url"     // an http:// or https:// URL
+	FieldEnum    FieldType = "enum"    // one of Options
+	FieldObject  FieldType = "object"  // a JSON object of string values (e.g. headers)
+	FieldBoolean FieldType = "boolean" // true or false
+	FieldInteger FieldType = "integer"
+)
+
+// Entry is one tool of the catalog, as loaded from its YAML file.
+type Entry struct {
+	Name        string   `yaml:"name" json:"name"`
+	Type        Type     `yaml:"type" json:"type"`
+	Title       string   `yaml:"title" json:"title"`
+	Description string   `yaml:"description" json:"description"`
+	Categories  []string `yaml:"categories" json:"categories"`
+	Auth        Auth     `yaml:"auth" json:"auth"`
+	// Connector names the package in connectors/ that reaches the tool:
+	// "tavily", "browser", "http-request" or "mcp".
+	Connector string `yaml:"connector" json:"-"`
+	// MCPURL is the endpoint of a hosted MCP server (type mcp).
+	MCPURL string `yaml:"mcp_url,omitempty" json:"-"`
+	// OAuth describes the provider of the tool's oauth step, if it has one.
+	OAuth *OAuthProvider `yaml:"oauth,omitempty" json:"-"`
+	Steps []Step         `yaml:"steps" json:"config_steps"`
+	// Actions is set for tools whose actions are fixed (builtins); MCP tools
+	// discover theirs at run time.
+	Actions []Action `yaml:"actions,omitempty" json:"actions,omitempty"`
+}
+
+// Step is one configuration step of an entry.
+type Step struct {
+	ID          string   `yaml:"id" json:"step"`
+	Type        StepType `yaml:"type" json:"type"`
+	Title       string   `yaml:"title" json:"title"`
+	Description string   `yaml:"description" json:"description"`
+	Fields      []Field  `yaml:"fields,omitempty" json:"fields,omitempty"`
+	// Verify asks the connector to check the credentials gathered so far
+	// before the step is accepted.
+	Verify bool `yaml:"verify,omitempty" json:"-"`
+}
+
+// Field is one input of a form step.
+type Field struct {
+	Name        string    `yaml:"name" json:"name"`
+	Label       string    `yaml:"label" json:"label"`
+	Description string    `yaml:"description,omitempty" json:"description,omitempty"`
+	Type        FieldType `yaml:"type" json:"type"`
+	Required    bool      `yaml:"required" json:"required"`
+	Secret      bool      `yaml:"secret" json:"secret"`
+	Pattern     string    `yaml:"pattern,omitempty" json:"pattern,omitempty"`
+	Options     []string  `yaml:"options,omitempty" json:"options,omitempty"`
+	Default     string    `yaml:"default,omitempty" json:"default,omitempty"`
+}
+
+// OAuthProvider is the data of an OAuth 2.0 provider. The platform's client
+// ID and secret come from QUIVER_OAUTH_<PROVIDER>_CLIENT_ID / _CLIENT_SECRET.
+type OAuthProvider struct {
+	Provider         string            `yaml:"provider"`
+	AuthorizationURL string            `yaml:"authorization_url"`
+	TokenURL         string            `yaml:"token_url"`
+	Scopes           []string          `yaml:"scopes"`
+	PKCE             bool              `yaml:"pkce"`
+	ExtraAuthParams  map[string]string `yaml:"extra_auth_params,omitempty"`
+}
+
+// Action is a fixed action of a builtin tool.
+type Action struct {
+	Name        string          `yaml:"name" json:"name"`
+	Description string          `yaml:"description" json:"description"`
+	Retryable   bool            `yaml:"retryable" json:"retryable"`
+	Annotations *Annotations    `yaml:"annotations,omitempty" json:"annotations,omitempty"`
+	InputSchema json.RawMessage `yaml:"-" json:"input_schema"`
+	// SchemaYAML is the input schema as written in the YAML file; Load turns
+	// it into InputSchema.
+	SchemaYAML map[string]any `yaml:"input_schema" json:"-"`
+}
+
+// Annotations are the MCP tool annotations that decide retryability.
+type Annotations struct {
+	Title           string `yaml:"title,omitempty" json:"title,omitempty"`
+	ReadOnlyHint    *bool  `yaml:"readOnlyHint,omitempty" json:"readOnlyHint,omitempty"`
+	IdempotentHint  *bool  `yaml:"idempotentHint,omitempty" json:"idempotentHint,omitempty"`
+	DestructiveHint *bool  `yaml:"destructiveHint,omitempty" json:"destructiveHint,omitempty"`
+	OpenWorldHint   *bool  `yaml:"openWorldHint,omitempty" json:"openWorldHint,omitempty"`
+}

@@ -1,0 +1,124 @@
+// Package connectors defines how Quiver reaches a tool: one small interface,
+// implemented by one package per way of reaching tools (mcp, tavily, browser,
+// httprequest). It knows catalog types only: never storage, HTTP handlers or
+// the call engine's idempotency rules.
+package connectors
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/quiverhq/quiver/catalog"
+)
+
+// Tool is a connected tool as a connector sees it: its catalog entry and its
+// decrypted configuration. Connectors must never log Config or Token.
+type Tool struct {
+	ID        int64
+	AccountID int64
+	Entry     *catalog.Entry
+	// Config holds every configured field, secrets decrypted. Object fields
+	// (such as custom-mcp's headers) hold their JSON text.
+	Config map[string]string
+	// AccessToken is the current OAuth access token, if the tool has one.
+	AccessToken string
+	// Version changes whenever the tool's configuration or token changes, so
+	// connectors can key caches and pooled sessions on (ID, Version).
+	Version int64
+}
+
+// Action is one action a tool offers.
+type Action struct {
+	Name        string               `json:"name"`
+	Description string               `json:"description"`
+	InputSchema json.RawMessage      `json:"input_schema"`
+	Retryable   bool                 `json:"retryable"`
+	Annotations *catalog.Annotations `json:"annotations,omitempty"`
+}
+
+// Result is the outcome of a call that reached the tool and came back.
+type Result struct {
+	// Content is the tool's output as JSON.
+	Content json.RawMessage
+	// IsError is true when the tool ran and reported an error.
+	IsError bool
+}
+
+// Connector reaches one kind of tool.
+type Connector interface {
+	// Actions lists what the tool can do.
+	Actions(ctx context.Context, t *Tool) ([]Action, error)
+	// Call runs one action. A returned error must be an *Error whose Kind
+	// tells whether anything may have reached the tool.
+	Call(ctx context.Context, t *Tool, action string, args json.RawMessage) (Result, error)
+}
+
+// Verifier is implemented by connectors that can check a step's credentials
+// before the step is accepted. config holds every field gathered so far.
+// A problem with a field is returned as a *FieldError.
+type Verifier interface {
+	Verify(ctx context.Context, entry *catalog.Entry, config map[string]string) error
+}
+
+// Kind classifies a failed call by what is known about its effect.
+type Kind string
+
+// The kinds of call failure. Only KindOutcomeUnknown means the tool may
+// have run; every other kind is a pre-effect rejection.
+const (
+	KindUnreachable    Kind = "tool_unreachable"     // nothing was sent (connect refused, DNS)
+	KindUpstreamAuth   Kind = "upstream_auth_failed" // the server refused our credentials before running anything
+	KindRejected       Kind = "rejected"             // the server refused the request before running it (unknown tool, bad params)
+	KindUnknownAction  Kind = "unknown_action"       // no such action
+	KindOutcomeUnknown Kind = "tool_outcome_unknown" // sent, and no outcome came back
+)
+
+// Error is a failed call.
+type Error struct {
+	Kind    Kind
+	Message string
+	Err     error
+}
+
+func (e *Error) Error() string {
+	if e.Err != nil {
+		return fmt.Sprintf("%s: %s: %v", e.Kind, e.Message, e.Err)
+	}
+	return fmt.Sprintf("%s: %s", e.Kind, e.Message)
+}
+
+func (e *Error) Unwrap() error { return e.Err }
+
+// Errorf returns an *Error of the given kind.
+func Errorf(kind Kind, err error, format string, args ...any) *Error {
+	return &Error{Kind: kind, Message: fmt.Sprintf(format, args...), Err: err}
+}
+
+// KindOf returns the kind of err, and KindOutcomeUnknown for any error that is
+// not an *Error: when in doubt, the tool may have run.
+func KindOf(err error) Kind {
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Kind
+	}
+	return KindOutcomeUnknown
+}
+
+// FieldError says a configuration field was refused by the tool itself.
+type FieldError struct {
+	Field   string
+	Message string
+}
+
+func (e *FieldError) Error() string { return e.Field + ": " + e.Message }
+
+// Registry maps a catalog entry's connector name to its Connector.
+type Registry map[string]Connector
+
+// For returns the connector of entry.
+func (r Registry) For(entry *catalog.Entry) (Connector, bool) {
+	c, ok := r[entry.Connector]
+	return c, ok
+}
