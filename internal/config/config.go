@@ -1,0 +1,202 @@
+// Package config reads Quiver's configuration from the environment into one
+// struct and validates it. Errors name the variable at fault. It never logs
+// or prints secret values.
+package config
+
+import (
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Defaults, named so the README and the code agree.
+const (
+	DefaultAddr           = ":8080"
+	DefaultDataDir        = "./data"
+	DefaultCallTimeout    = 30 * time.Second
+	DefaultLeaseGrace     = 5 * time.Second
+	DefaultIdempotencyTTL = 24 * time.Hour
+	DefaultSweepInterval  = 2 * time.Second
+	DefaultPublicURL      = "http://localhost:8080"
+	DefaultTavilyBaseURL  = "https://api.tavily.com"
+	DefaultBodyLimit      = 1 << 20
+	DefaultCacheTTL       = time.Second
+)
+
+// Config is everything Quiver reads from its environment.
+type Config struct {
+	Addr        string // QUIVER_ADDR
+	DatabaseURL string // DATABASE_URL; empty means the embedded SQLite file
+	RedisURL    string // REDIS_URL; empty means the in-process cache
+	DataDir     string // QUIVER_DATA_DIR
+	// SecretKey is the base64 key from QUIVER_SECRET_KEY; empty means a key
+	// generated into DataDir (embedded default only).
+	SecretKey      string
+	CallTimeout    time.Duration // QUIVER_CALL_TIMEOUT
+	LeaseGrace     time.Duration // QUIVER_LEASE_GRACE: added to CallTimeout for a dispatched call's lease
+	IdempotencyTTL time.Duration // QUIVER_IDEMPOTENCY_TTL
+	SweepInterval  time.Duration // QUIVER_SWEEP_INTERVAL
+	CacheTTL       time.Duration // QUIVER_CACHE_TTL: how long API keys and tools are cached in process
+	PublicURL      string        // QUIVER_PUBLIC_URL
+	TavilyBaseURL  string        // QUIVER_TAVILY_BASE_URL
+	BodyLimit      int64         // QUIVER_BODY_LIMIT (bytes)
+	AllowPrivate   bool          // QUIVER_EGRESS_ALLOW_PRIVATE
+	LogLevel       string        // QUIVER_LOG_LEVEL: debug, info, warn, error
+	// OAuthClients maps a provider name (lower case) to the platform's OAuth
+	// app, from QUIVER_OAUTH_<PROVIDER>_CLIENT_ID / _CLIENT_SECRET.
+	OAuthClients map[string]OAuthClient
+}
+
+// OAuthClient is the platform's OAuth application at one provider.
+type OAuthClient struct {
+	ClientID     string
+	ClientSecret string
+}
+
+// Embedded reports whether Quiver runs on its embedded SQLite database.
+func (c *Config) Embedded() bool { return c.DatabaseURL == "" }
+
+// Lease is how long a dispatched call holds its idempotency key before a
+// sweeper may declare its outcome unknown.
+func (c *Config) Lease() time.Duration { return c.CallTimeout + c.LeaseGrace }
+
+// FromEnv reads the configuration from the process environment.
+func FromEnv() (*Config, error) { return Parse(os.Getenv, os.Environ()) }
+
+// Parse reads the configuration through getenv; environ lists every
+// variable (for the QUIVER_OAUTH_* family). It validates what it read.
+func Parse(getenv func(string) string, environ []string) (*Config, error) {
+	var errs []error
+	str := func(name, def string) string {
+		if v := strings.TrimSpace(getenv(name)); v != "" {
+			return v
+		}
+		return def
+	}
+	dur := func(name string, def time.Duration) time.Duration {
+		v := strings.TrimSpace(getenv(name))
+		if v == "" {
+			return def
+		}
+		d, err := time.ParseDuration(v)
+		if err != nil || d <= 0 {
+			errs = append(errs, fmt.Errorf("%s: %q is not a positive duration such as 30s or 24h", name, v))
+			return def
+		}
+		return d
+	}
+	boolean := func(name string) bool {
+		v := strings.TrimSpace(getenv(name))
+		if v == "" {
+			return false
+		}
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s: %q is not true or false", name, v))
+		}
+		return b
+	}
+	c := &Config{
+		Addr:           str("QUIVER_ADDR", DefaultAddr),
+		DatabaseURL:    str("DATABASE_URL", ""),
+		RedisURL:       str("REDIS_URL", ""),
+		DataDir:        str("QUIVER_DATA_DIR", DefaultDataDir),
+		SecretKey:      str("QUIVER_SECRET_KEY", ""),
+		CallTimeout:    dur("QUIVER_CALL_TIMEOUT", DefaultCallTimeout),
+		LeaseGrace:     dur("QUIVER_LEASE_GRACE", DefaultLeaseGrace),
+		IdempotencyTTL: dur("QUIVER_IDEMPOTENCY_TTL", DefaultIdempotencyTTL),
+		SweepInterval:  dur("QUIVER_SWEEP_INTERVAL", DefaultSweepInterval),
+		CacheTTL:       dur("QUIVER_CACHE_TTL", DefaultCacheTTL),
+		PublicURL:      strings.TrimRight(str("QUIVER_PUBLIC_URL", DefaultPublicURL), "/"),
+		TavilyBaseURL:  strings.TrimRight(str("QUIVER_TAVILY_BASE_URL", DefaultTavilyBaseURL), "/"),
+		BodyLimit:      DefaultBodyLimit,
+		AllowPrivate:   boolean("QUIVER_EGRESS_ALLOW_PRIVATE"),
+		LogLevel:       strings.ToLower(str("QUIVER_LOG_LEVEL", "info")),
+		OAuthClients:   map[string]OAuthClient{},
+	}
+	if v := strings.TrimSpace(getenv("QUIVER_BODY_LIMIT")); v != "" {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n < 1024 {
+			errs = append(errs, fmt.Errorf("QUIVER_BODY_LIMIT: %q is not a byte count of at least 1024", v))
+		} else {
+			c.BodyLimit = n
+		}
+	}
+	for _, kv := range environ {
+		name, value, _ := strings.Cut(kv, "=")
+		rest, ok := strings.CutPrefix(name, "QUIVER_OAUTH_")
+		if !ok {
+			continue
+		}
+		var provider string
+		var secret bool
+		switch {
+		case strings.HasSuffix(rest, "_CLIENT_ID"):
+			provider = strings.TrimSuffix(rest, "_CLIENT_ID")
+		case strings.HasSuffix(rest, "_CLIENT_SECRET"):
+			provider, secret = strings.TrimSuffix(rest, "_CLIENT_SECRET"), true
+		default:
+			continue
+		}
+		provider = strings.ToLower(provider)
+		oc := c.OAuthClients[provider]
+		if secret {
+			oc.ClientSecret = value
+		} else {
+			oc.ClientID = value
+		}
+		c.OAuthClients[provider] = oc
+	}
+	errs = append(errs, c.Validate())
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// Validate checks the configuration; each error names its variable.
+func (c *Config) Validate() error {
+	var errs []error
+	if c.DatabaseURL != "" {
+		u, err := url.Parse(c.DatabaseURL)
+		if err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") {
+			errs = append(errs, errors.New("DATABASE_URL: must be a postgres:// URL"))
+		}
+		if c.SecretKey == "" {
+			errs = append(errs, errors.New("QUIVER_SECRET_KEY: required when DATABASE_URL is set (32 bytes, base64)"))
+		}
+	}
+	if c.RedisURL != "" {
+		u, err := url.Parse(c.RedisURL)
+		if err != nil || (u.Scheme != "redis" && u.Scheme != "rediss" && u.Scheme != "redis-sentinel" && u.Scheme != "redis-cluster") {
+			errs = append(errs, errors.New("REDIS_URL: must be a redis://, rediss://, redis-sentinel:// or redis-cluster:// URL"))
+		}
+	}
+	if c.DataDir == "" {
+		errs = append(errs, errors.New("QUIVER_DATA_DIR: must not be empty"))
+	} else {
+		c.DataDir = filepath.Clean(c.DataDir)
+	}
+	if u, err := url.Parse(c.PublicURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		errs = append(errs, errors.New("QUIVER_PUBLIC_URL: must be an absolute http(s) URL"))
+	}
+	if u, err := url.Parse(c.TavilyBaseURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		errs = append(errs, errors.New("QUIVER_TAVILY_BASE_URL: must be an absolute http(s) URL"))
+	}
+	switch c.LogLevel {
+	case "debug", "info", "warn", "error":
+	default:
+		errs = append(errs, fmt.Errorf("QUIVER_LOG_LEVEL: %q is not debug, info, warn or error", c.LogLevel))
+	}
+	for p, oc := range c.OAuthClients {
+		if oc.ClientID == "" || oc.ClientSecret == "" {
+			errs = append(errs, fmt.Errorf("QUIVER_OAUTH_%s_CLIENT_ID and _CLIENT_SECRET: set both or neither", strings.ToUpper(p)))
+		}
+	}
+	return errors.Join(errs...)
+}

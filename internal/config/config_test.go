@@ -1,0 +1,58 @@
+package config
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+func parse(env map[string]string) (*Config, error) {
+	var environ []string
+	for k, v := range env {
+		environ = append(environ, k+"="+v)
+	}
+	return Parse(func(k string) string { return env[k] }, environ)
+}
+
+func TestDefaults(t *testing.T) {
+	c, err := parse(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Addr != DefaultAddr || !c.Embedded() || c.CallTimeout != 30*time.Second || c.IdempotencyTTL != 24*time.Hour {
+		t.Fatalf("unexpected defaults: %+v", c)
+	}
+	if c.Lease() != 35*time.Second {
+		t.Fatalf("Lease = %v", c.Lease())
+	}
+}
+
+func TestErrorsNameTheVariable(t *testing.T) {
+	cases := map[string]map[string]string{
+		"QUIVER_CALL_TIMEOUT":         {"QUIVER_CALL_TIMEOUT": "soon"},
+		"QUIVER_SECRET_KEY":           {"DATABASE_URL": "postgres://localhost/q"},
+		"DATABASE_URL":                {"DATABASE_URL": "mysql://x", "QUIVER_SECRET_KEY": "k"},
+		"REDIS_URL":                   {"REDIS_URL": "http://x"},
+		"QUIVER_EGRESS_ALLOW_PRIVATE": {"QUIVER_EGRESS_ALLOW_PRIVATE": "maybe"},
+		"QUIVER_OAUTH_GITHUB":         {"QUIVER_OAUTH_GITHUB_CLIENT_ID": "id"},
+		"QUIVER_BODY_LIMIT":           {"QUIVER_BODY_LIMIT": "12"},
+	}
+	for name, env := range cases {
+		t.Run(name, func(t *testing.T) {
+			_, err := parse(env)
+			if err == nil || !strings.Contains(err.Error(), name) {
+				t.Fatalf("error %v does not name %s", err, name)
+			}
+		})
+	}
+}
+
+func TestOAuthClients(t *testing.T) {
+	c, err := parse(map[string]string{"QUIVER_OAUTH_GITHUB_CLIENT_ID": "id", "QUIVER_OAUTH_GITHUB_CLIENT_SECRET": "s"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.OAuthClients["github"] != (OAuthClient{"id", "s"}) {
+		t.Fatalf("OAuthClients = %+v", c.OAuthClients)
+	}
+}

@@ -1,0 +1,81 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"gorm.io/gorm"
+	"gorm.io/gorm/clause"
+)
+
+// Account owns API keys, tools and agents.
+type Account struct {
+	ID        int64
+	Name      string
+	CreatedAt time.Time
+}
+
+// APIKey is a stored API key: only its SHA-256 hash and a short prefix for
+// people to recognise it by.
+type APIKey struct {
+	ID        int64
+	AccountID int64
+	KeyHash   string
+	Prefix    string
+	CreatedAt time.Time
+	RevokedAt *time.Time
+}
+
+// EnsureAccount returns the account named name, creating it if needed.
+func (s *Store) EnsureAccount(ctx context.Context, name string) (*Account, error) {
+	db := s.db.WithContext(ctx)
+	a := &Account{Name: name, CreatedAt: time.Now().UTC()}
+	if err := db.Clauses(clause.OnConflict{DoNothing: true}).Create(a).Error; err != nil {
+		return nil, interpret(err)
+	}
+	var got Account
+	if err := db.Where("name = ?", name).Take(&got).Error; err != nil {
+		return nil, interpret(err)
+	}
+	return &got, nil
+}
+
+// CountAccounts returns how many accounts exist.
+func (s *Store) CountAccounts(ctx context.Context) (int64, error) {
+	var n int64
+	err := s.db.WithContext(ctx).Model(&Account{}).Count(&n).Error
+	return n, interpret(err)
+}
+
+// CreateAPIKey stores a key hash for an account.
+func (s *Store) CreateAPIKey(ctx context.Context, k *APIKey) error {
+	if k.CreatedAt.IsZero() {
+		k.CreatedAt = time.Now().UTC()
+	}
+	return interpret(s.db.WithContext(ctx).Create(k).Error)
+}
+
+// AccountByKeyHash resolves an unrevoked key hash to its account ID.
+func (s *Store) AccountByKeyHash(ctx context.Context, hash string) (int64, error) {
+	var k APIKey
+	err := s.db.WithContext(ctx).Select("account_id").
+		Where("key_hash = ? AND revoked_at IS NULL", hash).Take(&k).Error
+	if errors.Is(err, gorm.ErrRecordNotFound) {
+		return 0, ErrNotFound
+	}
+	return k.AccountID, interpret(err)
+}
+
+// RevokeAPIKey revokes a key by its hash.
+func (s *Store) RevokeAPIKey(ctx context.Context, hash string) error {
+	res := s.db.WithContext(ctx).Model(&APIKey{}).Where("key_hash = ? AND revoked_at IS NULL", hash).
+		Update("revoked_at", time.Now().UTC())
+	if res.Error != nil {
+		return interpret(res.Error)
+	}
+	if res.RowsAffected == 0 {
+		return ErrNotFound
+	}
+	return nil
+}

@@ -1,0 +1,67 @@
+package store
+
+import (
+	"context"
+	"time"
+)
+
+// CallLog is one entry of the call log: no arguments, no results.
+type CallLog struct {
+	ID             int64     `json:"-"`
+	CallID         string    `json:"call_id"`
+	AccountID      int64     `json:"-"`
+	ToolID         int64     `json:"tool"`
+	Action         string    `json:"action"`
+	Outcome        string    `json:"outcome"`
+	DurationMS     int64     `json:"duration_ms"`
+	IdempotencyKey *string   `json:"idempotency_key"`
+	CreatedAt      time.Time `json:"created_at"`
+}
+
+// TableName maps CallLog to the calls table.
+func (CallLog) TableName() string { return "calls" }
+
+// InsertCalls writes a batch of call log entries; an entry whose call_id is
+// already logged is skipped.
+func (s *Store) InsertCalls(ctx context.Context, cs []CallLog) error {
+	if len(cs) == 0 {
+		return nil
+	}
+	return interpret(s.db.WithContext(ctx).Exec(insertCallsSQL(len(cs)), callArgs(cs)...).Error)
+}
+
+func insertCallsSQL(n int) string {
+	q := "INSERT INTO calls (call_id, account_id, tool_id, action, outcome, duration_ms, idempotency_key, created_at) VALUES "
+	for i := 0; i < n; i++ {
+		if i > 0 {
+			q += ", "
+		}
+		q += "(?, ?, ?, ?, ?, ?, ?, ?)"
+	}
+	return q + " ON CONFLICT (call_id) DO NOTHING"
+}
+
+func callArgs(cs []CallLog) []any {
+	args := make([]any, 0, len(cs)*8)
+	for _, c := range cs {
+		args = append(args, c.CallID, c.AccountID, c.ToolID, c.Action, c.Outcome, c.DurationMS, c.IdempotencyKey, c.CreatedAt.UTC())
+	}
+	return args
+}
+
+// ListCalls returns one page of the account's call log, optionally of one tool.
+func (s *Store) ListCalls(ctx context.Context, accountID int64, toolID *int64, p Page) ([]CallLog, string, error) {
+	q := s.db.WithContext(ctx).Where("account_id = ? AND id > ?", accountID, p.After)
+	if toolID != nil {
+		q = q.Where("tool_id = ?", *toolID)
+	}
+	var cs []CallLog
+	if err := q.Order("id").Limit(p.Limit).Find(&cs).Error; err != nil {
+		return nil, "", interpret(err)
+	}
+	var last int64
+	if len(cs) > 0 {
+		last = cs[len(cs)-1].ID
+	}
+	return cs, nextCursor(len(cs), p.Limit, last), nil
+}

@@ -1,0 +1,198 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"io/fs"
+	"path"
+	"sort"
+	"strconv"
+	"strings"
+
+	"gorm.io/gorm"
+
+	"github.com/quiverhq/quiver/migrations"
+)
+
+// Migration is one numbered schema change.
+type Migration struct {
+	Version int
+	Name    string
+	Up      string
+	Down    string
+}
+
+// MigrationStatus is a migration and whether it is applied.
+type MigrationStatus struct {
+	Migration
+	Applied bool
+}
+
+// migrationLockID is the Postgres advisory lock held while migrating, so
+// replicas starting together migrate one at a time.
+const migrationLockID = 0x5175697665720001
+
+// Migrations returns the embedded migrations of the store's dialect.
+func (s *Store) Migrations() ([]Migration, error) {
+	return loadMigrations(migrations.FS, string(s.dialect))
+}
+
+func loadMigrations(fsys fs.FS, dir string) ([]Migration, error) {
+	entries, err := fs.ReadDir(fsys, dir)
+	if err != nil {
+		return nil, err
+	}
+	byVersion := map[int]*Migration{}
+	for _, e := range entries {
+		name := e.Name()
+		var up bool
+		switch {
+		case strings.HasSuffix(name, ".up.sql"):
+			up = true
+		case strings.HasSuffix(name, ".down.sql"):
+		default:
+			continue
+		}
+		num, rest, ok := strings.Cut(name, "_")
+		v, err := strconv.Atoi(num)
+		if !ok || err != nil {
+			return nil, fmt.Errorf("migrations: %s: name must be NNN_name.up.sql or .down.sql", name)
+		}
+		body, err := fs.ReadFile(fsys, path.Join(dir, name))
+		if err != nil {
+			return nil, err
+		}
+		m := byVersion[v]
+		if m == nil {
+			m = &Migration{Version: v, Name: strings.TrimSuffix(strings.TrimSuffix(rest, ".up.sql"), ".down.sql")}
+			byVersion[v] = m
+		}
+		if up {
+			m.Up = string(body)
+		} else {
+			m.Down = string(body)
+		}
+	}
+	out := make([]Migration, 0, len(byVersion))
+	for _, m := range byVersion {
+		if m.Up == "" || m.Down == "" {
+			return nil, fmt.Errorf("migrations: %03d_%s needs both an up and a down file", m.Version, m.Name)
+		}
+		out = append(out, *m)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Version < out[j].Version })
+	return out, nil
+}
+
+// withMigrationLock runs fn on one connection holding the migration lock.
+func (s *Store) withMigrationLock(ctx context.Context, fn func(db *gorm.DB) error) error {
+	return s.db.WithContext(ctx).Connection(func(db *gorm.DB) error {
+		if s.dialect == Postgres {
+			if err := db.Exec("SELECT pg_advisory_lock(?)", int64(migrationLockID)).Error; err != nil {
+				return interpret(err)
+			}
+			defer db.Exec("SELECT pg_advisory_unlock(?)", int64(migrationLockID))
+		}
+		if err := db.Exec(`CREATE TABLE IF NOT EXISTS schema_migrations (
+			version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TIMESTAMP NOT NULL DEFAULT CURRENT_TIMESTAMP)`).Error; err != nil {
+			return interpret(err)
+		}
+		return fn(db)
+	})
+}
+
+func applied(db *gorm.DB) (map[int]bool, error) {
+	var versions []int
+	if err := db.Raw("SELECT version FROM schema_migrations").Scan(&versions).Error; err != nil {
+		return nil, interpret(err)
+	}
+	m := make(map[int]bool, len(versions))
+	for _, v := range versions {
+		m[v] = true
+	}
+	return m, nil
+}
+
+// MigrateUp applies every pending migration, each in its own transaction,
+// and returns the ones it applied.
+func (s *Store) MigrateUp(ctx context.Context) ([]Migration, error) {
+	all, err := s.Migrations()
+	if err != nil {
+		return nil, err
+	}
+	var done []Migration
+	err = s.withMigrationLock(ctx, func(db *gorm.DB) error {
+		have, err := applied(db)
+		if err != nil {
+			return err
+		}
+		for _, m := range all {
+			if have[m.Version] {
+				continue
+			}
+			err := db.Transaction(func(tx *gorm.DB) error {
+				if err := tx.Exec(m.Up).Error; err != nil {
+					return fmt.Errorf("migration %03d_%s: %w", m.Version, m.Name, err)
+				}
+				return tx.Exec("INSERT INTO schema_migrations (version, name) VALUES (?, ?)", m.Version, m.Name).Error
+			})
+			if err != nil {
+				return err
+			}
+			done = append(done, m)
+		}
+		return nil
+	})
+	return done, err
+}
+
+// MigrateDown reverts the newest applied migration and returns it, or nil
+// when none is applied.
+func (s *Store) MigrateDown(ctx context.Context) (*Migration, error) {
+	all, err := s.Migrations()
+	if err != nil {
+		return nil, err
+	}
+	var reverted *Migration
+	err = s.withMigrationLock(ctx, func(db *gorm.DB) error {
+		have, err := applied(db)
+		if err != nil {
+			return err
+		}
+		for i := len(all) - 1; i >= 0; i-- {
+			m := all[i]
+			if !have[m.Version] {
+				continue
+			}
+			reverted = &m
+			return db.Transaction(func(tx *gorm.DB) error {
+				if err := tx.Exec(m.Down).Error; err != nil {
+					return fmt.Errorf("migration %03d_%s down: %w", m.Version, m.Name, err)
+				}
+				return tx.Exec("DELETE FROM schema_migrations WHERE version = ?", m.Version).Error
+			})
+		}
+		return nil
+	})
+	return reverted, err
+}
+
+// MigrationStatus lists every migration and whether it is applied.
+func (s *Store) MigrationStatus(ctx context.Context) ([]MigrationStatus, error) {
+	all, err := s.Migrations()
+	if err != nil {
+		return nil, err
+	}
+	var out []MigrationStatus
+	err = s.withMigrationLock(ctx, func(db *gorm.DB) error {
+		have, err := applied(db)
+		if err != nil {
+			return err
+		}
+		for _, m := range all {
+			out = append(out, MigrationStatus{Migration: m, Applied: have[m.Version]})
+		}
+		return nil
+	})
+	return out, err
+}

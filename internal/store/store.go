@@ -1,0 +1,167 @@
+// Package store is Quiver's persistence: GORM models and queries over
+// Postgres in production and a pure-Go SQLite file as the embedded default.
+// It owns the schema migrations and translates database errors into the
+// domain errors below, in one place (interpret). It knows nothing of HTTP or
+// of the packages above it.
+package store
+
+import (
+	"context"
+	"database/sql/driver"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/glebarez/sqlite"
+	"github.com/jackc/pgx/v5/pgconn"
+	"gorm.io/driver/postgres"
+	"gorm.io/gorm"
+	"gorm.io/gorm/logger"
+)
+
+// Errors the store returns instead of driver errors.
+var (
+	// ErrNotFound: no such row (or it belongs to another account).
+	ErrNotFound = errors.New("store: not found")
+	// ErrConflict: a unique constraint refused the write.
+	ErrConflict = errors.New("store: conflict")
+	// ErrUnavailable: the database could not be reached.
+	ErrUnavailable = errors.New("store: database unavailable")
+)
+
+// Dialect names the database behind a Store.
+type Dialect string
+
+// The supported databases.
+const (
+	Postgres Dialect = "postgres"
+	SQLite   Dialect = "sqlite"
+)
+
+// Store is the database handle. It is safe for concurrent use.
+type Store struct {
+	db      *gorm.DB
+	dialect Dialect
+	// nowMS is the SQL expression for the database clock in milliseconds.
+	nowMS string
+}
+
+// Options configures Open.
+type Options struct {
+	// DatabaseURL is a postgres:// URL; empty means SQLite in DataDir.
+	DatabaseURL string
+	DataDir     string
+	Logger      *slog.Logger
+}
+
+// Open connects to the database. It does not migrate.
+func Open(ctx context.Context, opts Options) (*Store, error) {
+	gcfg := &gorm.Config{Logger: logger.New(discardWriter{}, logger.Config{LogLevel: logger.Silent}), TranslateError: false}
+	if opts.DatabaseURL != "" {
+		db, err := gorm.Open(postgres.New(postgres.Config{DSN: opts.DatabaseURL}), gcfg)
+		if err != nil {
+			return nil, fmt.Errorf("store: open postgres: %w", err)
+		}
+		sqlDB, err := db.DB()
+		if err != nil {
+			return nil, err
+		}
+		sqlDB.SetMaxOpenConns(32)
+		sqlDB.SetMaxIdleConns(32)
+		sqlDB.SetConnMaxIdleTime(5 * time.Minute)
+		s := &Store{db: db, dialect: Postgres, nowMS: "(extract(epoch from clock_timestamp()) * 1000)::bigint"}
+		return s, s.Ping(ctx)
+	}
+	if err := os.MkdirAll(opts.DataDir, 0o700); err != nil {
+		return nil, fmt.Errorf("store: create data dir: %w", err)
+	}
+	dsn := filepath.Join(opts.DataDir, "quiver.db") +
+		"?_pragma=foreign_keys(1)&_pragma=journal_mode(WAL)&_pragma=busy_timeout(10000)&_pragma=synchronous(NORMAL)"
+	db, err := gorm.Open(sqlite.Open(dsn), gcfg)
+	if err != nil {
+		return nil, fmt.Errorf("store: open sqlite: %w", err)
+	}
+	sqlDB, err := db.DB()
+	if err != nil {
+		return nil, err
+	}
+	// SQLite has one writer; a single connection serializes writes without
+	// "database is locked" errors. No transaction is held across a tool call.
+	sqlDB.SetMaxOpenConns(1)
+	s := &Store{db: db, dialect: SQLite, nowMS: "CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER)"}
+	return s, s.Ping(ctx)
+}
+
+type discardWriter struct{}
+
+func (discardWriter) Printf(string, ...any) {}
+
+// Dialect reports which database the store uses.
+func (s *Store) Dialect() Dialect { return s.dialect }
+
+// DB exposes the GORM handle to tests of this package's users.
+func (s *Store) DB() *gorm.DB { return s.db }
+
+// Ping checks the database is reachable.
+func (s *Store) Ping(ctx context.Context) error {
+	sqlDB, err := s.db.DB()
+	if err != nil {
+		return err
+	}
+	return interpret(sqlDB.PingContext(ctx))
+}
+
+// Close closes the connection pool.
+func (s *Store) Close() error {
+	sqlDB, err := s.db.DB()
+	if err != nil {
+		return err
+	}
+	return sqlDB.Close()
+}
+
+// Now returns the database clock in milliseconds since the epoch.
+func (s *Store) Now(ctx context.Context) (int64, error) {
+	var ms int64
+	err := s.db.WithContext(ctx).Raw("SELECT " + s.nowMS).Scan(&ms).Error
+	return ms, interpret(err)
+}
+
+// interpret is the one place where database errors become store errors.
+func interpret(err error) error {
+	if err == nil {
+		return nil
+	}
+	if errors.Is(err, gorm.ErrRecordNotFound) {
+		return ErrNotFound
+	}
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) {
+		switch {
+		case pgErr.Code == "23505":
+			return fmt.Errorf("%w: %s", ErrConflict, pgErr.ConstraintName)
+		case strings.HasPrefix(pgErr.Code, "08"), pgErr.Code == "57P01", pgErr.Code == "57P02", pgErr.Code == "57P03", pgErr.Code == "53300":
+			return fmt.Errorf("%w: %v", ErrUnavailable, err)
+		}
+		return err
+	}
+	msg := err.Error()
+	if strings.Contains(msg, "UNIQUE constraint failed") {
+		return fmt.Errorf("%w: %s", ErrConflict, msg)
+	}
+	var connErr *pgconn.ConnectError
+	var netErr net.Error
+	if errors.As(err, &connErr) || errors.As(err, &netErr) || errors.Is(err, driver.ErrBadConn) ||
+		errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) ||
+		strings.Contains(msg, "connection refused") || strings.Contains(msg, "failed to connect") ||
+		strings.Contains(msg, "conn closed") || strings.Contains(msg, "broken pipe") {
+		return fmt.Errorf("%w: %v", ErrUnavailable, err)
+	}
+	return err
+}

@@ -1,0 +1,249 @@
+package store_test
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/quiverhq/quiver/internal/store"
+	"github.com/quiverhq/quiver/internal/testdb"
+)
+
+// setup returns a migrated store of each dialect.
+func setup(t *testing.T) map[string]*store.Store {
+	t.Helper()
+	ctx := context.Background()
+	out := map[string]*store.Store{}
+	for name, opts := range map[string]store.Options{
+		"postgres": {DatabaseURL: testdb.Postgres(t, "store")},
+		"sqlite":   {DataDir: t.TempDir()},
+	} {
+		s, err := store.Open(ctx, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		if _, err := s.MigrateUp(ctx); err != nil {
+			t.Fatalf("%s: migrate up: %v", name, err)
+		}
+		out[name] = s
+	}
+	return out
+}
+
+func TestMigrateUpDownUp(t *testing.T) {
+	ctx := context.Background()
+	for name, opts := range map[string]store.Options{
+		"postgres": {DatabaseURL: testdb.Postgres(t, "migrate")},
+		"sqlite":   {DataDir: t.TempDir()},
+	} {
+		t.Run(name, func(t *testing.T) {
+			s, err := store.Open(ctx, opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			all, _ := s.Migrations()
+			if done, err := s.MigrateUp(ctx); err != nil || len(done) != len(all) {
+				t.Fatalf("up: %d applied, %v", len(done), err)
+			}
+			if done, err := s.MigrateUp(ctx); err != nil || len(done) != 0 {
+				t.Fatalf("second up applied %d, %v", len(done), err)
+			}
+			for range all {
+				if m, err := s.MigrateDown(ctx); err != nil || m == nil {
+					t.Fatalf("down: %v, %v", m, err)
+				}
+			}
+			if m, err := s.MigrateDown(ctx); err != nil || m != nil {
+				t.Fatalf("down past the first: %v, %v", m, err)
+			}
+			if _, err := s.MigrateUp(ctx); err != nil {
+				t.Fatalf("up again: %v", err)
+			}
+			st, err := s.MigrationStatus(ctx)
+			if err != nil || len(st) != len(all) || !st[0].Applied {
+				t.Fatalf("status: %+v, %v", st, err)
+			}
+		})
+	}
+}
+
+func TestConcurrentMigrateOnPostgres(t *testing.T) {
+	ctx := context.Background()
+	url := testdb.Postgres(t, "migconc")
+	var wg sync.WaitGroup
+	errs := make(chan error, 3)
+	for i := 0; i < 3; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			s, err := store.Open(ctx, store.Options{DatabaseURL: url})
+			if err != nil {
+				errs <- err
+				return
+			}
+			defer s.Close()
+			_, err = s.MigrateUp(ctx)
+			errs <- err
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func TestIdempotencyTransitions(t *testing.T) {
+	for name, s := range setup(t) {
+		t.Run(name, func(t *testing.T) {
+			ctx := context.Background()
+			acct, err := s.EnsureAccount(ctx, "idem")
+			if err != nil {
+				t.Fatal(err)
+			}
+			tok := "lease-1"
+			rec := &store.IdemRecord{AccountID: acct.ID, Key: "k1", Fingerprint: []byte{1}, LeaseToken: &tok, ToolID: 1, Action: "a", CallID: "c1"}
+			if ex, err := s.Reserve(ctx, rec, time.Minute, time.Hour); err != nil || ex != nil {
+				t.Fatalf("first reserve: %+v, %v", ex, err)
+			}
+			other := "lease-2"
+			dup := &store.IdemRecord{AccountID: acct.ID, Key: "k1", Fingerprint: []byte{2}, LeaseToken: &other, ToolID: 1, Action: "a", CallID: "c2"}
+			ex, err := s.Reserve(ctx, dup, time.Minute, time.Hour)
+			if err != nil || ex == nil || ex.State != store.IdemDispatched || ex.CallID != "c1" || ex.LeaseExpired() {
+				t.Fatalf("second reserve: %+v, %v", ex, err)
+			}
+			if ok, _ := s.Complete(ctx, acct.ID, "k1", "wrong-token", 200, "application/json", []byte("{}")); ok {
+				t.Fatal("Complete with a foreign lease token succeeded")
+			}
+			body := []byte("{\"x\": 1 }\n")
+			if ok, err := s.Complete(ctx, acct.ID, "k1", tok, 200, "application/json", body); !ok || err != nil {
+				t.Fatalf("Complete: %v %v", ok, err)
+			}
+			got, err := s.GetIdem(ctx, acct.ID, "k1")
+			if err != nil || got.State != store.IdemSucceeded || string(got.Response) != string(body) || *got.StatusCode != 200 {
+				t.Fatalf("GetIdem: %+v, %v", got, err)
+			}
+			if ok, _ := s.MarkUnknown(ctx, acct.ID, "k1", tok); ok {
+				t.Fatal("MarkUnknown after Complete succeeded")
+			}
+
+			// A lease that runs out is swept to outcome_unknown, once.
+			tok3 := "lease-3"
+			r3 := &store.IdemRecord{AccountID: acct.ID, Key: "k3", Fingerprint: []byte{3}, LeaseToken: &tok3, ToolID: 1, Action: "a", CallID: "c3"}
+			if _, err := s.Reserve(ctx, r3, time.Millisecond, time.Hour); err != nil {
+				t.Fatal(err)
+			}
+			deadline := time.Now().Add(5 * time.Second)
+			var swept []store.SweptKey
+			for len(swept) == 0 && time.Now().Before(deadline) {
+				swept, err = s.SweepExpiredLeases(ctx)
+				if err != nil {
+					t.Fatal(err)
+				}
+			}
+			if len(swept) != 1 || swept[0].Key != "k3" {
+				t.Fatalf("swept %+v", swept)
+			}
+			if ok, _ := s.Complete(ctx, acct.ID, "k3", tok3, 200, "application/json", []byte("{}")); ok {
+				t.Fatal("Complete after the sweep overwrote outcome_unknown")
+			}
+
+			// Release frees the key for a new reservation.
+			tok4 := "lease-4"
+			r4 := &store.IdemRecord{AccountID: acct.ID, Key: "k4", Fingerprint: []byte{4}, LeaseToken: &tok4, ToolID: 1, Action: "a", CallID: "c4"}
+			if _, err := s.Reserve(ctx, r4, time.Minute, time.Hour); err != nil {
+				t.Fatal(err)
+			}
+			if ok, err := s.Release(ctx, acct.ID, "k4", tok4); !ok || err != nil {
+				t.Fatalf("Release: %v %v", ok, err)
+			}
+			if _, err := s.GetIdem(ctx, acct.ID, "k4"); !errors.Is(err, store.ErrNotFound) {
+				t.Fatalf("released key still there: %v", err)
+			}
+
+			// A key past its TTL is new again.
+			tok5 := "lease-5"
+			r5 := &store.IdemRecord{AccountID: acct.ID, Key: "k5", Fingerprint: []byte{5}, LeaseToken: &tok5, ToolID: 1, Action: "a", CallID: "c5"}
+			if _, err := s.Reserve(ctx, r5, time.Millisecond, time.Millisecond); err != nil {
+				t.Fatal(err)
+			}
+			s.MarkUnknown(ctx, acct.ID, "k5", tok5)
+			time.Sleep(5 * time.Millisecond) // the database clock must pass a 1 ms TTL
+			tok6 := "lease-6"
+			r6 := &store.IdemRecord{AccountID: acct.ID, Key: "k5", Fingerprint: []byte{6}, LeaseToken: &tok6, ToolID: 1, Action: "a", CallID: "c6"}
+			if ex, err := s.Reserve(ctx, r6, time.Minute, time.Hour); err != nil || ex != nil {
+				t.Fatalf("reserve after TTL: %+v, %v", ex, err)
+			}
+		})
+	}
+}
+
+func TestConcurrentReserveHasOneWinner(t *testing.T) {
+	for name, s := range setup(t) {
+		t.Run(name, func(t *testing.T) {
+			ctx := context.Background()
+			acct, _ := s.EnsureAccount(ctx, "race")
+			var wg sync.WaitGroup
+			var mu sync.Mutex
+			winners := 0
+			for i := 0; i < 30; i++ {
+				wg.Add(1)
+				go func(i int) {
+					defer wg.Done()
+					tok := "t" + string(rune('a'+i))
+					ex, err := s.Reserve(ctx, &store.IdemRecord{AccountID: acct.ID, Key: "same", Fingerprint: []byte{1}, LeaseToken: &tok, ToolID: 1, Action: "a", CallID: tok}, time.Minute, time.Hour)
+					if err != nil {
+						t.Error(err)
+						return
+					}
+					if ex == nil {
+						mu.Lock()
+						winners++
+						mu.Unlock()
+					}
+				}(i)
+			}
+			wg.Wait()
+			if winners != 1 {
+				t.Fatalf("%d reservations won, want 1", winners)
+			}
+		})
+	}
+}
+
+func TestAgentsAndToolDetach(t *testing.T) {
+	for name, s := range setup(t) {
+		t.Run(name, func(t *testing.T) {
+			ctx := context.Background()
+			acct, _ := s.EnsureAccount(ctx, "agents")
+			t1 := &store.Tool{AccountID: acct.ID, CatalogName: "browser", Name: "browser", State: "configured", Config: "{}"}
+			t2 := &store.Tool{AccountID: acct.ID, CatalogName: "browser", Name: "b2", State: "configured", Config: "{}"}
+			if err := s.CreateTool(ctx, t1); err != nil {
+				t.Fatal(err)
+			}
+			if err := s.CreateTool(ctx, t2); err != nil {
+				t.Fatal(err)
+			}
+			a := &store.Agent{AccountID: acct.ID, Name: "x", Status: "draft", Tools: []int64{t2.ID, t1.ID}}
+			if err := s.CreateAgent(ctx, a); err != nil {
+				t.Fatal(err)
+			}
+			if err := s.DeleteTool(ctx, acct.ID, t2.ID); err != nil {
+				t.Fatal(err)
+			}
+			got, err := s.GetAgent(ctx, acct.ID, a.ID)
+			if err != nil || len(got.Tools) != 1 || got.Tools[0] != t1.ID {
+				t.Fatalf("agent after tool delete: %+v, %v", got, err)
+			}
+			if _, err := s.GetAgent(ctx, acct.ID+1000, a.ID); !errors.Is(err, store.ErrNotFound) {
+				t.Fatalf("another account's agent: %v", err)
+			}
+		})
+	}
+}

@@ -1,0 +1,114 @@
+package store
+
+import (
+	"context"
+	"time"
+
+	"gorm.io/gorm"
+)
+
+// Tool is a connected tool row. Config is plain JSON; Secrets and
+// OAuthToken are sealed by the caller (package secrets) before they get here.
+type Tool struct {
+	ID          int64
+	AccountID   int64
+	CatalogName string
+	Name        string
+	State       string
+	StepIndex   int
+	Config      string
+	Secrets     string
+	OAuthToken  string `gorm:"column:oauth_token"`
+	Version     int64
+	CreatedAt   time.Time
+	UpdatedAt   time.Time
+}
+
+// CreateTool inserts t and sets its ID.
+func (s *Store) CreateTool(ctx context.Context, t *Tool) error {
+	now := time.Now().UTC()
+	t.CreatedAt, t.UpdatedAt, t.Version = now, now, 1
+	return interpret(s.db.WithContext(ctx).Create(t).Error)
+}
+
+// GetTool returns the account's tool id, or ErrNotFound.
+func (s *Store) GetTool(ctx context.Context, accountID, id int64) (*Tool, error) {
+	var t Tool
+	err := s.db.WithContext(ctx).Where("id = ? AND account_id = ?", id, accountID).Take(&t).Error
+	if err != nil {
+		return nil, interpret(err)
+	}
+	return &t, nil
+}
+
+// ToolsByCatalogName returns the account's tools made from one catalog entry.
+func (s *Store) ToolsByCatalogName(ctx context.Context, accountID int64, name string) ([]Tool, error) {
+	var ts []Tool
+	err := s.db.WithContext(ctx).Where("account_id = ? AND catalog_name = ?", accountID, name).Order("id").Limit(2).Find(&ts).Error
+	return ts, interpret(err)
+}
+
+// ListTools returns one page of the account's tools and the next cursor.
+func (s *Store) ListTools(ctx context.Context, accountID int64, p Page) ([]Tool, string, error) {
+	var ts []Tool
+	err := s.db.WithContext(ctx).Where("account_id = ? AND id > ?", accountID, p.After).
+		Order("id").Limit(p.Limit).Find(&ts).Error
+	if err != nil {
+		return nil, "", interpret(err)
+	}
+	var last int64
+	if len(ts) > 0 {
+		last = ts[len(ts)-1].ID
+	}
+	return ts, nextCursor(len(ts), p.Limit, last), nil
+}
+
+// UpdateToolConfig writes the configuration fields of t if the row is still
+// at the state and version the caller read (optimistic concurrency), and
+// bumps the version. It returns ErrConflict when someone else changed it.
+func (s *Store) UpdateToolConfig(ctx context.Context, t *Tool, wantState string, wantVersion int64) error {
+	t.UpdatedAt = time.Now().UTC()
+	res := s.db.WithContext(ctx).Model(&Tool{}).
+		Where("id = ? AND account_id = ? AND state = ? AND version = ?", t.ID, t.AccountID, wantState, wantVersion).
+		Updates(map[string]any{
+			"state": t.State, "step_index": t.StepIndex, "config": t.Config, "secrets": t.Secrets,
+			"oauth_token": t.OAuthToken, "version": gorm.Expr("version + 1"), "updated_at": t.UpdatedAt,
+		})
+	if res.Error != nil {
+		return interpret(res.Error)
+	}
+	if res.RowsAffected == 0 {
+		return ErrConflict
+	}
+	t.Version = wantVersion + 1
+	return nil
+}
+
+// DeleteTool deletes the account's tool; the cascade detaches it from agents
+// and drops its OAuth states, so its tokens are gone with the row.
+func (s *Store) DeleteTool(ctx context.Context, accountID, id int64) error {
+	res := s.db.WithContext(ctx).Where("id = ? AND account_id = ?", id, accountID).Delete(&Tool{})
+	if res.Error != nil {
+		return interpret(res.Error)
+	}
+	if res.RowsAffected == 0 {
+		return ErrNotFound
+	}
+	return nil
+}
+
+// ExistingToolIDs returns which of ids are tools of the account.
+func (s *Store) ExistingToolIDs(ctx context.Context, accountID int64, ids []int64) (map[int64]bool, error) {
+	var found []int64
+	if len(ids) > 0 {
+		err := s.db.WithContext(ctx).Model(&Tool{}).Where("account_id = ? AND id IN ?", accountID, ids).Pluck("id", &found).Error
+		if err != nil {
+			return nil, interpret(err)
+		}
+	}
+	m := make(map[int64]bool, len(found))
+	for _, id := range found {
+		m[id] = true
+	}
+	return m, nil
+}
