@@ -1,0 +1,377 @@
+"""The Quiver client: ``AgentClient`` with its ``tools``, ``agents`` and ``idempotency_keys`` resources."""
+
+from __future__ import annotations
+
+import os
+import urllib.parse
+from typing import Any, Dict, Iterable, List, Mapping, Optional, Type, TypeVar, Union
+
+from ._http import REFUSED_ONLY, SAFE, Transport, validate_idempotency_key
+from ._models import (
+    Action,
+    Agent,
+    AvailableTool,
+    CallLogEntry,
+    CallResult,
+    IdempotencyKeyState,
+    Page,
+    QuiverObject,
+    Tool,
+)
+
+__all__ = ["AgentClient", "DEFAULT_BASE_URL"]
+
+DEFAULT_BASE_URL = "http://localhost:8080"
+DEFAULT_TIMEOUT = 60.0
+DEFAULT_MAX_RETRIES = 2
+
+_API = "/api/v1"
+_TOOLS = _API + "/agents/custom-tools/"
+_AGENTS = _API + "/agents/"
+_CATALOG = _API + "/agents/tools/available/"
+
+T = TypeVar("T", bound=QuiverObject)
+ToolRef = Union[int, str, Mapping[str, Any]]
+
+
+class _NotGiven:
+    def __repr__(self) -> str:
+        return "NOT_GIVEN"
+
+    def __bool__(self) -> bool:
+        return False
+
+
+NOT_GIVEN: Any = _NotGiven()
+
+
+def _id(value: Any, what: str = "id") -> str:
+    """The path segment for an ID: an int, a numeric string, or an object with an ``id``."""
+    if isinstance(value, Mapping):
+        value = value.get("id")
+    if isinstance(value, bool) or value is None:
+        raise TypeError(f"{what} must be an integer ID, not {value!r}")
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, str) and value.strip():
+        return urllib.parse.quote(value.strip(), safe="")
+    raise TypeError(f"{what} must be an integer ID, not {value!r}")
+
+
+class AgentClient:
+    """A client of the Quiver API.
+
+    Args:
+        api_key: the API key; defaults to the ``QUIVER_API_KEY`` environment variable.
+        base_url: the server's URL; defaults to ``QUIVER_BASE_URL``, then ``http://localhost:8080``.
+        timeout: seconds to wait for each response (a tool call may take as long as the tool).
+        max_retries: how many times a request is retried when retrying is safe (default 2).
+        default_headers: extra headers sent with every request.
+
+    Example::
+
+        client = AgentClient(api_key="...")
+        for entry in client.tools.available():
+            print(entry.name, entry.title)
+    """
+
+    tools: "ToolsResource"
+    agents: "AgentsResource"
+    idempotency_keys: "IdempotencyKeysResource"
+
+    def __init__(
+        self,
+        api_key: Optional[str] = None,
+        base_url: Optional[str] = None,
+        timeout: float = DEFAULT_TIMEOUT,
+        *,
+        max_retries: int = DEFAULT_MAX_RETRIES,
+        default_headers: Optional[Mapping[str, str]] = None,
+    ) -> None:
+        if api_key is None:
+            api_key = os.environ.get("QUIVER_API_KEY") or None
+        if not base_url:
+            base_url = os.environ.get("QUIVER_BASE_URL") or DEFAULT_BASE_URL
+        self.api_key = api_key
+        self.base_url = base_url.rstrip("/")
+        self.timeout = timeout
+        self.max_retries = max_retries
+        self._transport = Transport(
+            api_key=api_key,
+            base_url=self.base_url,
+            timeout=timeout,
+            max_retries=max_retries,
+            default_headers=default_headers,
+        )
+        self.tools = ToolsResource(self._transport)
+        self.agents = AgentsResource(self._transport)
+        self.idempotency_keys = IdempotencyKeysResource(self._transport)
+
+    def __repr__(self) -> str:
+        return f"AgentClient(base_url={self.base_url!r})"
+
+    def close(self) -> None:
+        """Release resources (none are held between requests; provided for symmetry)."""
+
+    def __enter__(self) -> "AgentClient":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+
+class _Resource:
+    def __init__(self, transport: Transport) -> None:
+        self._t = transport
+
+    def _get(self, path: str, cls: Type[T], params: Optional[Mapping[str, Any]] = None) -> T:
+        data, response = self._t.request("GET", path, params=params, retry=SAFE)
+        return cls._from_json(data or {}, response.headers)
+
+    def _page(self, path: str, field: str, cls: Type[T], params: Mapping[str, Any]) -> Page[T]:
+        data, _ = self._t.request("GET", path, params=params, retry=SAFE)
+        data = data or {}
+        items = [cls._from_json(item) for item in data.get(field) or []]
+        return Page(items, data.get("next_cursor"))
+
+    def _all(self, path: str, field: str, cls: Type[T], params: Mapping[str, Any]) -> List[T]:
+        out: List[T] = []
+        params = dict(params)
+        seen = set()
+        while True:
+            page = self._page(path, field, cls, params)
+            out.extend(page.items)
+            cursor = page.next_cursor
+            if not cursor or cursor in seen:
+                return out
+            seen.add(cursor)
+            params["cursor"] = cursor
+
+
+class ToolsResource(_Resource):
+    """The catalog, the account's connected tools, their configuration, and calling them."""
+
+    # -- catalog ----------------------------------------------------------------------------
+
+    def available(self, category: Optional[str] = None) -> List[AvailableTool]:
+        """List the catalog: every tool that can be added with :meth:`create`.
+
+        Args:
+            category: only tools of this category (e.g. ``"search"``).
+        """
+        return self._all(_CATALOG, "tools", AvailableTool, {"category": category})
+
+    def get_available(self, name: str) -> AvailableTool:
+        """One catalog entry with its ``config_steps`` and, for fixed-action tools, ``actions``."""
+        return self._get(_CATALOG + urllib.parse.quote(name, safe="") + "/", AvailableTool)
+
+    # -- connected tools --------------------------------------------------------------------
+
+    def list(self, *, limit: Optional[int] = None) -> List[Tool]:
+        """Every tool connected to the account, oldest first, following ``next_cursor`` through every page.
+
+        Args:
+            limit: page size asked of the server (1–200; the server's default is 50).
+        """
+        return self._all(_TOOLS, "tools", Tool, {"limit": limit})
+
+    def list_page(self, *, limit: Optional[int] = None, cursor: Optional[str] = None) -> Page[Tool]:
+        """One page of connected tools; pass ``page.next_cursor`` as ``cursor`` for the next."""
+        return self._page(_TOOLS, "tools", Tool, {"limit": limit, "cursor": cursor})
+
+    def get(self, tool_id: Union[int, Mapping[str, Any]]) -> Tool:
+        """One connected tool by its ID."""
+        return self._get(_TOOLS + _id(tool_id, "tool_id") + "/", Tool)
+
+    def create(self, mcp_tool: str, *, name: Optional[str] = None, **extra: Any) -> Tool:
+        """Connect a tool from the catalog (by its catalog ``name``, e.g. ``"tavily"``).
+
+        The returned tool may still need configuration: see ``is_configured`` and
+        ``next_configuration_step``, then :meth:`provide_config`. Not retried on a connection
+        error (a retry could connect the tool twice).
+        """
+        body: Dict[str, Any] = {"mcp_tool": mcp_tool}
+        if name is not None:
+            body["name"] = name
+        body.update(extra)
+        data, response = self._t.request("POST", _TOOLS, body=body, retry=REFUSED_ONLY)
+        return Tool._from_json(data or {}, response.headers)
+
+    def provide_config(self, tool_id: Union[int, Mapping[str, Any]], user_response: Mapping[str, Any]) -> Tool:
+        """Answer the tool's current configuration step; returns the tool, advanced.
+
+        Raises :class:`~quiver.ValidationError` (with ``fields``) when a value is refused; the tool
+        then stays at the same step.
+        """
+        data, response = self._t.request(
+            "POST",
+            _TOOLS + _id(tool_id, "tool_id") + "/provide-config/",
+            body={"user_response": dict(user_response)},
+            retry=REFUSED_ONLY,
+        )
+        return Tool._from_json(data or {}, response.headers)
+
+    def reset_config(self, tool_id: Union[int, Mapping[str, Any]]) -> Tool:
+        """Put the tool back at its first configuration step."""
+        data, response = self._t.request(
+            "POST", _TOOLS + _id(tool_id, "tool_id") + "/reset-config/", retry=REFUSED_ONLY
+        )
+        return Tool._from_json(data or {}, response.headers)
+
+    def actions(self, tool_id: Union[int, Mapping[str, Any]]) -> List[Action]:
+        """The actions the tool offers, discovered from its connector."""
+        data, _ = self._t.request("GET", _TOOLS + _id(tool_id, "tool_id") + "/actions/", retry=SAFE)
+        return [Action._from_json(a) for a in (data or {}).get("actions") or []]
+
+    def delete(self, tool_id: Union[int, Mapping[str, Any]]) -> None:
+        """Delete a connected tool; it is detached from every agent."""
+        self._t.request("DELETE", _TOOLS + _id(tool_id, "tool_id") + "/", retry=SAFE)
+
+    # -- calling ----------------------------------------------------------------------------
+
+    def call(
+        self,
+        tool: ToolRef,
+        action: str,
+        arguments: Optional[Mapping[str, Any]] = None,
+        *,
+        idempotency_key: Optional[str] = None,
+        timeout: Optional[float] = None,
+    ) -> CallResult:
+        """Run one action of a connected tool.
+
+        Args:
+            tool: the tool's integer ID (or a :class:`Tool`), or a catalog name (``"tavily"``) naming
+                the account's one connected tool of that name.
+            action: the action's name (``"search"``).
+            arguments: the action's input.
+            idempotency_key: your key for this logical operation (1–255 printable ASCII, no leading or
+                trailing space). Required by non-retryable actions. Generate it once, before the first
+                send, and reuse it for every retry: the server then runs the tool at most once and
+                replays the stored result. Never generated by the SDK.
+            timeout: seconds to wait for this call (defaults to the client's timeout).
+
+        With a key, the SDK retries lost connections, timeouts and transient errors with the same
+        key. Without one it retries only ``429`` and ``503`` (the server did nothing).
+        A tool that ran and reported an error is a result with ``is_error`` true, not an exception.
+        """
+        if isinstance(tool, bool):
+            raise TypeError("tool must be an integer ID or a catalog name")
+        if isinstance(tool, Mapping):
+            tool = tool.get("id")  # type: ignore[assignment]
+        if not isinstance(tool, (int, str)):
+            raise TypeError("tool must be an integer ID or a catalog name")
+        if not isinstance(action, str) or not action:
+            raise TypeError("action must be a non-empty string")
+        headers = {}
+        if idempotency_key is not None:
+            headers["Idempotency-Key"] = validate_idempotency_key(idempotency_key)
+        body = {"tool": tool, "action": action, "arguments": dict(arguments) if arguments is not None else {}}
+        data, response = self._t.request(
+            "POST",
+            _TOOLS + "call/",
+            body=body,
+            headers=headers,
+            retry=SAFE if idempotency_key is not None else REFUSED_ONLY,
+            timeout=timeout,
+        )
+        return CallResult._from_json(data or {}, response.headers)
+
+    def calls(self, *, tool: Optional[Union[int, Mapping[str, Any]]] = None, limit: Optional[int] = None) -> List[CallLogEntry]:
+        """The call log: every dispatched call (optionally of one tool), through every page."""
+        params: Dict[str, Any] = {"limit": limit}
+        if tool is not None:
+            params["tool"] = _id(tool, "tool")
+        return self._all(_TOOLS + "calls/", "calls", CallLogEntry, params)
+
+
+class AgentsResource(_Resource):
+    """Agents and the tools attached to them."""
+
+    def create(
+        self,
+        *,
+        name: str,
+        goal: Optional[str] = None,
+        tools: Optional[Iterable[Union[int, Mapping[str, Any]]]] = None,
+        status: Optional[str] = None,
+        **extra: Any,
+    ) -> Agent:
+        """Create an agent.
+
+        Args:
+            name: the agent's name.
+            goal: what it is for.
+            tools: IDs of connected tools to attach (unknown IDs refuse the whole request with ``422``).
+            status: ``"draft"``, ``"active"`` or ``"paused"``.
+        """
+        body: Dict[str, Any] = {"name": name}
+        if goal is not None:
+            body["goal"] = goal
+        if tools is not None:
+            body["tools"] = _tool_ids(tools)
+        if status is not None:
+            body["status"] = status
+        body.update(extra)
+        data, response = self._t.request("POST", _AGENTS, body=body, retry=REFUSED_ONLY)
+        return Agent._from_json(data or {}, response.headers)
+
+    def get(self, agent_id: Union[int, Mapping[str, Any]]) -> Agent:
+        """One agent by its ID."""
+        return self._get(_AGENTS + _id(agent_id, "agent_id") + "/", Agent)
+
+    def list(self, *, limit: Optional[int] = None) -> List[Agent]:
+        """Every agent of the account, following ``next_cursor`` through every page."""
+        return self._all(_AGENTS, "agents", Agent, {"limit": limit})
+
+    def list_page(self, *, limit: Optional[int] = None, cursor: Optional[str] = None) -> Page[Agent]:
+        """One page of agents."""
+        return self._page(_AGENTS, "agents", Agent, {"limit": limit, "cursor": cursor})
+
+    def update(
+        self,
+        agent_id: Union[int, Mapping[str, Any]],
+        *,
+        name: Any = NOT_GIVEN,
+        goal: Any = NOT_GIVEN,
+        tools: Any = NOT_GIVEN,
+        status: Any = NOT_GIVEN,
+        **extra: Any,
+    ) -> Agent:
+        """Change an agent: only the fields given are sent. ``tools`` replaces the whole list."""
+        body: Dict[str, Any] = {}
+        if name is not NOT_GIVEN:
+            body["name"] = name
+        if goal is not NOT_GIVEN:
+            body["goal"] = goal
+        if tools is not NOT_GIVEN:
+            body["tools"] = _tool_ids(tools) if tools is not None else None
+        if status is not NOT_GIVEN:
+            body["status"] = status
+        body.update(extra)
+        data, response = self._t.request(
+            "PATCH", _AGENTS + _id(agent_id, "agent_id") + "/", body=body, retry=REFUSED_ONLY
+        )
+        return Agent._from_json(data or {}, response.headers)
+
+    def delete(self, agent_id: Union[int, Mapping[str, Any]]) -> None:
+        """Delete an agent."""
+        self._t.request("DELETE", _AGENTS + _id(agent_id, "agent_id") + "/", retry=SAFE)
+
+
+class IdempotencyKeysResource(_Resource):
+    """The state of idempotency keys of the account."""
+
+    def get(self, key: str) -> IdempotencyKeyState:
+        """The state of a key: ``in_progress``, ``succeeded`` or ``outcome_unknown`` (``404`` if unknown)."""
+        validate_idempotency_key(key)
+        return self._get(_API + "/idempotency-keys/" + urllib.parse.quote(key, safe=""), IdempotencyKeyState)
+
+
+def _tool_ids(tools: Iterable[Any]) -> List[Any]:
+    out = []
+    for t in tools:
+        if isinstance(t, Mapping):
+            t = t.get("id")
+        out.append(t)
+    return out

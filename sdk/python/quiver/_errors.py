@@ -1,0 +1,303 @@
+"""Typed errors raised by the Quiver SDK.
+
+Every error the server answers with is ``{"error": "<code>", "message": "...", ...extra}``.
+The SDK maps it to a class by the ``error`` code first and by the HTTP status second,
+so ``except NotFoundError`` works whatever the exact code was.
+"""
+
+from __future__ import annotations
+
+import email.utils
+import json
+import time
+from typing import Any, Dict, Mapping, Optional, Type
+
+__all__ = [
+    "QuiverError",
+    "APIConnectionError",
+    "APITimeoutError",
+    "APIStatusError",
+    "BadRequestError",
+    "InvalidIdempotencyKeyError",
+    "IdempotencyKeyRequiredError",
+    "AuthenticationError",
+    "PermissionDeniedError",
+    "NotFoundError",
+    "ConflictError",
+    "IdempotencyKeyReusedError",
+    "RequestInProgressError",
+    "ToolNotConfiguredError",
+    "ToolOutcomeUnknownError",
+    "PayloadTooLargeError",
+    "ValidationError",
+    "RateLimitError",
+    "InternalServerError",
+    "ToolUnreachableError",
+    "UpstreamAuthFailedError",
+    "ServiceUnavailableError",
+]
+
+
+class QuiverError(Exception):
+    """Base class of every error the SDK raises.
+
+    Attributes:
+        code: the server's ``error`` code (``"not_found"``, ...), or ``None`` when there was no answer.
+        message: the server's one-sentence ``message`` (or a description of the client-side failure).
+        status: the HTTP status, or ``None`` when no response was received.
+        body: the whole decoded error body (a dict; empty when the body was not JSON).
+        headers: the response headers, or ``None``.
+        request_id: the response's ``X-Request-Id``, if any.
+        retry_after: seconds from the ``Retry-After`` header, if any.
+
+    Extra fields of the error body (``fields``, ``next_configuration_step``, ...) are also
+    readable as attributes.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        code: Optional[str] = None,
+        status: Optional[int] = None,
+        body: Optional[Mapping[str, Any]] = None,
+        headers: Optional[Mapping[str, str]] = None,
+    ) -> None:
+        super().__init__(message)
+        self.message = message
+        self.code = code
+        self.status = status
+        self.body: Dict[str, Any] = dict(body or {})
+        self.headers = headers
+        self.request_id: Optional[str] = headers.get("X-Request-Id") if headers is not None else None
+        self.retry_after: Optional[float] = _parse_retry_after(headers.get("Retry-After")) if headers is not None else None
+
+    @property
+    def status_code(self) -> Optional[int]:
+        """Alias of :attr:`status`."""
+        return self.status
+
+    def __getattr__(self, name: str) -> Any:
+        # Only called when normal lookup fails: expose extra fields of the error body.
+        if name.startswith("_"):
+            raise AttributeError(name)
+        body = self.__dict__.get("body") or {}
+        if name in body:
+            return body[name]
+        raise AttributeError(f"{type(self).__name__!s} has no attribute {name!r}")
+
+    def __str__(self) -> str:
+        parts = []
+        if self.status is not None:
+            parts.append(str(self.status))
+        if self.code:
+            parts.append(self.code)
+        prefix = " ".join(parts)
+        text = f"{prefix}: {self.message}" if prefix else self.message
+        extra = {k: v for k, v in self.body.items() if k not in ("error", "message")}
+        if extra:
+            text += " " + json.dumps(extra, ensure_ascii=False, default=str)
+        return text
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(status={self.status!r}, code={self.code!r}, message={self.message!r})"
+
+
+class APIConnectionError(QuiverError):
+    """No response came back: the connection failed, was cut, or timed out.
+
+    For a non-idempotent request the outcome is unknown: the server may or may not have acted.
+    """
+
+    def __init__(self, message: str = "Connection error.", *, cause: Optional[BaseException] = None) -> None:
+        super().__init__(message)
+        self.__cause__ = cause
+
+
+class APITimeoutError(APIConnectionError):
+    """The request timed out before a response arrived."""
+
+    def __init__(self, message: str = "Request timed out.", *, cause: Optional[BaseException] = None) -> None:
+        super().__init__(message, cause=cause)
+
+
+class APIStatusError(QuiverError):
+    """The server answered with a non-2xx status (base of every HTTP error class)."""
+
+
+class BadRequestError(APIStatusError):
+    """400: the request itself is malformed (``invalid_json``, ...)."""
+
+
+class InvalidIdempotencyKeyError(BadRequestError, ValueError):
+    """The idempotency key is not 1–255 printable ASCII characters without leading/trailing space.
+
+    Raised client-side before anything is sent (``status`` is ``None``), or for the server's
+    ``400 invalid_idempotency_key``. Also a :class:`ValueError`.
+    """
+
+
+class IdempotencyKeyRequiredError(BadRequestError):
+    """400 ``idempotency_key_required``: a non-retryable action was called without an idempotency key."""
+
+
+class AuthenticationError(APIStatusError):
+    """401: missing or unknown API key."""
+
+
+class PermissionDeniedError(APIStatusError):
+    """403: the key is valid but lacks the permission."""
+
+
+class NotFoundError(APIStatusError):
+    """404: the resource does not exist, or belongs to another account."""
+
+
+class ConflictError(APIStatusError):
+    """409 (base of the more specific conflict errors)."""
+
+
+class IdempotencyKeyReusedError(ConflictError):
+    """409 ``idempotency_key_reused``: the same key was sent earlier with a different body."""
+
+
+class RequestInProgressError(ConflictError):
+    """409 ``request_in_progress``: an earlier request with this key is still running.
+
+    ``retry_after`` holds the server's ``Retry-After`` in seconds.
+    """
+
+
+class ToolNotConfiguredError(ConflictError):
+    """409 ``tool_not_configured``: the tool needs (re)configuration.
+
+    ``next_configuration_step`` says what to provide.
+    """
+
+    @property
+    def next_configuration_step(self) -> Any:
+        return self.body.get("next_configuration_step")
+
+
+class ToolOutcomeUnknownError(APIStatusError):
+    """504 or 409 ``tool_outcome_unknown``: the call was dispatched and its outcome is unknown.
+
+    This is terminal for the idempotency key: the tool is never re-run for it. Inspect the
+    tool's side, then use a new key for a new, intentional operation.
+    """
+
+
+class PayloadTooLargeError(APIStatusError):
+    """413 ``payload_too_large``: the request body is over the server's limit."""
+
+
+class ValidationError(APIStatusError):
+    """422 ``validation_error`` or ``invalid_arguments``; ``fields`` maps each bad field to a message."""
+
+    @property
+    def fields(self) -> Dict[str, Any]:
+        value = self.body.get("fields")
+        return value if isinstance(value, dict) else {}
+
+
+class RateLimitError(APIStatusError):
+    """429 ``rate_limited``; ``retry_after`` holds the server's ``Retry-After`` in seconds."""
+
+
+class InternalServerError(APIStatusError):
+    """500 (a server bug; carries ``request_id``) and any other unexpected 5xx."""
+
+
+class ToolUnreachableError(APIStatusError):
+    """502 ``tool_unreachable``: the tool's server could not be reached; the request never left."""
+
+
+class UpstreamAuthFailedError(APIStatusError):
+    """502 ``upstream_auth_failed``: the tool's server rejected Quiver's credentials."""
+
+
+class ServiceUnavailableError(APIStatusError):
+    """503 ``unavailable``: the server cannot safely take the request now."""
+
+
+_BY_CODE: Dict[str, Type[APIStatusError]] = {
+    "invalid_json": BadRequestError,
+    "invalid_idempotency_key": InvalidIdempotencyKeyError,
+    "idempotency_key_required": IdempotencyKeyRequiredError,
+    "unauthorized": AuthenticationError,
+    "forbidden": PermissionDeniedError,
+    "not_found": NotFoundError,
+    "idempotency_key_reused": IdempotencyKeyReusedError,
+    "request_in_progress": RequestInProgressError,
+    "tool_outcome_unknown": ToolOutcomeUnknownError,
+    "tool_not_configured": ToolNotConfiguredError,
+    "payload_too_large": PayloadTooLargeError,
+    "validation_error": ValidationError,
+    "invalid_arguments": ValidationError,
+    "rate_limited": RateLimitError,
+    "tool_unreachable": ToolUnreachableError,
+    "upstream_auth_failed": UpstreamAuthFailedError,
+    "unavailable": ServiceUnavailableError,
+    "internal": InternalServerError,
+}
+
+_BY_STATUS: Dict[int, Type[APIStatusError]] = {
+    400: BadRequestError,
+    401: AuthenticationError,
+    403: PermissionDeniedError,
+    404: NotFoundError,
+    409: ConflictError,
+    413: PayloadTooLargeError,
+    422: ValidationError,
+    429: RateLimitError,
+    500: InternalServerError,
+    502: ToolUnreachableError,
+    503: ServiceUnavailableError,
+}
+
+
+def error_class_for(code: Optional[str], status: int) -> Type[APIStatusError]:
+    """The error class for a server ``error`` code (first) and HTTP status (second)."""
+    if code and code in _BY_CODE:
+        return _BY_CODE[code]
+    if status in _BY_STATUS:
+        return _BY_STATUS[status]
+    if status >= 500:
+        return InternalServerError
+    return APIStatusError
+
+
+def error_from_response(status: int, headers: Mapping[str, str], raw: bytes) -> APIStatusError:
+    """Build the typed error for a non-2xx response."""
+    body: Dict[str, Any] = {}
+    try:
+        decoded = json.loads(raw.decode("utf-8")) if raw else None
+        if isinstance(decoded, dict):
+            body = decoded
+    except (ValueError, UnicodeDecodeError):
+        pass
+    code = body.get("error") if isinstance(body.get("error"), str) else None
+    message = body.get("message") if isinstance(body.get("message"), str) else None
+    if not message:
+        snippet = raw[:200].decode("utf-8", "replace").strip() if raw else ""
+        message = snippet or f"HTTP {status}"
+    cls = error_class_for(code, status)
+    return cls(message, code=code, status=status, body=body, headers=headers)
+
+
+def _parse_retry_after(value: Optional[str]) -> Optional[float]:
+    if value is None:
+        return None
+    value = value.strip()
+    try:
+        seconds = float(value)
+        return max(0.0, seconds)
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError, IndexError):
+        return None
+    if when is None:
+        return None
+    return max(0.0, when.timestamp() - time.time())
