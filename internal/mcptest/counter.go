@@ -1,0 +1,72 @@
+package mcptest
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// DummyTools is how many placeholder tools Counter lists besides its own,
+// so that tools/list takes several pages.
+const DummyTools = 12
+
+func (s *Server) addCounterTools(srv *mcp.Server) {
+	s.add(srv, &mcp.Tool{Name: "increment", Description: "Counts one execution; not safe to retry.",
+		InputSchema: object(nil), Annotations: compose()}, func(map[string]any) (*mcp.CallToolResult, error) {
+		return jsonText(map[string]int{"count": s.Calls("increment") + 1}), nil
+	})
+	s.add(srv, &mcp.Tool{Name: "read_count", Description: "Reads how often increment ran.",
+		InputSchema: object(nil), Annotations: readOnly()}, func(map[string]any) (*mcp.CallToolResult, error) {
+		return jsonText(map[string]int{"count": s.Calls("increment")}), nil
+	})
+	// slow is registered directly: it needs the request's context.
+	srv.AddTool(&mcp.Tool{Name: "slow", Description: "Takes a while, then counts.", InputSchema: object(nil),
+		Annotations: compose()}, func(ctx context.Context, _ *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		select {
+		case <-time.After(s.opts.SlowDelay):
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+		return jsonText(map[string]int{"count": s.count("slow")}), nil
+	})
+	// The middleware counts drop_after_act and drops the connection before
+	// this handler could answer.
+	s.add(srv, &mcp.Tool{Name: "drop_after_act", Description: "Acts, then the connection drops.",
+		InputSchema: object(nil), Annotations: compose()}, func(map[string]any) (*mcp.CallToolResult, error) {
+		return jsonText(map[string]bool{"unreachable": true}), nil
+	})
+	s.add(srv, &mcp.Tool{Name: "fail", Description: "Runs and reports an error.",
+		InputSchema: object(nil), Annotations: readOnly()}, func(map[string]any) (*mcp.CallToolResult, error) {
+		return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: "the tool failed on purpose"}}}, nil
+	})
+	s.add(srv, &mcp.Tool{Name: "plain", Description: "Answers plain text in two blocks.",
+		InputSchema: object(nil), Annotations: readOnly()}, func(map[string]any) (*mcp.CallToolResult, error) {
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "hello"}, &mcp.TextContent{Text: "world"}}}, nil
+	})
+	s.add(srv, &mcp.Tool{Name: "structured", Description: "Answers structured content beside prose.",
+		InputSchema: object(nil), Annotations: readOnly()}, func(map[string]any) (*mcp.CallToolResult, error) {
+		return &mcp.CallToolResult{
+			Content:           []mcp.Content{&mcp.TextContent{Text: "The temperature is 21 degrees."}},
+			StructuredContent: map[string]any{"celsius": 21},
+		}, nil
+	})
+	s.add(srv, &mcp.Tool{Name: "big", Description: "Answers a text of the requested size.",
+		InputSchema: map[string]any{"type": "object", "properties": map[string]any{"bytes": map[string]any{"type": "integer"}}},
+		Annotations: readOnly()}, func(args map[string]any) (*mcp.CallToolResult, error) {
+		n, _ := args["bytes"].(float64)
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: strings.Repeat("x", int(n))}}}, nil
+	})
+	s.add(srv, &mcp.Tool{Name: "echo", Description: "Answers its arguments.",
+		InputSchema: map[string]any{"type": "object"}, Annotations: readOnly()},
+		func(args map[string]any) (*mcp.CallToolResult, error) {
+			b, _ := json.Marshal(args)
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: string(b)}}}, nil
+		})
+	for i := range DummyTools {
+		addDummy(srv, fmt.Sprintf("dummy_%02d", i))
+	}
+}
