@@ -1,0 +1,125 @@
+package mcp
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/quiverhq/quiver/connectors"
+)
+
+// Call runs the tool named action on the tool's MCP server (tools/call), on
+// the tool's pooled session. A failure is a *connectors.Error whose Kind says
+// whether the server may have run it; a request is re-sent on a fresh session
+// only when the server provably did not get it.
+func (c *Connector) Call(ctx context.Context, t *connectors.Tool, action string, args json.RawMessage) (connectors.Result, error) {
+	tgt, err := toolTarget(t)
+	if err != nil {
+		return connectors.Result{}, err
+	}
+	args = bytes.TrimSpace(args)
+	if len(args) == 0 || bytes.Equal(args, []byte("null")) {
+		args = json.RawMessage("{}")
+	}
+	if args[0] != '{' || !json.Valid(args) {
+		return connectors.Result{}, connectors.Errorf(connectors.KindRejected, nil, "the arguments must be a JSON object")
+	}
+	if err := ctx.Err(); err != nil {
+		return connectors.Result{}, connectors.Errorf(connectors.KindUnreachable, err, "the call's time ran out before it was sent")
+	}
+	params := &mcp.CallToolParams{Name: action, Arguments: args}
+	for try := 0; ; try++ {
+		s, err := c.pool.acquire(ctx, t, tgt)
+		if err != nil {
+			return connectors.Result{}, err
+		}
+		a := &attempt{}
+		res, err := s.sess.CallTool(withAttempt(ctx, a), params)
+		c.pool.release(s)
+		st := a.snapshot()
+		if err == nil {
+			return c.result(res)
+		}
+		if st.tooLarge {
+			return tooLarge(c.opts.MaxResponseBytes), nil
+		}
+		if sessionGone(st, s.sess.ID()) {
+			c.pool.retire(s, "session gone")
+			if try == 0 {
+				continue
+			}
+		}
+		cerr := classify(st, err, tgt)
+		if cerr.Kind == connectors.KindUpstreamAuth {
+			c.pool.retire(s, "credentials refused")
+		}
+		return connectors.Result{}, cerr
+	}
+}
+
+// result maps a tools/call result: a single text block holding JSON is that
+// JSON; otherwise structured content if there is some, else the content
+// array. An isError result, or a JSON object with string "error" and
+// "message" fields (such as an approval_required payload), is an error
+// result with its payload intact.
+func (c *Connector) result(res *mcp.CallToolResult) (connectors.Result, error) {
+	out := connectors.Result{IsError: res.IsError}
+	var err error
+	switch {
+	case len(res.Content) == 1 && isJSONText(res.Content[0]):
+		out.Content = json.RawMessage(bytes.TrimSpace([]byte(res.Content[0].(*mcp.TextContent).Text)))
+	case res.StructuredContent != nil:
+		out.Content, err = json.Marshal(res.StructuredContent)
+	default:
+		content := res.Content
+		if content == nil {
+			content = []mcp.Content{}
+		}
+		out.Content, err = json.Marshal(content)
+	}
+	if err != nil {
+		// The SDK decoded it, so this cannot happen short of a bug.
+		return connectors.Result{}, connectors.Errorf(connectors.KindOutcomeUnknown, err, "the tool's result could not be encoded")
+	}
+	if int64(len(out.Content)) > c.opts.MaxResponseBytes {
+		return tooLarge(c.opts.MaxResponseBytes), nil
+	}
+	if !out.IsError && isErrorPayload(out.Content) {
+		out.IsError = true
+	}
+	return out, nil
+}
+
+func isJSONText(content mcp.Content) bool {
+	t, ok := content.(*mcp.TextContent)
+	return ok && json.Valid([]byte(t.Text))
+}
+
+// isErrorPayload reports whether content is a JSON object with string
+// "error" and "message" fields.
+func isErrorPayload(content json.RawMessage) bool {
+	if len(content) == 0 || content[0] != '{' {
+		return false
+	}
+	var p struct {
+		Error   *string `json:"error"`
+		Message *string `json:"message"`
+	}
+	if json.Unmarshal(content, &p) != nil {
+		return false
+	}
+	return p.Error != nil && p.Message != nil
+}
+
+// tooLarge is the error result of a tool whose answer exceeded the limit: it
+// ran, and this is its outcome.
+func tooLarge(limit int64) connectors.Result {
+	b, _ := json.Marshal(map[string]string{
+		"error":   "result_too_large",
+		"message": fmt.Sprintf("The tool's result is larger than %d bytes.", limit),
+	})
+	return connectors.Result{Content: b, IsError: true}
+}

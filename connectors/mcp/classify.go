@@ -1,0 +1,137 @@
+package mcp
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"strings"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+
+	"github.com/quiverhq/quiver/connectors"
+	"github.com/quiverhq/quiver/internal/egress"
+)
+
+// JSON-RPC codes the SDK makes up on the client's side: they never come from
+// the server.
+const (
+	codeRejectedByTransport = -32005
+	codeServerClosing       = -32004
+	codeClientClosing       = -32003
+)
+
+// classify turns a failed MCP request into a *connectors.Error from what its
+// attempt recorded and the SDK's error; see the package doc for the table.
+func classify(a attemptState, err error, tgt *target) *connectors.Error {
+	switch {
+	case !a.started:
+		return connectors.Errorf(connectors.KindUnreachable, err,
+			"the request to the MCP server at %s was not sent", tgt.host)
+	case a.err != nil && egress.IsBlocked(a.err):
+		return connectors.Errorf(connectors.KindUnreachable, a.err,
+			"the MCP server at %s is on a private or loopback address, which is not allowed", tgt.host)
+	case a.err != nil && egress.IsConnectFailure(a.err):
+		return connectors.Errorf(connectors.KindUnreachable, a.err,
+			"the MCP server at %s could not be reached", tgt.host)
+	case a.status == http.StatusUnauthorized || a.status == http.StatusForbidden:
+		return connectors.Errorf(connectors.KindUpstreamAuth, err,
+			"the MCP server at %s refused the credentials (HTTP %d): %s", tgt.host, a.status, refusalMessage(a))
+	}
+	if werr := serverError(err); werr != nil {
+		return connectors.Errorf(connectors.KindRejected, err, "the MCP server refused the request: %s", werr.Message)
+	}
+	if a.status >= 400 && a.status < 500 {
+		return connectors.Errorf(connectors.KindRejected, err,
+			"the MCP server refused the request (HTTP %d): %s", a.status, refusalMessage(a))
+	}
+	if a.tooLarge || errors.Is(a.err, errTooLarge) {
+		return connectors.Errorf(connectors.KindOutcomeUnknown, err, "the MCP server's answer was too large")
+	}
+	if isTimeout(err) || isTimeout(a.err) {
+		return connectors.Errorf(connectors.KindOutcomeUnknown, err, "the MCP server did not answer in time")
+	}
+	return connectors.Errorf(connectors.KindOutcomeUnknown, err,
+		"the connection to the MCP server was lost before it answered")
+}
+
+func isTimeout(err error) bool {
+	if err == nil {
+		return false
+	}
+	var t interface{ Timeout() bool }
+	return errors.Is(err, context.DeadlineExceeded) || (errors.As(err, &t) && t.Timeout())
+}
+
+// sessionGone reports whether a request failed because our session is gone
+// before the server ran anything: it never left (the session had already
+// ended), or the server answered 404 to our session ID.
+func sessionGone(a attemptState, sessionID string) bool {
+	return !a.started || (a.status == http.StatusNotFound && sessionID != "" && a.err == nil)
+}
+
+// serverError returns the JSON-RPC error the server answered with, if err
+// holds one. Errors the SDK makes up locally do not count.
+func serverError(err error) *jsonrpc.Error {
+	var found *jsonrpc.Error
+	var walk func(error) bool
+	walk = func(e error) bool {
+		if e == nil {
+			return false
+		}
+		if w, ok := e.(*jsonrpc.Error); ok {
+			switch w.Code {
+			case codeRejectedByTransport, codeServerClosing, codeClientClosing:
+			default:
+				found = w
+				return true
+			}
+		}
+		switch u := e.(type) {
+		case interface{ Unwrap() error }:
+			return walk(u.Unwrap())
+		case interface{ Unwrap() []error }:
+			for _, inner := range u.Unwrap() {
+				if walk(inner) {
+					return true
+				}
+			}
+		}
+		return false
+	}
+	walk(err)
+	return found
+}
+
+// refusalMessage is the server's own words for a refused request when its
+// body has them: a JSON "message", "error_description" or string "error", or
+// one short line of text.
+func refusalMessage(a attemptState) string {
+	body := strings.TrimSpace(string(a.body))
+	var obj map[string]any
+	if json.Unmarshal([]byte(body), &obj) == nil {
+		for _, field := range []string{"message", "error_description", "error", "detail"} {
+			if s, ok := obj[field].(string); ok && strings.TrimSpace(s) != "" {
+				return clip(s)
+			}
+		}
+		if e, ok := obj["error"].(map[string]any); ok {
+			if s, ok := e["message"].(string); ok && s != "" {
+				return clip(s)
+			}
+		}
+		return http.StatusText(a.status)
+	}
+	if body != "" && !strings.HasPrefix(body, "<") && !strings.Contains(body, "\n") {
+		return clip(body)
+	}
+	return http.StatusText(a.status)
+}
+
+func clip(s string) string {
+	s = strings.TrimSpace(s)
+	if r := []rune(s); len(r) > 300 {
+		return string(r[:300]) + "…"
+	}
+	return s
+}

@@ -1,0 +1,242 @@
+// Package mcp reaches tools served by MCP servers over streamable HTTP, as an
+// MCP client built on the official Go SDK. It implements connectors.Connector
+// (discovering a server's tools as actions and calling them) and
+// connectors.Verifier (checking a custom MCP server's URL and credentials
+// before its configuration step is accepted).
+//
+// It owns the client side of MCP: pooled sessions, tool discovery and its
+// cache, mapping results, and classifying failures by what is known about
+// their effect. It must never decide idempotency, store anything, retry a
+// request that may have reached the server, send credentials to any host but
+// the configured one, or log credentials.
+//
+// # Sessions
+//
+// A session is initialized once and reused, never once per call:
+//
+//	tool (ID, Version) ──► slot ──► *mcp.ClientSession ──► one HTTP client
+//	                                  (safe for concurrent calls)
+//
+// The pool holds one slot per (tool ID, Version). The first user connects;
+// later users wait for it. A new Version (the tool was reconfigured) retires
+// the older slots of the same tool: they close once their last call returns.
+// A slot whose session ended (the server closed it, its stream broke) is
+// retired and the next user connects afresh; a slot unused for IdleTimeout is
+// closed. Stateful servers (Mcp-Session-Id) and stateless ones both work.
+//
+// # Classifying a failure
+//
+// Every MCP request made for a call carries an attempt recorder in its
+// context; the HTTP round tripper fills it with what happened on the wire
+// (did the POST start, did the dial fail, which status came back). Only the
+// first POST of a context claims the recorder, so a later cancellation
+// notice cannot overwrite what happened to the call itself. From it:
+//
+//	POST never started (session already gone)       → reconnect, retry once
+//	404 to a request carrying our session ID        → reconnect, retry once
+//	dial refused / DNS / egress blocked             → KindUnreachable
+//	401 or 403                                      → KindUpstreamAuth
+//	JSON-RPC error from the server (unknown tool,
+//	  invalid params, method error)                 → KindRejected
+//	any other 4xx                                   → KindRejected
+//	timeout, lost connection, 5xx, anything else    → KindOutcomeUnknown
+//
+// Retrying is safe only in the first two rows: the server provably did not
+// run the request. A result larger than MaxResponseBytes is an error result
+// ({"error": "result_too_large"}): the tool ran, and that is its outcome.
+package mcp
+
+import (
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/quiverhq/quiver/catalog"
+	"github.com/quiverhq/quiver/connectors"
+	"github.com/quiverhq/quiver/internal/egress"
+)
+
+// Defaults of Options.
+const (
+	DefaultDiscoveryTTL     = 60 * time.Second
+	DefaultIdleTimeout      = 5 * time.Minute
+	DefaultConnectTimeout   = 15 * time.Second
+	DefaultMaxResponseBytes = 16 << 20
+	// ProtocolVersion is the MCP version Quiver asks for. It is the newest
+	// version with the initialize handshake that servers in use speak; a
+	// server may negotiate an older one.
+	ProtocolVersion = "2025-11-25"
+)
+
+// Options configures a Connector. The zero value of each field means its
+// default.
+type Options struct {
+	// AllowPrivate permits servers on loopback, link-local and private
+	// addresses (QUIVER_EGRESS_ALLOW_PRIVATE).
+	AllowPrivate bool
+	// DiscoveryTTL is how long a tool's discovered actions are cached.
+	DiscoveryTTL time.Duration
+	// IdleTimeout closes a pooled session unused for this long.
+	IdleTimeout time.Duration
+	// ConnectTimeout bounds opening a session (connect and initialize).
+	ConnectTimeout time.Duration
+	// MaxResponseBytes caps the size of one response from a server.
+	MaxResponseBytes int64
+	// Logger receives session events; nil discards them. Credentials are
+	// never logged.
+	Logger *slog.Logger
+	// Transport, if set, replaces the egress-guarded transport (tests only).
+	Transport http.RoundTripper
+}
+
+func (o *Options) withDefaults() Options {
+	var out Options
+	if o != nil {
+		out = *o
+	}
+	if out.DiscoveryTTL <= 0 {
+		out.DiscoveryTTL = DefaultDiscoveryTTL
+	}
+	if out.IdleTimeout <= 0 {
+		out.IdleTimeout = DefaultIdleTimeout
+	}
+	if out.ConnectTimeout <= 0 {
+		out.ConnectTimeout = DefaultConnectTimeout
+	}
+	if out.MaxResponseBytes <= 0 {
+		out.MaxResponseBytes = DefaultMaxResponseBytes
+	}
+	if out.Logger == nil {
+		out.Logger = slog.New(slog.DiscardHandler)
+	}
+	return out
+}
+
+// Connector reaches MCP servers. It is safe for concurrent use; Close it to
+// end its sessions.
+type Connector struct {
+	opts      Options
+	transport http.RoundTripper
+	pool      *pool
+	discovery *discovery
+}
+
+var (
+	_ connectors.Connector = (*Connector)(nil)
+	_ connectors.Verifier  = (*Connector)(nil)
+)
+
+// New returns a Connector; opts may be nil for the defaults.
+func New(opts *Options) *Connector {
+	o := opts.withDefaults()
+	c := &Connector{opts: o, transport: o.Transport, discovery: newDiscovery(o.DiscoveryTTL)}
+	if c.transport == nil {
+		c.transport = egress.Transport(egress.Options{AllowPrivate: o.AllowPrivate})
+	}
+	c.pool = newPool(c)
+	return c
+}
+
+// Close ends every pooled session and waits for them to close.
+func (c *Connector) Close() error {
+	c.pool.close()
+	if t, ok := c.transport.(*http.Transport); ok && c.opts.Transport == nil {
+		t.CloseIdleConnections()
+	}
+	return nil
+}
+
+// target is where a tool's server is and what to send it.
+type target struct {
+	endpoint string
+	origin   string            // scheme://host:port, lower case: where credentials may go
+	host     string            // for messages and logs
+	auth     string            // the Authorization header value, or ""
+	headers  map[string]string // extra headers, canonical names
+	bearer   bool              // a bearer token was configured (not an OAuth token)
+}
+
+// forbiddenHeader reports whether a header may not be set by a tool's
+// configuration: it belongs to HTTP or to the MCP transport.
+func forbiddenHeader(canon string) bool {
+	switch canon {
+	case "Host", "Content-Length", "Content-Type", "Accept", "Connection", "Transfer-Encoding",
+		"Mcp-Session-Id", "Mcp-Protocol-Version", "Last-Event-Id":
+		return true
+	}
+	return false
+}
+
+// resolveTarget reads a tool's endpoint and credentials from its entry and
+// configuration. A problem is a *connectors.FieldError naming the field.
+func resolveTarget(entry *catalog.Entry, config map[string]string, accessToken string) (*target, error) {
+	raw := ""
+	if entry != nil && entry.MCPURL != "" {
+		raw = entry.MCPURL
+	} else {
+		raw = strings.TrimSpace(config["url"])
+	}
+	if raw == "" {
+		return nil, &connectors.FieldError{Field: "url", Message: "The MCP server's URL is required."}
+	}
+	u, err := url.Parse(raw)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Hostname() == "" {
+		return nil, &connectors.FieldError{Field: "url", Message: "The URL must be an absolute http:// or https:// URL."}
+	}
+	if u.User != nil {
+		return nil, &connectors.FieldError{Field: "url", Message: "The URL must not carry a user name or password; use bearer_token or headers."}
+	}
+	u.Fragment = ""
+	t := &target{endpoint: u.String(), origin: origin(u), host: u.Host}
+	if tok := strings.TrimSpace(config["bearer_token"]); tok != "" {
+		t.auth, t.bearer = "Bearer "+tok, true
+	} else if accessToken != "" {
+		t.auth = "Bearer " + accessToken
+	}
+	if h := strings.TrimSpace(config["headers"]); h != "" && h != "{}" && h != "null" {
+		var m map[string]string
+		if err := json.Unmarshal([]byte(h), &m); err != nil {
+			return nil, &connectors.FieldError{Field: "headers", Message: "Headers must be a JSON object of string values."}
+		}
+		t.headers = make(map[string]string, len(m))
+		for name, value := range m {
+			canon := http.CanonicalHeaderKey(strings.TrimSpace(name))
+			if canon == "" || forbiddenHeader(canon) || strings.ContainsAny(canon, " :\r\n") {
+				return nil, &connectors.FieldError{Field: "headers", Message: fmt.Sprintf("The header %q cannot be set.", name)}
+			}
+			if strings.ContainsAny(value, "\r\n") {
+				return nil, &connectors.FieldError{Field: "headers", Message: fmt.Sprintf("The value of header %q must be one line.", name)}
+			}
+			t.headers[canon] = value
+		}
+	}
+	return t, nil
+}
+
+// origin is scheme://host:port of u in lower case, with the scheme's default
+// port made explicit, so that equal origins compare equal.
+func origin(u *url.URL) string {
+	port := u.Port()
+	if port == "" {
+		port = map[string]string{"http": "80", "https": "443"}[strings.ToLower(u.Scheme)]
+	}
+	return strings.ToLower(u.Scheme) + "://" + strings.ToLower(u.Hostname()) + ":" + port
+}
+
+// toolTarget resolves a connected tool's target; a configuration problem is
+// a pre-effect *connectors.Error.
+func toolTarget(t *connectors.Tool) (*target, error) {
+	tgt, err := resolveTarget(t.Entry, t.Config, t.AccessToken)
+	if err != nil {
+		kind := connectors.KindRejected
+		if fe, ok := err.(*connectors.FieldError); ok && fe.Field == "url" {
+			kind = connectors.KindUnreachable
+		}
+		return nil, connectors.Errorf(kind, err, "the tool's configuration is not usable")
+	}
+	return tgt, nil
+}

@@ -1,0 +1,169 @@
+package mcp
+
+import (
+	"context"
+	"encoding/json"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/quiverhq/quiver/catalog"
+	"github.com/quiverhq/quiver/connectors"
+)
+
+// maxPages bounds tools/list paging against a server whose cursors never end.
+const maxPages = 100
+
+// Actions lists the tool's actions: every page of the server's tools/list,
+// cached per (tool ID, Version) for DiscoveryTTL or until the server says
+// its tool list changed. An action is retryable when its tool is annotated
+// read-only or idempotent.
+func (c *Connector) Actions(ctx context.Context, t *connectors.Tool) ([]connectors.Action, error) {
+	key := slotKey{t.ID, t.Version}
+	if actions, ok := c.discovery.get(key); ok {
+		return actions, nil
+	}
+	tgt, err := toolTarget(t)
+	if err != nil {
+		return nil, err
+	}
+	gen := c.discovery.generation(key)
+	for try := 0; ; try++ {
+		s, err := c.pool.acquire(ctx, t, tgt)
+		if err != nil {
+			return nil, err
+		}
+		tools, st, err := listTools(ctx, s.sess)
+		c.pool.release(s)
+		if err == nil {
+			actions := toActions(tools)
+			c.discovery.put(key, gen, actions)
+			return slices.Clone(actions), nil
+		}
+		if sessionGone(st, s.sess.ID()) {
+			c.pool.retire(s, "session gone")
+			if try == 0 {
+				continue
+			}
+		}
+		cerr := classify(st, err, tgt)
+		if cerr.Kind == connectors.KindUpstreamAuth {
+			c.pool.retire(s, "credentials refused")
+		}
+		return nil, cerr
+	}
+}
+
+// listTools reads every page of tools/list. On failure it returns what the
+// failed request's attempt recorded.
+func listTools(ctx context.Context, sess *mcp.ClientSession) ([]*mcp.Tool, attemptState, error) {
+	var tools []*mcp.Tool
+	cursor := ""
+	for range maxPages {
+		a := &attempt{}
+		res, err := sess.ListTools(withAttempt(ctx, a), &mcp.ListToolsParams{Cursor: cursor})
+		if err != nil {
+			return nil, a.snapshot(), err
+		}
+		tools = append(tools, res.Tools...)
+		if res.NextCursor == "" || res.NextCursor == cursor {
+			break
+		}
+		cursor = res.NextCursor
+	}
+	return tools, attemptState{started: true}, nil
+}
+
+// toActions maps MCP tools to actions.
+func toActions(tools []*mcp.Tool) []connectors.Action {
+	actions := make([]connectors.Action, 0, len(tools))
+	for _, tool := range tools {
+		schema, err := json.Marshal(tool.InputSchema)
+		if err != nil || string(schema) == "null" {
+			schema = json.RawMessage(`{"type":"object"}`)
+		}
+		a := connectors.Action{Name: tool.Name, Description: tool.Description, InputSchema: schema}
+		if ann := tool.Annotations; ann != nil {
+			a.Annotations = &catalog.Annotations{
+				Title:           ann.Title,
+				ReadOnlyHint:    ptr(ann.ReadOnlyHint),
+				IdempotentHint:  ptr(ann.IdempotentHint),
+				DestructiveHint: ann.DestructiveHint,
+				OpenWorldHint:   ann.OpenWorldHint,
+			}
+			a.Retryable = ann.ReadOnlyHint || ann.IdempotentHint
+		}
+		if a.Description == "" && tool.Title != "" {
+			a.Description = tool.Title
+		}
+		actions = append(actions, a)
+	}
+	return actions
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// discovery caches actions per (tool ID, Version). A generation per key,
+// bumped on invalidation, keeps a listing that raced with a tools/list_changed
+// notice from being cached.
+type discovery struct {
+	ttl time.Duration
+
+	mu      sync.Mutex
+	entries map[slotKey]cached
+	gens    map[slotKey]uint64
+}
+
+type cached struct {
+	actions []connectors.Action
+	expires time.Time
+}
+
+func newDiscovery(ttl time.Duration) *discovery {
+	return &discovery{ttl: ttl, entries: map[slotKey]cached{}, gens: map[slotKey]uint64{}}
+}
+
+func (d *discovery) get(key slotKey) ([]connectors.Action, bool) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	e, ok := d.entries[key]
+	if !ok || time.Now().After(e.expires) {
+		return nil, false
+	}
+	return slices.Clone(e.actions), true
+}
+
+func (d *discovery) generation(key slotKey) uint64 {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.gens[key]
+}
+
+// put caches actions unless key was invalidated since gen was read. It drops
+// entries of the tool's older versions and expired ones.
+func (d *discovery) put(key slotKey, gen uint64, actions []connectors.Action) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.gens[key] != gen {
+		return
+	}
+	now := time.Now()
+	for k, e := range d.entries {
+		if k.id == key.id && k.version < key.version {
+			delete(d.entries, k)
+			delete(d.gens, k)
+		} else if now.After(e.expires) {
+			delete(d.entries, k)
+		}
+	}
+	d.entries[key] = cached{actions: actions, expires: now.Add(d.ttl)}
+}
+
+func (d *discovery) invalidate(key slotKey) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	delete(d.entries, key)
+	d.gens[key]++
+}

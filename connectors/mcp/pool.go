@@ -1,0 +1,248 @@
+package mcp
+
+import (
+	"context"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/quiverhq/quiver/connectors"
+)
+
+// slotKey names the session of one configuration of one tool.
+type slotKey struct {
+	id, version int64
+}
+
+// slot holds the pooled session of one (tool ID, Version). ready is closed
+// once the first user's connect finished, with sess or err set.
+type slot struct {
+	key   slotKey
+	ready chan struct{}
+	sess  *mcp.ClientSession
+	err   error
+
+	// Guarded by pool.mu.
+	inflight int
+	lastUsed time.Time
+	retired  bool // takes no new users; closed when inflight reaches 0
+	closed   bool
+}
+
+// pool keeps live sessions per (tool ID, Version); see the package doc.
+type pool struct {
+	c *Connector
+
+	mu     sync.Mutex
+	slots  map[slotKey]*slot
+	latest map[int64]int64 // the newest Version seen per tool ID
+	done   bool
+	wg     sync.WaitGroup // closing sessions
+	stop   chan struct{}
+}
+
+func newPool(c *Connector) *pool {
+	p := &pool{c: c, slots: map[slotKey]*slot{}, latest: map[int64]int64{}, stop: make(chan struct{})}
+	p.wg.Add(1)
+	go p.reap()
+	return p
+}
+
+// acquire returns the tool's live session, connecting if there is none. The
+// caller must release the slot. Its error is a *connectors.Error: nothing of
+// the caller's request was sent.
+func (p *pool) acquire(ctx context.Context, t *connectors.Tool, tgt *target) (*slot, error) {
+	key := slotKey{t.ID, t.Version}
+	p.mu.Lock()
+	if p.done {
+		p.mu.Unlock()
+		return nil, connectors.Errorf(connectors.KindUnreachable, nil, "the MCP connector is closed")
+	}
+	if t.Version > p.latest[t.ID] {
+		p.latest[t.ID] = t.Version
+		for k, s := range p.slots {
+			if k.id == t.ID && k.version < t.Version {
+				p.retireLocked(s, "reconfigured")
+			}
+		}
+	}
+	s := p.slots[key]
+	if s == nil {
+		s = &slot{key: key, ready: make(chan struct{})}
+		p.slots[key] = s
+		go p.connect(s, tgt)
+	}
+	s.inflight++
+	s.lastUsed = time.Now()
+	if t.Version < p.latest[t.ID] {
+		// A call made with an older configuration still runs with it, on a
+		// session that closes after it.
+		p.retireLocked(s, "reconfigured")
+	}
+	p.mu.Unlock()
+
+	select {
+	case <-s.ready:
+	case <-ctx.Done():
+		p.release(s)
+		return nil, connectors.Errorf(connectors.KindUnreachable, ctx.Err(),
+			"the MCP server at %s did not complete the session handshake in time", tgt.host)
+	}
+	if s.err != nil {
+		p.release(s)
+		return nil, s.err
+	}
+	return s, nil
+}
+
+// connect opens s's session on a context of its own, so that one caller
+// giving up does not fail the others waiting.
+func (p *pool) connect(s *slot, tgt *target) {
+	ctx, cancel := context.WithTimeout(context.Background(), p.c.opts.ConnectTimeout)
+	defer cancel()
+	key := s.key
+	a := &attempt{}
+	sess, err := p.c.dial(withAttempt(ctx, a), tgt, func() { p.c.discovery.invalidate(key) })
+	p.mu.Lock()
+	if err != nil {
+		s.err = classify(a.snapshot(), err, tgt)
+		if p.slots[key] == s {
+			delete(p.slots, key)
+		}
+		s.closed = true
+		p.mu.Unlock()
+		close(s.ready)
+		p.c.opts.Logger.Debug("mcp session failed to open", "tool_id", key.id, "version", key.version,
+			"host", tgt.host, "kind", connectors.KindOf(s.err))
+		return
+	}
+	s.sess = sess
+	p.mu.Unlock()
+	close(s.ready)
+	p.c.opts.Logger.Debug("mcp session opened", "tool_id", key.id, "version", key.version,
+		"host", tgt.host, "stateful", sess.ID() != "")
+	// A session the server or the network ended is replaced on next use.
+	go func() {
+		sess.Wait()
+		p.retire(s, "ended")
+	}()
+}
+
+// release gives back a slot taken by acquire.
+func (p *pool) release(s *slot) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	s.inflight--
+	s.lastUsed = time.Now()
+	if s.retired && s.inflight == 0 {
+		p.closeLocked(s)
+	}
+}
+
+// retire stops handing s out; it closes once its calls returned.
+func (p *pool) retire(s *slot, reason string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.retireLocked(s, reason)
+}
+
+func (p *pool) retireLocked(s *slot, reason string) {
+	if p.slots[s.key] == s {
+		delete(p.slots, s.key)
+	}
+	if !s.retired {
+		s.retired = true
+		p.c.opts.Logger.Debug("mcp session retired", "tool_id", s.key.id, "version", s.key.version, "reason", reason)
+	}
+	if s.inflight == 0 {
+		p.closeLocked(s)
+	}
+}
+
+// closeLocked closes s's session in the background. A slot still connecting
+// is closed by its connect.
+func (p *pool) closeLocked(s *slot) {
+	if s.closed {
+		return
+	}
+	select {
+	case <-s.ready:
+	default:
+		// Still connecting: close it when the connect ends.
+		p.wg.Add(1)
+		go func() {
+			defer p.wg.Done()
+			<-s.ready
+			p.mu.Lock()
+			defer p.mu.Unlock()
+			p.closeLocked(s)
+		}()
+		return
+	}
+	s.closed = true
+	if s.sess == nil {
+		return
+	}
+	p.wg.Add(1)
+	go func() {
+		defer p.wg.Done()
+		s.sess.Close()
+	}()
+}
+
+// reap closes sessions idle for longer than IdleTimeout.
+func (p *pool) reap() {
+	defer p.wg.Done()
+	every := max(p.c.opts.IdleTimeout/4, 10*time.Millisecond)
+	tick := time.NewTicker(every)
+	defer tick.Stop()
+	for {
+		select {
+		case <-p.stop:
+			return
+		case now := <-tick.C:
+			p.mu.Lock()
+			for _, s := range p.slots {
+				if s.inflight == 0 && now.Sub(s.lastUsed) >= p.c.opts.IdleTimeout {
+					p.retireLocked(s, "idle")
+				}
+			}
+			p.mu.Unlock()
+		}
+	}
+}
+
+// close retires every slot and waits for their sessions to close.
+func (p *pool) close() {
+	p.mu.Lock()
+	if p.done {
+		p.mu.Unlock()
+		return
+	}
+	p.done = true
+	close(p.stop)
+	for _, s := range p.slots {
+		p.retireLocked(s, "connector closed")
+	}
+	p.mu.Unlock()
+	p.wg.Wait()
+}
+
+// dial opens an initialized session with the server of tgt. onToolsChanged
+// runs when the server says its tool list changed.
+func (c *Connector) dial(ctx context.Context, tgt *target, onToolsChanged func()) (*mcp.ClientSession, error) {
+	httpClient := &http.Client{Transport: &roundTripper{base: c.transport, target: tgt, maxBytes: c.opts.MaxResponseBytes}}
+	opts := &mcp.ClientOptions{Capabilities: &mcp.ClientCapabilities{}}
+	if onToolsChanged != nil {
+		opts.ToolListChangedHandler = func(context.Context, *mcp.ToolListChangedRequest) { onToolsChanged() }
+	}
+	client := mcp.NewClient(&mcp.Implementation{Name: "quiver", Version: "1.0.0"}, opts)
+	transport := &mcp.StreamableClientTransport{
+		Endpoint:     tgt.endpoint,
+		HTTPClient:   httpClient,
+		MaxEventSize: int(c.opts.MaxResponseBytes),
+	}
+	return client.Connect(ctx, transport, &mcp.ClientSessionOptions{ProtocolVersion: ProtocolVersion})
+}

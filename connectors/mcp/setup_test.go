@@ -1,0 +1,81 @@
+package mcp
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/quiverhq/quiver/catalog"
+	"github.com/quiverhq/quiver/connectors"
+	"github.com/quiverhq/quiver/internal/mcptest"
+)
+
+// setup returns a Connector allowed to reach loopback, closed at cleanup.
+func setup(t testing.TB, opts *Options) *Connector {
+	t.Helper()
+	o := Options{AllowPrivate: true}
+	if opts != nil {
+		o = *opts
+	}
+	c := New(&o)
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+var customEntry = &catalog.Entry{Name: "custom-mcp", Type: catalog.TypeCustomMCP, Connector: "mcp"}
+
+// toolFor returns a connected custom-mcp tool pointing at srv.
+func toolFor(srv *mcptest.Server, id int64, config map[string]string) *connectors.Tool {
+	cfg := map[string]string{"url": srv.URL}
+	for k, v := range config {
+		cfg[k] = v
+	}
+	return &connectors.Tool{ID: id, AccountID: 1, Entry: customEntry, Config: cfg, Version: 1}
+}
+
+func ctxFor(t testing.TB, d time.Duration) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+func call(t testing.TB, c *Connector, tool *connectors.Tool, action, args string) (connectors.Result, error) {
+	t.Helper()
+	return c.Call(ctxFor(t, 10*time.Second), tool, action, json.RawMessage(args))
+}
+
+func mustCall(t testing.TB, c *Connector, tool *connectors.Tool, action, args string) connectors.Result {
+	t.Helper()
+	res, err := call(t, c, tool, action, args)
+	if err != nil {
+		t.Fatalf("Call(%s): %v", action, err)
+	}
+	return res
+}
+
+// wantKind fails unless err is a *connectors.Error of kind.
+func wantKind(t testing.TB, err error, kind connectors.Kind) {
+	t.Helper()
+	var ce *connectors.Error
+	if !errors.As(err, &ce) {
+		t.Fatalf("error %v (%T) is not a *connectors.Error", err, err)
+	}
+	if ce.Kind != kind {
+		t.Fatalf("kind = %s, want %s (error: %v)", ce.Kind, kind, err)
+	}
+}
+
+// eventually polls cond until it holds or the deadline passes.
+func eventually(t testing.TB, d time.Duration, cond func() bool) bool {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for time.Now().Before(deadline) {
+		if cond() {
+			return true
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	return cond()
+}

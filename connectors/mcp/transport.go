@@ -1,0 +1,156 @@
+package mcp
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"sync"
+	"sync/atomic"
+)
+
+// maxErrorBody is how much of a refused response's body is kept for its
+// message.
+const maxErrorBody = 4 << 10
+
+// attempt records what happened on the wire to the first POST made with a
+// context that carries it: the request an MCP method sent.
+type attempt struct {
+	claimed atomic.Bool
+
+	mu       sync.Mutex
+	started  bool        // the POST reached the HTTP transport
+	err      error       // the round trip failed
+	status   int         // the status it got
+	header   http.Header // the headers of a refused response
+	body     []byte      // the start of a refused response's body
+	tooLarge bool        // the response exceeded MaxResponseBytes
+}
+
+type attemptKey struct{}
+
+// withAttempt returns ctx carrying a.
+func withAttempt(ctx context.Context, a *attempt) context.Context {
+	return context.WithValue(ctx, attemptKey{}, a)
+}
+
+// claim makes the request being sent the one a records; only the first
+// caller wins.
+func claimAttempt(ctx context.Context) *attempt {
+	a, _ := ctx.Value(attemptKey{}).(*attempt)
+	if a == nil || !a.claimed.CompareAndSwap(false, true) {
+		return nil
+	}
+	a.mu.Lock()
+	a.started = true
+	a.mu.Unlock()
+	return a
+}
+
+// snapshot returns a copy of what a recorded.
+func (a *attempt) snapshot() attemptState {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return attemptState{started: a.started, err: a.err, status: a.status, header: a.header,
+		body: a.body, tooLarge: a.tooLarge}
+}
+
+// attemptState is a copy of an attempt's record.
+type attemptState struct {
+	started  bool
+	err      error
+	status   int
+	header   http.Header
+	body     []byte
+	tooLarge bool
+}
+
+// roundTripper adds a tool's credentials to requests for its own origin only,
+// records attempts, and caps response bodies.
+type roundTripper struct {
+	base     http.RoundTripper
+	target   *target
+	maxBytes int64
+}
+
+func (rt *roundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
+	if (rt.target.auth != "" || len(rt.target.headers) > 0) && origin(req.URL) == rt.target.origin {
+		req = req.Clone(req.Context())
+		for name, value := range rt.target.headers {
+			req.Header.Set(name, value)
+		}
+		if rt.target.auth != "" {
+			req.Header.Set("Authorization", rt.target.auth)
+		}
+	}
+	var a *attempt
+	if req.Method == http.MethodPost {
+		a = claimAttempt(req.Context())
+	}
+	resp, err := rt.base.RoundTrip(req)
+	if a == nil {
+		return resp, err
+	}
+	if err != nil {
+		a.mu.Lock()
+		a.err = err
+		a.mu.Unlock()
+		return resp, err
+	}
+	switch resp.StatusCode {
+	case http.StatusMovedPermanently, http.StatusFound, http.StatusSeeOther,
+		http.StatusTemporaryRedirect, http.StatusPermanentRedirect:
+		// The client follows it with a new request: let that one record.
+		a.claimed.Store(false)
+		return resp, nil
+	}
+	a.mu.Lock()
+	a.status = resp.StatusCode
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		// Keep the start of the body for a message, and give the SDK the
+		// whole body back: it looks for a JSON-RPC error in it.
+		head, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
+		a.header, a.body = resp.Header.Clone(), head
+		resp.Body = readCloser{io.MultiReader(bytes.NewReader(head), resp.Body), resp.Body}
+	} else {
+		resp.Body = &cappedBody{rc: resp.Body, left: rt.maxBytes, a: a}
+	}
+	a.mu.Unlock()
+	return resp, nil
+}
+
+type readCloser struct {
+	io.Reader
+	io.Closer
+}
+
+// errTooLarge ends a response body that exceeds MaxResponseBytes.
+var errTooLarge = errors.New("mcp: response exceeds the size limit")
+
+// cappedBody fails a read once more than left bytes came.
+type cappedBody struct {
+	rc   io.ReadCloser
+	left int64
+	a    *attempt
+}
+
+func (b *cappedBody) Read(p []byte) (int, error) {
+	if b.left < 0 {
+		return 0, errTooLarge
+	}
+	if int64(len(p)) > b.left+1 {
+		p = p[:b.left+1]
+	}
+	n, err := b.rc.Read(p)
+	b.left -= int64(n)
+	if b.left < 0 {
+		b.a.mu.Lock()
+		b.a.tooLarge = true
+		b.a.mu.Unlock()
+		return 0, errTooLarge
+	}
+	return n, err
+}
+
+func (b *cappedBody) Close() error { return b.rc.Close() }

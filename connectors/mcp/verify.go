@@ -1,0 +1,172 @@
+package mcp
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"strings"
+
+	"github.com/quiverhq/quiver/catalog"
+	"github.com/quiverhq/quiver/connectors"
+	"github.com/quiverhq/quiver/internal/egress"
+)
+
+// OAuthRequiredError is returned by Verify when the server refused a request
+// without credentials and pointed at its OAuth protected-resource metadata
+// (RFC 9728): the tool needs an OAuth step, not a corrected field.
+type OAuthRequiredError struct {
+	// ResourceMetadataURL is the resource_metadata URL from the server's
+	// WWW-Authenticate header.
+	ResourceMetadataURL string
+	// Scope is the scope the header asked for, if any.
+	Scope string
+}
+
+func (e *OAuthRequiredError) Error() string {
+	return "the MCP server requires OAuth authorization (resource metadata at " + e.ResourceMetadataURL + ")"
+}
+
+// Verify connects to the MCP server named by entry (hosted) or config["url"],
+// initializes a session and lists its tools, so that a configuration step is
+// accepted only when it works. A problem is a *connectors.FieldError on
+// "url", "bearer_token" or "headers", or an *OAuthRequiredError when the
+// server wants OAuth and no credentials were given.
+func (c *Connector) Verify(ctx context.Context, entry *catalog.Entry, config map[string]string) error {
+	tgt, err := resolveTarget(entry, config, "")
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, c.opts.ConnectTimeout)
+	defer cancel()
+	a := &attempt{}
+	sess, err := c.dial(withAttempt(ctx, a), tgt, nil)
+	if err != nil {
+		return verifyError(a.snapshot(), err, tgt, entry)
+	}
+	defer sess.Close()
+	if _, st, err := listTools(ctx, sess); err != nil {
+		return verifyError(st, err, tgt, entry)
+	}
+	return nil
+}
+
+// verifyError names the configuration field a failed check points at.
+func verifyError(a attemptState, err error, tgt *target, entry *catalog.Entry) error {
+	urlField := &connectors.FieldError{Field: "url"}
+	if entry != nil && entry.MCPURL != "" {
+		urlField.Field = "" // a hosted server: the user cannot fix its URL
+	}
+	switch {
+	case a.status == http.StatusUnauthorized || a.status == http.StatusForbidden:
+		if tgt.auth == "" && len(tgt.headers) == 0 && a.status == http.StatusUnauthorized {
+			if meta, scope := resourceMetadata(a.header); meta != "" {
+				return &OAuthRequiredError{ResourceMetadataURL: meta, Scope: scope}
+			}
+		}
+		field := "bearer_token"
+		if !tgt.bearer && len(tgt.headers) > 0 {
+			field = "headers"
+		}
+		msg := refusalMessage(a)
+		if msg == http.StatusText(a.status) {
+			msg = fmt.Sprintf("The server refused these credentials (HTTP %d).", a.status)
+		}
+		if tgt.auth == "" && len(tgt.headers) == 0 {
+			msg = "The server requires credentials: " + msg
+		}
+		return &connectors.FieldError{Field: field, Message: msg}
+	case !a.started || (a.err != nil && egress.IsConnectFailure(a.err)):
+		if a.err != nil && egress.IsBlocked(a.err) {
+			urlField.Message = fmt.Sprintf("%s is on a private or loopback address, which Quiver may not reach.", tgt.host)
+		} else {
+			urlField.Message = fmt.Sprintf("Could not connect to %s: %s.", tgt.host, connectReason(a.err, err))
+		}
+	case a.err != nil:
+		urlField.Message = fmt.Sprintf("The connection to %s failed before it answered: %s.", tgt.host, connectReason(a.err, err))
+	case a.status != 0 && (a.status < 200 || a.status > 299):
+		urlField.Message = fmt.Sprintf("The server answered HTTP %d (%s); is this the MCP endpoint?", a.status, refusalMessage(a))
+	case ctxExpired(err):
+		urlField.Message = fmt.Sprintf("%s did not complete the MCP handshake in time.", tgt.host)
+	default:
+		urlField.Message = fmt.Sprintf("%s did not answer as an MCP server: %s.", tgt.host, clip(err.Error()))
+	}
+	if urlField.Field == "" {
+		return connectors.Errorf(connectors.KindUnreachable, err, "%s", urlField.Message)
+	}
+	return urlField
+}
+
+func ctxExpired(err error) bool { return isTimeout(err) }
+
+// connectReason is a short reason a connection failed, without the request
+// details (which name the URL, and may carry a token in its query).
+func connectReason(errs ...error) string {
+	for _, err := range errs {
+		if err == nil {
+			continue
+		}
+		s := err.Error()
+		switch {
+		case strings.Contains(s, "connection refused"):
+			return "connection refused"
+		case strings.Contains(s, "no such host"):
+			return "no such host"
+		case strings.Contains(s, "timeout"), strings.Contains(s, "deadline exceeded"):
+			return "timed out"
+		case strings.Contains(s, "certificate"):
+			return "TLS certificate not valid"
+		}
+	}
+	return "the connection failed"
+}
+
+// resourceMetadata returns the resource_metadata (and scope) parameters of a
+// Bearer challenge in WWW-Authenticate headers (RFC 9728 §5.1).
+func resourceMetadata(h http.Header) (metadata, scope string) {
+	for _, v := range h.Values("WWW-Authenticate") {
+		params := authParams(v)
+		if m := params["resource_metadata"]; m != "" {
+			return m, params["scope"]
+		}
+	}
+	return "", ""
+}
+
+// authParams parses the auth-params of a challenge such as
+// `Bearer realm="x", resource_metadata="https://…", scope="a b"`.
+func authParams(challenge string) map[string]string {
+	out := map[string]string{}
+	s := strings.TrimSpace(challenge)
+	if i := strings.IndexByte(s, ' '); i > 0 && !strings.Contains(s[:i], "=") {
+		s = s[i+1:] // the scheme
+	}
+	for s != "" {
+		s = strings.TrimLeft(s, " ,")
+		eq := strings.IndexByte(s, '=')
+		if eq <= 0 {
+			break
+		}
+		name := strings.ToLower(strings.TrimSpace(s[:eq]))
+		s = strings.TrimLeft(s[eq+1:], " ")
+		var value string
+		if strings.HasPrefix(s, `"`) {
+			var b strings.Builder
+			i := 1
+			for ; i < len(s) && s[i] != '"'; i++ {
+				if s[i] == '\\' && i+1 < len(s) {
+					i++
+				}
+				b.WriteByte(s[i])
+			}
+			value, s = b.String(), s[min(i+1, len(s)):]
+		} else {
+			end := strings.IndexByte(s, ',')
+			if end < 0 {
+				end = len(s)
+			}
+			value, s = strings.TrimSpace(s[:end]), s[end:]
+		}
+		out[name] = value
+	}
+	return out
+}
