@@ -281,3 +281,21 @@ func TestCallConcurrentSessionReuse(t *testing.T) {
 		t.Errorf("initializes = %d, want exactly 1", n)
 	}
 }
+
+func TestErrorsHideTheURLQuery(t *testing.T) {
+	t.Parallel()
+	srv := mcptest.Start(t, mcptest.Counter, mcptest.Options{})
+	c := setup(t, nil)
+	tool := toolFor(srv, 1, map[string]string{"url": srv.URL + "?api_key=s3cret"})
+	mustCall(t, c, tool, "read_count", `{}`)
+	srv.Close()
+	if !eventually(t, 2*time.Second, func() bool {
+		_, err := call(t, c, tool, "read_count", `{}`)
+		if err != nil && strings.Contains(err.Error(), "s3cret") {
+			t.Fatalf("error shows the key: %v", err)
+		}
+		return connectors.KindOf(err) == connectors.KindUnreachable
+	}) {
+		t.Fatal("never unreachable")
+	}
+}

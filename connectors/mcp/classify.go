@@ -24,6 +24,7 @@ const (
 // classify turns a failed MCP request into a *connectors.Error from what its
 // attempt recorded and the SDK's error; see the package doc for the table.
 func classify(a attemptState, err error, tgt *target) *connectors.Error {
+	err, a.err = redact(err, tgt), redact(a.err, tgt)
 	switch {
 	case !a.started:
 		return connectors.Errorf(connectors.KindUnreachable, err,
@@ -134,4 +135,22 @@ func clip(s string) string {
 		return string(r[:300]) + "…"
 	}
 	return s
+}
+
+// redacted hides the query of the endpoint (which may carry a key) from an
+// error's text, keeping the error chain for errors.Is and errors.As.
+type redacted struct {
+	err      error
+	old, new string
+}
+
+func (r *redacted) Error() string { return strings.ReplaceAll(r.err.Error(), r.old, r.new) }
+func (r *redacted) Unwrap() error { return r.err }
+
+func redact(err error, tgt *target) error {
+	i := strings.IndexByte(tgt.endpoint, '?')
+	if err == nil || i < 0 {
+		return err
+	}
+	return &redacted{err: err, old: tgt.endpoint, new: tgt.endpoint[:i] + "?…"}
 }

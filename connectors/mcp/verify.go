@@ -52,6 +52,7 @@ func (c *Connector) Verify(ctx context.Context, entry *catalog.Entry, config map
 
 // verifyError names the configuration field a failed check points at.
 func verifyError(a attemptState, err error, tgt *target, entry *catalog.Entry) error {
+	err, a.err = redact(err, tgt), redact(a.err, tgt)
 	urlField := &connectors.FieldError{Field: "url"}
 	if entry != nil && entry.MCPURL != "" {
 		urlField.Field = "" // a hosted server: the user cannot fix its URL

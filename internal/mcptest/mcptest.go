@@ -101,6 +101,10 @@ func Start(t testing.TB, kind Kind, opts Options) *Server {
 	s := &Server{kind: kind, opts: opts, calls: map[string]int{}}
 	s.swap()
 	s.ts = httptest.NewServer(s.middleware(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/mcp" {
+			http.NotFound(w, r)
+			return
+		}
 		s.handler.Load().ServeHTTP(w, r)
 	})))
 	s.URL = s.ts.URL + "/mcp"

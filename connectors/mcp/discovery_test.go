@@ -1,0 +1,173 @@
+package mcp
+
+import (
+	"encoding/json"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/quiverhq/quiver/connectors"
+	"github.com/quiverhq/quiver/internal/mcptest"
+)
+
+func actionsByName(t *testing.T, actions []connectors.Action) map[string]connectors.Action {
+	t.Helper()
+	m := map[string]connectors.Action{}
+	for _, a := range actions {
+		if _, dup := m[a.Name]; dup {
+			t.Errorf("action %s listed twice", a.Name)
+		}
+		m[a.Name] = a
+	}
+	return m
+}
+
+func TestActionsAllPages(t *testing.T) {
+	t.Parallel()
+	for _, stateless := range []bool{false, true} {
+		t.Run(fmt.Sprint("stateless=", stateless), func(t *testing.T) {
+			t.Parallel()
+			srv := mcptest.Start(t, mcptest.Counter, mcptest.Options{Stateless: stateless, PageSize: 4})
+			c := setup(t, nil)
+			actions, err := c.Actions(ctxFor(t, 10*time.Second), toolFor(srv, 1, nil))
+			if err != nil {
+				t.Fatal(err)
+			}
+			m := actionsByName(t, actions)
+			want := 9 + mcptest.DummyTools // 21 tools at 4 a page: 6 pages
+			if len(m) != want {
+				t.Fatalf("got %d actions, want %d", len(m), want)
+			}
+			for _, name := range []string{"increment", "read_count", "slow", "drop_after_act", "fail", "dummy_00", "dummy_11"} {
+				if _, ok := m[name]; !ok {
+					t.Errorf("action %s missing", name)
+				}
+			}
+			if got := srv.Initializes(); got != 1 {
+				t.Errorf("initializes = %d, want 1", got)
+			}
+		})
+	}
+}
+
+func TestActionsRetryableFromAnnotations(t *testing.T) {
+	t.Parallel()
+	srv := mcptest.Start(t, mcptest.Mail, mcptest.Options{})
+	c := setup(t, nil)
+	actions, err := c.Actions(ctxFor(t, 10*time.Second), toolFor(srv, 1, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := actionsByName(t, actions)
+	retryable := map[string]bool{
+		"get_upcoming_travel": true, "order_status": true, "bills_due": true, "ask": true, "get_excerpt": true,
+		"create_draft": false, "draft_reply": false, "send_draft": false,
+	}
+	if len(m) != len(retryable) {
+		t.Errorf("got %d actions, want %d", len(m), len(retryable))
+	}
+	for name, want := range retryable {
+		a, ok := m[name]
+		if !ok {
+			t.Errorf("action %s missing", name)
+			continue
+		}
+		if a.Retryable != want {
+			t.Errorf("%s: retryable = %v, want %v", name, a.Retryable, want)
+		}
+		if a.Annotations == nil || a.Annotations.ReadOnlyHint == nil || *a.Annotations.ReadOnlyHint != want {
+			t.Errorf("%s: annotations = %+v", name, a.Annotations)
+		}
+		var schema map[string]any
+		if err := json.Unmarshal(a.InputSchema, &schema); err != nil || schema["type"] != "object" {
+			t.Errorf("%s: input schema = %s", name, a.InputSchema)
+		}
+	}
+	if d := m["send_draft"].Annotations.DestructiveHint; d == nil || !*d {
+		t.Errorf("send_draft: destructiveHint = %v, want true", d)
+	}
+	if d := m["create_draft"].Annotations.DestructiveHint; d != nil {
+		t.Errorf("create_draft: destructiveHint = %v, want absent", *d)
+	}
+	if s := string(m["order_status"].InputSchema); s != `{"properties":{"merchant":{"type":"string"}},"required":["merchant"],"type":"object"}` {
+		t.Errorf("order_status schema = %s", s)
+	}
+
+	// Inbox: cancel_send is idempotent, so retryable without being read-only.
+	inbox := mcptest.Start(t, mcptest.Inbox, mcptest.Options{})
+	actions, err = c.Actions(ctxFor(t, 10*time.Second), toolFor(inbox, 2, map[string]string{"bearer_token": mcptest.InboxKey}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m = actionsByName(t, actions)
+	if !m["cancel_send"].Retryable || m["send_reply"].Retryable || !m["list_businesses"].Retryable {
+		t.Errorf("inbox retryable: cancel_send=%v send_reply=%v list_businesses=%v",
+			m["cancel_send"].Retryable, m["send_reply"].Retryable, m["list_businesses"].Retryable)
+	}
+}
+
+func TestActionsCachedAndInvalidated(t *testing.T) {
+	t.Parallel()
+	srv := mcptest.Start(t, mcptest.Counter, mcptest.Options{PageSize: 100})
+	c := setup(t, nil)
+	tool := toolFor(srv, 1, nil)
+	ctx := ctxFor(t, 10*time.Second)
+
+	first, err := c.Actions(ctx, tool)
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := srv.Requests()
+	if _, err := c.Actions(ctx, tool); err != nil {
+		t.Fatal(err)
+	}
+	if got := srv.Requests(); got != before {
+		t.Errorf("cached Actions made %d requests", got-before)
+	}
+
+	// The server's tools/list_changed notice drops the cache.
+	srv.AddTool("added_later")
+	if !eventually(t, 5*time.Second, func() bool {
+		actions, err := c.Actions(ctx, tool)
+		return err == nil && len(actions) == len(first)+1
+	}) {
+		t.Fatal("a new tool never showed up after tools/list_changed")
+	}
+
+	// A new Version is discovered afresh.
+	tool2 := *tool
+	tool2.Version = 2
+	before = srv.Requests()
+	if _, err := c.Actions(ctx, &tool2); err != nil {
+		t.Fatal(err)
+	}
+	if srv.Requests() == before {
+		t.Error("a new version was served from the cache")
+	}
+}
+
+func TestActionsTTL(t *testing.T) {
+	t.Parallel()
+	srv := mcptest.Start(t, mcptest.Counter, mcptest.Options{Stateless: true, PageSize: 100})
+	c := setup(t, &Options{AllowPrivate: true, DiscoveryTTL: 50 * time.Millisecond})
+	tool := toolFor(srv, 1, nil)
+	ctx := ctxFor(t, 10*time.Second)
+	if _, err := c.Actions(ctx, tool); err != nil {
+		t.Fatal(err)
+	}
+	before := srv.Requests()
+	if !eventually(t, 2*time.Second, func() bool {
+		_, err := c.Actions(ctx, tool)
+		return err == nil && srv.Requests() > before
+	}) {
+		t.Error("actions were never listed again after the TTL")
+	}
+}
+
+func TestActionsUpstreamAuth(t *testing.T) {
+	t.Parallel()
+	srv := mcptest.Start(t, mcptest.Inbox, mcptest.Options{})
+	c := setup(t, nil)
+	_, err := c.Actions(ctxFor(t, 10*time.Second), toolFor(srv, 1, nil))
+	wantKind(t, err, connectors.KindUpstreamAuth)
+}

@@ -1,0 +1,123 @@
+package mcp
+
+import (
+	"errors"
+	"net"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/quiverhq/quiver/catalog"
+	"github.com/quiverhq/quiver/connectors"
+	"github.com/quiverhq/quiver/internal/mcptest"
+)
+
+// closedURL returns the URL of a port nothing listens on.
+func closedURL(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	return "http://" + addr + "/mcp"
+}
+
+func wantField(t *testing.T, err error, field, contains string) {
+	t.Helper()
+	var fe *connectors.FieldError
+	if !errors.As(err, &fe) {
+		t.Fatalf("error %v (%T) is not a *connectors.FieldError", err, err)
+	}
+	if fe.Field != field {
+		t.Errorf("field = %q, want %q (message %q)", fe.Field, field, fe.Message)
+	}
+	if !strings.Contains(fe.Message, contains) {
+		t.Errorf("message = %q, want it to contain %q", fe.Message, contains)
+	}
+}
+
+func TestVerify(t *testing.T) {
+	t.Parallel()
+	inbox := mcptest.Start(t, mcptest.Inbox, mcptest.Options{})
+	mail := mcptest.Start(t, mcptest.Mail, mcptest.Options{Stateless: true})
+	oauth := mcptest.Start(t, mcptest.Mail, mcptest.Options{RequireBearer: "tok",
+		ResourceMetadata: "https://mail.example/.well-known/oauth-protected-resource"})
+	c := setup(t, nil)
+	guarded := setup(t, &Options{AllowPrivate: false})
+	ctx := ctxFor(t, 20*time.Second)
+
+	t.Run("ok", func(t *testing.T) {
+		if err := c.Verify(ctx, customEntry, map[string]string{"url": mail.URL}); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.Verify(ctx, customEntry, map[string]string{"url": inbox.URL, "bearer_token": mcptest.InboxKey}); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.Verify(ctx, customEntry, map[string]string{"url": inbox.URL,
+			"headers": `{"X-Api-Key":"` + mcptest.InboxKey + `"}`}); err != nil {
+			t.Fatal(err)
+		}
+	})
+	t.Run("missing or malformed url", func(t *testing.T) {
+		wantField(t, c.Verify(ctx, customEntry, map[string]string{}), "url", "required")
+		wantField(t, c.Verify(ctx, customEntry, map[string]string{"url": "ftp://x/mcp"}), "url", "http")
+		wantField(t, c.Verify(ctx, customEntry, map[string]string{"url": "http://u:p@x/mcp"}), "url", "password")
+	})
+	t.Run("unreachable", func(t *testing.T) {
+		wantField(t, c.Verify(ctx, customEntry, map[string]string{"url": closedURL(t)}), "url", "connection refused")
+	})
+	t.Run("egress guard", func(t *testing.T) {
+		before := mail.Requests()
+		wantField(t, guarded.Verify(ctx, customEntry, map[string]string{"url": mail.URL}), "url", "private or loopback")
+		if mail.Requests() != before {
+			t.Error("the guarded verify reached the server")
+		}
+	})
+	t.Run("wrong key", func(t *testing.T) {
+		wantField(t, c.Verify(ctx, customEntry, map[string]string{"url": inbox.URL, "bearer_token": "nope"}),
+			"bearer_token", "doesn't check out")
+		wantField(t, c.Verify(ctx, customEntry, map[string]string{"url": inbox.URL, "headers": `{"X-Api-Key":"nope"}`}),
+			"headers", "doesn't check out")
+		wantField(t, c.Verify(ctx, customEntry, map[string]string{"url": inbox.URL}), "bearer_token", "requires credentials")
+	})
+	t.Run("bad headers", func(t *testing.T) {
+		wantField(t, c.Verify(ctx, customEntry, map[string]string{"url": mail.URL, "headers": `[1]`}), "headers", "JSON object")
+		wantField(t, c.Verify(ctx, customEntry, map[string]string{"url": mail.URL, "headers": `{"Host":"x"}`}), "headers", "cannot be set")
+	})
+	t.Run("oauth required", func(t *testing.T) {
+		err := c.Verify(ctx, customEntry, map[string]string{"url": oauth.URL})
+		var oe *OAuthRequiredError
+		if !errors.As(err, &oe) {
+			t.Fatalf("error = %v (%T), want *OAuthRequiredError", err, err)
+		}
+		if oe.ResourceMetadataURL != "https://mail.example/.well-known/oauth-protected-resource" {
+			t.Errorf("resource metadata = %q", oe.ResourceMetadataURL)
+		}
+		// With a token given, a refusal is the token's fault.
+		wantField(t, c.Verify(ctx, customEntry, map[string]string{"url": oauth.URL, "bearer_token": "bad"}), "bearer_token", "")
+		if err := c.Verify(ctx, customEntry, map[string]string{"url": oauth.URL, "bearer_token": "tok"}); err != nil {
+			t.Fatal(err)
+		}
+	})
+	t.Run("not an MCP endpoint", func(t *testing.T) {
+		wantField(t, c.Verify(ctx, customEntry, map[string]string{"url": strings.TrimSuffix(mail.URL, "/mcp") + "/nothing/here"}), "url", "")
+	})
+	t.Run("hosted entry", func(t *testing.T) {
+		hosted := &catalog.Entry{Name: "mail", Type: catalog.TypeMCP, Connector: "mcp", MCPURL: closedURL(t)}
+		err := c.Verify(ctx, hosted, map[string]string{"url": mail.URL})
+		wantKind(t, err, connectors.KindUnreachable)
+	})
+}
+
+func TestAuthParams(t *testing.T) {
+	t.Parallel()
+	got := authParams(`Bearer realm="mcp", error="invalid_token", resource_metadata="https://a.example/.well-known/oauth-protected-resource/mcp", scope="read write"`)
+	if got["resource_metadata"] != "https://a.example/.well-known/oauth-protected-resource/mcp" || got["scope"] != "read write" || got["realm"] != "mcp" {
+		t.Errorf("authParams = %v", got)
+	}
+	if got := authParams(`Bearer resource_metadata=https://b.example/m`); got["resource_metadata"] != "https://b.example/m" {
+		t.Errorf("authParams token form = %v", got)
+	}
+}
