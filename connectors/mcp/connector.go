@@ -89,8 +89,6 @@ type Options struct {
 	// Logger receives session events; nil discards them. Credentials are
 	// never logged.
 	Logger *slog.Logger
-	// Transport, if set, replaces the egress-guarded transport (tests only).
-	Transport http.RoundTripper
 }
 
 func (o *Options) withDefaults() Options {
@@ -120,7 +118,7 @@ func (o *Options) withDefaults() Options {
 // end its sessions.
 type Connector struct {
 	opts      Options
-	transport http.RoundTripper
+	transport *http.Transport
 	pool      *pool
 	discovery *discovery
 }
@@ -133,9 +131,10 @@ var (
 // New returns a Connector; opts may be nil for the defaults.
 func New(opts *Options) *Connector {
 	o := opts.withDefaults()
-	c := &Connector{opts: o, transport: o.Transport, discovery: newDiscovery(o.DiscoveryTTL)}
-	if c.transport == nil {
-		c.transport = egress.Transport(egress.Options{AllowPrivate: o.AllowPrivate})
+	c := &Connector{
+		opts:      o,
+		transport: egress.Transport(egress.Options{AllowPrivate: o.AllowPrivate}),
+		discovery: newDiscovery(o.DiscoveryTTL),
 	}
 	c.pool = newPool(c)
 	return c
@@ -144,9 +143,7 @@ func New(opts *Options) *Connector {
 // Close ends every pooled session and waits for them to close.
 func (c *Connector) Close() error {
 	c.pool.close()
-	if t, ok := c.transport.(*http.Transport); ok && c.opts.Transport == nil {
-		t.CloseIdleConnections()
-	}
+	c.transport.CloseIdleConnections()
 	return nil
 }
 
