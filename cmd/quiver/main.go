@@ -1,0 +1,190 @@
+// Command quiver is the one Quiver binary: the API server and its
+// administration commands. See `quiver help`.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/quiverhq/quiver/catalog"
+	"github.com/quiverhq/quiver/internal/accounts"
+	"github.com/quiverhq/quiver/internal/app"
+	"github.com/quiverhq/quiver/internal/config"
+	"github.com/quiverhq/quiver/internal/logging"
+)
+
+const usage = `quiver — a tool platform for AI agents
+
+Usage:
+  quiver serve                        run the API (migrates first)
+  quiver migrate up|down|status       database migrations
+  quiver keys create --account NAME   create the account if needed and a new API key for it
+  quiver catalog check                validate the embedded catalog
+  quiver help                         this text
+
+Configuration comes from the environment (see README.md): QUIVER_ADDR,
+DATABASE_URL, REDIS_URL, QUIVER_DATA_DIR, QUIVER_SECRET_KEY, ...
+`
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, os.Args[1:], os.Stdout, os.Stderr); err != nil {
+		fmt.Fprintln(os.Stderr, "quiver:", err)
+		os.Exit(1)
+	}
+}
+
+var errUsage = errors.New("unknown command; see `quiver help`")
+
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if len(args) == 0 {
+		fmt.Fprint(stdout, usage)
+		return nil
+	}
+	switch args[0] {
+	case "help", "-h", "--help":
+		fmt.Fprint(stdout, usage)
+		return nil
+	case "catalog":
+		if len(args) != 2 || args[1] != "check" {
+			return errUsage
+		}
+		return catalogCheck(stdout)
+	}
+	cfg, err := config.FromEnv()
+	if err != nil {
+		return fmt.Errorf("configuration:\n%w", err)
+	}
+	logger := logging.New(stderr, cfg.LogLevel)
+	switch args[0] {
+	case "serve":
+		return serve(ctx, cfg, logger, stdout)
+	case "migrate":
+		if len(args) != 2 {
+			return errors.New("usage: quiver migrate up|down|status")
+		}
+		return migrate(ctx, cfg, logger, args[1], stdout)
+	case "keys":
+		return keys(ctx, cfg, logger, args[1:], stdout)
+	}
+	return errUsage
+}
+
+func catalogCheck(stdout io.Writer) error {
+	if problems := catalog.Check(catalog.Embedded()); len(problems) > 0 {
+		return problems
+	}
+	c, err := catalog.Load()
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "catalog ok: %d tools\n", len(c.List("")))
+	return nil
+}
+
+func serve(ctx context.Context, cfg *config.Config, logger *slog.Logger, stdout io.Writer) error {
+	a, err := app.New(ctx, cfg, logger)
+	if err != nil {
+		return err
+	}
+	defer a.Close()
+	if cfg.Embedded() {
+		has, err := a.Accounts.HasAccounts(ctx)
+		if err != nil {
+			return err
+		}
+		if !has {
+			key, _, err := a.Accounts.CreateKey(ctx, "default")
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(stdout, "Created account \"default\". Its API key (shown once, keep it):\n%s\n", key)
+		}
+	}
+	return a.Serve(ctx, func(addr string) {
+		db := "postgres"
+		if cfg.Embedded() {
+			db = "sqlite (" + cfg.DataDir + ")"
+		}
+		cache := "redis"
+		if cfg.RedisURL == "" {
+			cache = "in-process"
+		}
+		logger.Info("quiver listening", "addr", addr, "database", db, "cache", cache)
+		fmt.Fprintf(stdout, "Quiver listening on %s\n", addr)
+	})
+}
+
+func migrate(ctx context.Context, cfg *config.Config, logger *slog.Logger, verb string, stdout io.Writer) error {
+	s, err := app.OpenStore(ctx, cfg, logger)
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	switch verb {
+	case "up":
+		done, err := s.MigrateUp(ctx)
+		for _, m := range done {
+			fmt.Fprintf(stdout, "applied %03d_%s\n", m.Version, m.Name)
+		}
+		if err == nil && len(done) == 0 {
+			fmt.Fprintln(stdout, "up to date")
+		}
+		return err
+	case "down":
+		m, err := s.MigrateDown(ctx)
+		if m != nil {
+			fmt.Fprintf(stdout, "reverted %03d_%s\n", m.Version, m.Name)
+		} else if err == nil {
+			fmt.Fprintln(stdout, "nothing to revert")
+		}
+		return err
+	case "status":
+		st, err := s.MigrationStatus(ctx)
+		for _, m := range st {
+			state := "pending"
+			if m.Applied {
+				state = "applied"
+			}
+			fmt.Fprintf(stdout, "%03d_%s\t%s\n", m.Version, m.Name, state)
+		}
+		return err
+	}
+	return errors.New("usage: quiver migrate up|down|status")
+}
+
+func keys(ctx context.Context, cfg *config.Config, logger *slog.Logger, args []string, stdout io.Writer) error {
+	if len(args) == 0 || args[0] != "create" {
+		return errors.New("usage: quiver keys create --account NAME")
+	}
+	fs := flag.NewFlagSet("keys create", flag.ContinueOnError)
+	name := fs.String("account", "", "account name")
+	if err := fs.Parse(args[1:]); err != nil {
+		return err
+	}
+	if *name == "" {
+		return errors.New("usage: quiver keys create --account NAME")
+	}
+	s, err := app.OpenStore(ctx, cfg, logger)
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	if _, err := s.MigrateUp(ctx); err != nil {
+		return err
+	}
+	key, acct, err := accounts.New(s, 0).CreateKey(ctx, *name)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "API key for account %q (id %d), shown once:\n%s\n", acct.Name, acct.ID, key)
+	return nil
+}

@@ -1,0 +1,154 @@
+// Package accounts owns accounts and their API keys: making keys, storing
+// only their SHA-256 hashes, and resolving a presented key to its account
+// quickly (cached in process for a short TTL, so a revoked key stops working
+// on every replica within that TTL). It never stores or logs a key itself.
+package accounts
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"math/big"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/quiverhq/quiver/internal/store"
+)
+
+// KeyPrefix starts every Quiver API key, so a leaked one is recognisable.
+const KeyPrefix = "qv_"
+
+const keyAlphabet = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+
+// keyRandomChars of base62 carry about 238 bits of randomness.
+const keyRandomChars = 40
+
+// ErrUnknownKey is returned for a key that is malformed, unknown or revoked.
+var ErrUnknownKey = errors.New("accounts: unknown API key")
+
+// Store is the persistence accounts needs.
+type Store interface {
+	EnsureAccount(ctx context.Context, name string) (*store.Account, error)
+	CountAccounts(ctx context.Context) (int64, error)
+	CreateAPIKey(ctx context.Context, k *store.APIKey) error
+	AccountByKeyHash(ctx context.Context, hash string) (int64, error)
+	RevokeAPIKey(ctx context.Context, hash string) error
+}
+
+var _ Store = (*store.Store)(nil)
+
+// Service creates and resolves API keys.
+type Service struct {
+	store Store
+	ttl   time.Duration
+	mu    sync.Mutex
+	cache map[string]cachedKey // by key hash
+}
+
+type cachedKey struct {
+	account int64
+	expires time.Time
+}
+
+// New returns a Service whose resolutions are cached for ttl (0: never).
+func New(s Store, ttl time.Duration) *Service {
+	return &Service{store: s, ttl: ttl, cache: map[string]cachedKey{}}
+}
+
+// Hash returns the stored form of a key.
+func Hash(key string) string {
+	sum := sha256.Sum256([]byte(key))
+	return hex.EncodeToString(sum[:])
+}
+
+// WellFormed reports whether key has the shape of a Quiver key.
+func WellFormed(key string) bool {
+	rest, ok := strings.CutPrefix(key, KeyPrefix)
+	if !ok || len(rest) != keyRandomChars {
+		return false
+	}
+	for i := 0; i < len(rest); i++ {
+		if strings.IndexByte(keyAlphabet, rest[i]) < 0 {
+			return false
+		}
+	}
+	return true
+}
+
+func newKey() (string, error) {
+	var b strings.Builder
+	b.WriteString(KeyPrefix)
+	max := big.NewInt(int64(len(keyAlphabet)))
+	for i := 0; i < keyRandomChars; i++ {
+		n, err := rand.Int(rand.Reader, max)
+		if err != nil {
+			return "", err
+		}
+		b.WriteByte(keyAlphabet[n.Int64()])
+	}
+	return b.String(), nil
+}
+
+// CreateKey makes the account named accountName if needed and returns a new
+// key for it. The key is returned once and never stored.
+func (s *Service) CreateKey(ctx context.Context, accountName string) (key string, account *store.Account, err error) {
+	account, err = s.store.EnsureAccount(ctx, accountName)
+	if err != nil {
+		return "", nil, err
+	}
+	key, err = newKey()
+	if err != nil {
+		return "", nil, err
+	}
+	err = s.store.CreateAPIKey(ctx, &store.APIKey{AccountID: account.ID, KeyHash: Hash(key), Prefix: key[:len(KeyPrefix)+4]})
+	return key, account, err
+}
+
+// HasAccounts reports whether any account exists.
+func (s *Service) HasAccounts(ctx context.Context) (bool, error) {
+	n, err := s.store.CountAccounts(ctx)
+	return n > 0, err
+}
+
+// Resolve returns the account of key, or ErrUnknownKey.
+func (s *Service) Resolve(ctx context.Context, key string) (int64, error) {
+	if !WellFormed(key) {
+		return 0, ErrUnknownKey
+	}
+	h := Hash(key)
+	now := time.Now()
+	s.mu.Lock()
+	c, ok := s.cache[h]
+	s.mu.Unlock()
+	if ok && now.Before(c.expires) {
+		return c.account, nil
+	}
+	id, err := s.store.AccountByKeyHash(ctx, h)
+	if errors.Is(err, store.ErrNotFound) {
+		return 0, ErrUnknownKey
+	}
+	if err != nil {
+		return 0, err
+	}
+	if s.ttl > 0 {
+		s.mu.Lock()
+		if len(s.cache) > 100_000 { // bound memory against key-guessing floods
+			s.cache = map[string]cachedKey{}
+		}
+		s.cache[h] = cachedKey{account: id, expires: now.Add(s.ttl)}
+		s.mu.Unlock()
+	}
+	return id, nil
+}
+
+// Revoke revokes a key; this replica forgets it at once.
+func (s *Service) Revoke(ctx context.Context, key string) error {
+	h := Hash(key)
+	s.mu.Lock()
+	delete(s.cache, h)
+	s.mu.Unlock()
+	return s.store.RevokeAPIKey(ctx, h)
+}

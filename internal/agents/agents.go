@@ -1,0 +1,221 @@
+// Package agents owns agents: their fields, their status and the ordered
+// list of connected tools attached to them. It checks that every attached
+// tool belongs to the account; it never reaches a tool itself.
+package agents
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/quiverhq/quiver/internal/problem"
+	"github.com/quiverhq/quiver/internal/store"
+)
+
+// Status is an agent's lifecycle status.
+type Status string
+
+// The statuses an agent can have.
+const (
+	Draft  Status = "draft"
+	Active Status = "active"
+	Paused Status = "paused"
+)
+
+// Limits on agent fields.
+const (
+	MaxNameLen  = 200
+	MaxGoalLen  = 10_000
+	MaxTools    = 100
+	defaultName = ""
+)
+
+// Store is the persistence agents need.
+type Store interface {
+	CreateAgent(ctx context.Context, a *store.Agent) error
+	GetAgent(ctx context.Context, accountID, id int64) (*store.Agent, error)
+	ListAgents(ctx context.Context, accountID int64, p store.Page) ([]store.Agent, string, error)
+	UpdateAgent(ctx context.Context, accountID, id int64, u store.AgentUpdate) (*store.Agent, error)
+	DeleteAgent(ctx context.Context, accountID, id int64) error
+	ExistingToolIDs(ctx context.Context, accountID int64, ids []int64) (map[int64]bool, error)
+}
+
+var _ Store = (*store.Store)(nil)
+
+// Agent is an agent as the API shows it.
+type Agent struct {
+	ID        int64     `json:"id"`
+	Name      string    `json:"name"`
+	Goal      string    `json:"goal"`
+	Status    Status    `json:"status"`
+	Tools     []int64   `json:"tools"`
+	CreatedAt time.Time `json:"created_at"`
+	UpdatedAt time.Time `json:"updated_at"`
+}
+
+// Input holds the fields of a create or update; nil means not given.
+type Input struct {
+	Name   *string
+	Goal   *string
+	Status *string
+	Tools  *[]int64
+}
+
+// Service manages agents.
+type Service struct{ store Store }
+
+// New returns a Service.
+func New(s Store) *Service { return &Service{store: s} }
+
+func view(a *store.Agent) *Agent {
+	tools := a.Tools
+	if tools == nil {
+		tools = []int64{}
+	}
+	return &Agent{ID: a.ID, Name: a.Name, Goal: a.Goal, Status: Status(a.Status), Tools: tools,
+		CreatedAt: a.CreatedAt.UTC().Truncate(time.Second), UpdatedAt: a.UpdatedAt.UTC().Truncate(time.Second)}
+}
+
+func notFound(id int64) *problem.Error {
+	return problem.New(problem.NotFound, "No agent with ID %d.", id)
+}
+
+// validate checks in's fields; creating requires a name.
+func (s *Service) validate(ctx context.Context, accountID int64, in Input, creating bool) error {
+	bad := map[string]string{}
+	if in.Name != nil {
+		n := strings.TrimSpace(*in.Name)
+		switch {
+		case n == "":
+			bad["name"] = "must not be empty"
+		case len(n) > MaxNameLen:
+			bad["name"] = fmt.Sprintf("must be at most %d characters", MaxNameLen)
+		}
+		*in.Name = n
+	} else if creating {
+		bad["name"] = "is required"
+	}
+	if in.Goal != nil && len(*in.Goal) > MaxGoalLen {
+		bad["goal"] = fmt.Sprintf("must be at most %d characters", MaxGoalLen)
+	}
+	if in.Status != nil {
+		switch Status(*in.Status) {
+		case Draft, Active, Paused:
+		default:
+			bad["status"] = "must be draft, active or paused"
+		}
+	}
+	if in.Tools != nil {
+		if msg := s.checkTools(ctx, accountID, *in.Tools); msg != "" {
+			bad["tools"] = msg
+		}
+	}
+	if len(bad) > 0 {
+		return problem.Validation("Some agent fields are not valid.", bad)
+	}
+	return nil
+}
+
+// checkTools refuses a tool list whole if any ID is not the account's.
+func (s *Service) checkTools(ctx context.Context, accountID int64, ids []int64) string {
+	if len(ids) > MaxTools {
+		return fmt.Sprintf("must list at most %d tools", MaxTools)
+	}
+	seen := map[int64]bool{}
+	for _, id := range ids {
+		if seen[id] {
+			return fmt.Sprintf("lists tool %d twice", id)
+		}
+		seen[id] = true
+	}
+	found, err := s.store.ExistingToolIDs(ctx, accountID, ids)
+	if err != nil {
+		return "could not be checked: " + err.Error()
+	}
+	var missing []string
+	for _, id := range ids {
+		if !found[id] {
+			missing = append(missing, strconv.FormatInt(id, 10))
+		}
+	}
+	if len(missing) > 0 {
+		return "unknown tool IDs: " + strings.Join(missing, ", ")
+	}
+	return ""
+}
+
+// Create makes an agent.
+func (s *Service) Create(ctx context.Context, accountID int64, in Input) (*Agent, error) {
+	if err := s.validate(ctx, accountID, in, true); err != nil {
+		return nil, err
+	}
+	a := &store.Agent{AccountID: accountID, Name: *in.Name, Status: string(Draft), Tools: []int64{}}
+	if in.Goal != nil {
+		a.Goal = *in.Goal
+	}
+	if in.Status != nil {
+		a.Status = *in.Status
+	}
+	if in.Tools != nil {
+		a.Tools = *in.Tools
+	}
+	if err := s.store.CreateAgent(ctx, a); err != nil {
+		return nil, err
+	}
+	return view(a), nil
+}
+
+// Get returns the account's agent.
+func (s *Service) Get(ctx context.Context, accountID, id int64) (*Agent, error) {
+	a, err := s.store.GetAgent(ctx, accountID, id)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, notFound(id)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return view(a), nil
+}
+
+// List returns one page of the account's agents.
+func (s *Service) List(ctx context.Context, accountID int64, p store.Page) ([]*Agent, string, error) {
+	as, next, err := s.store.ListAgents(ctx, accountID, p)
+	if err != nil {
+		return nil, "", err
+	}
+	out := make([]*Agent, len(as))
+	for i := range as {
+		out[i] = view(&as[i])
+	}
+	return out, next, nil
+}
+
+// Update changes the given fields; Tools replaces the whole list.
+func (s *Service) Update(ctx context.Context, accountID, id int64, in Input) (*Agent, error) {
+	if _, err := s.Get(ctx, accountID, id); err != nil {
+		return nil, err
+	}
+	if err := s.validate(ctx, accountID, in, false); err != nil {
+		return nil, err
+	}
+	a, err := s.store.UpdateAgent(ctx, accountID, id, store.AgentUpdate{Name: in.Name, Goal: in.Goal, Status: in.Status, Tools: in.Tools})
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, notFound(id)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return view(a), nil
+}
+
+// Delete removes the account's agent.
+func (s *Service) Delete(ctx context.Context, accountID, id int64) error {
+	err := s.store.DeleteAgent(ctx, accountID, id)
+	if errors.Is(err, store.ErrNotFound) {
+		return notFound(id)
+	}
+	return err
+}

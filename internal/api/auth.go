@@ -1,0 +1,41 @@
+package api
+
+import (
+	"errors"
+	"strings"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/quiverhq/quiver/internal/accounts"
+	"github.com/quiverhq/quiver/internal/problem"
+)
+
+const accountKey = "quiver.account"
+
+// authenticate resolves X-API-KEY (or Authorization: Bearer) to an account
+// before anything else: before the body is read, before any lookup.
+func (s *Server) authenticate(c *gin.Context) {
+	key := c.GetHeader("X-API-KEY")
+	if key == "" {
+		if v, ok := strings.CutPrefix(c.GetHeader("Authorization"), "Bearer "); ok {
+			key = strings.TrimSpace(v)
+		}
+	}
+	if key == "" {
+		s.writeError(c, problem.New(problem.Unauthorized, "An API key is required: send it in the X-API-KEY header."))
+		return
+	}
+	id, err := s.Accounts.Resolve(c.Request.Context(), key)
+	if errors.Is(err, accounts.ErrUnknownKey) {
+		s.writeError(c, problem.New(problem.Unauthorized, "The API key is not valid."))
+		return
+	}
+	if err != nil {
+		s.writeError(c, err)
+		return
+	}
+	c.Set(accountKey, id)
+	c.Next()
+}
+
+func account(c *gin.Context) int64 { return c.GetInt64(accountKey) }

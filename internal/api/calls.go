@@ -1,0 +1,89 @@
+package api
+
+import (
+	"strconv"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/quiverhq/quiver/internal/calls"
+	"github.com/quiverhq/quiver/internal/problem"
+)
+
+func (s *Server) registerCalls(rg *gin.RouterGroup) {
+	handle(rg, "POST", "/agents/custom-tools/call", s.call)
+	handle(rg, "GET", "/agents/custom-tools/calls", s.listCalls)
+	handle(rg, "GET", "/idempotency-keys/:key", s.getKey)
+}
+
+// IdempotencyKey reads the Idempotency-Key header: absent, or exactly one
+// value of 1–255 printable ASCII characters without surrounding spaces.
+func IdempotencyKey(h map[string][]string) (key string, present bool, err error) {
+	vs := h["Idempotency-Key"]
+	switch len(vs) {
+	case 0:
+		return "", false, nil
+	case 1:
+	default:
+		return "", true, problem.New(problem.InvalidIdempotencyKey, "Send exactly one Idempotency-Key header.")
+	}
+	k := vs[0]
+	if len(k) < 1 || len(k) > 255 || !printableASCII(k) || k[0] == ' ' || k[len(k)-1] == ' ' {
+		return "", true, problem.New(problem.InvalidIdempotencyKey,
+			"The Idempotency-Key must be 1 to 255 printable ASCII characters, without leading or trailing spaces.")
+	}
+	return k, true, nil
+}
+
+func (s *Server) call(c *gin.Context) {
+	key, hasKey, err := IdempotencyKey(c.Request.Header)
+	if err != nil {
+		s.writeError(c, err)
+		return
+	}
+	b, err := s.readBody(c)
+	if err != nil {
+		s.writeError(c, err)
+		return
+	}
+	resp, err := s.Calls.Call(c.Request.Context(), calls.Request{AccountID: account(c), Body: b, Key: key, HasKey: hasKey})
+	if err != nil {
+		s.writeError(c, err)
+		return
+	}
+	if resp.Replayed {
+		c.Header("Idempotent-Replayed", "true")
+	}
+	c.Data(resp.Status, resp.ContentType, resp.Body)
+}
+
+func (s *Server) listCalls(c *gin.Context) {
+	p, err := page(c)
+	if err != nil {
+		s.writeError(c, err)
+		return
+	}
+	var toolID *int64
+	if v := c.Query("tool"); v != "" {
+		id, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			s.writeError(c, problem.Validation("The tool filter is not valid.", map[string]string{"tool": "must be an integer tool ID"}))
+			return
+		}
+		toolID = &id
+	}
+	cs, next, err := s.Calls.Calls(c.Request.Context(), account(c), toolID, p)
+	if err != nil {
+		s.writeError(c, err)
+		return
+	}
+	c.JSON(200, gin.H{"calls": cs, "next_cursor": cursor(next)})
+}
+
+func (s *Server) getKey(c *gin.Context) {
+	ks, err := s.Calls.Key(c.Request.Context(), account(c), c.Param("key"))
+	if err != nil {
+		s.writeError(c, err)
+		return
+	}
+	c.JSON(200, ks)
+}

@@ -1,0 +1,126 @@
+package api
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"strconv"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/quiverhq/quiver/internal/problem"
+	"github.com/quiverhq/quiver/internal/store"
+)
+
+// readBody reads the request body within the size limit.
+func (s *Server) readBody(c *gin.Context) ([]byte, error) {
+	if c.Request.ContentLength > s.BodyLimit {
+		return nil, tooLarge(s.BodyLimit)
+	}
+	b, err := io.ReadAll(http.MaxBytesReader(c.Writer, c.Request.Body, s.BodyLimit))
+	var mbe *http.MaxBytesError
+	if errors.As(err, &mbe) {
+		return nil, tooLarge(s.BodyLimit)
+	}
+	if err != nil {
+		return nil, &problem.Error{Code: problem.BadRequest, Message: "The request body could not be read.", Err: err}
+	}
+	return b, nil
+}
+
+func tooLarge(limit int64) error {
+	return problem.New(problem.PayloadTooLarge, "The request body is over the %d-byte limit.", limit)
+}
+
+// object reads the body as a JSON object of raw members. An empty body is
+// an empty object when allowEmpty.
+func (s *Server) object(c *gin.Context, allowEmpty bool) (map[string]json.RawMessage, error) {
+	b, err := s.readBody(c)
+	if err != nil {
+		return nil, err
+	}
+	if allowEmpty && len(bytes.TrimSpace(b)) == 0 {
+		return map[string]json.RawMessage{}, nil
+	}
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(b, &m); err != nil || m == nil {
+		var syn *json.SyntaxError
+		if errors.As(err, &syn) || !json.Valid(b) {
+			return nil, problem.New(problem.InvalidJSON, "The request body is not valid JSON.")
+		}
+		return nil, problem.New(problem.InvalidJSON, "The request body must be a JSON object.")
+	}
+	return m, nil
+}
+
+// fields decodes members of a body object into typed targets, collecting a
+// message per field of the wrong type. A null member counts as absent.
+type fields struct {
+	m   map[string]json.RawMessage
+	bad map[string]string
+}
+
+func newFields(m map[string]json.RawMessage) *fields { return &fields{m: m, bad: map[string]string{}} }
+
+// get decodes member name into dst; it reports whether the member was given.
+func (f *fields) get(name string, dst any, want string) bool {
+	raw, ok := f.m[name]
+	if !ok || string(raw) == "null" {
+		return false
+	}
+	if err := json.Unmarshal(raw, dst); err != nil {
+		f.bad[name] = "must be " + want
+		return false
+	}
+	return true
+}
+
+func (f *fields) err() error {
+	if len(f.bad) == 0 {
+		return nil
+	}
+	return problem.Validation("Some fields have the wrong type.", f.bad)
+}
+
+// pathID reads an integer ID from the path; a malformed one is a 404 like
+// any other ID that names nothing.
+func pathID(c *gin.Context, what string) (int64, error) {
+	id, err := strconv.ParseInt(c.Param("id"), 10, 64)
+	if err != nil || id <= 0 {
+		return 0, problem.New(problem.NotFound, "No %s with ID %q.", what, c.Param("id"))
+	}
+	return id, nil
+}
+
+// page reads ?limit= and ?cursor=.
+func page(c *gin.Context) (store.Page, error) {
+	p := store.Page{Limit: 50}
+	bad := map[string]string{}
+	if v := c.Query("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > 200 {
+			bad["limit"] = "must be an integer from 1 to 200"
+		} else {
+			p.Limit = n
+		}
+	}
+	after, err := store.DecodeCursor(c.Query("cursor"))
+	if err != nil {
+		bad["cursor"] = "is not a cursor this server made"
+	}
+	p.After = after
+	if len(bad) > 0 {
+		return p, problem.Validation("The list parameters are not valid.", bad)
+	}
+	return p, nil
+}
+
+// cursor renders next_cursor: null at the end.
+func cursor(next string) any {
+	if next == "" {
+		return nil
+	}
+	return next
+}

@@ -1,0 +1,168 @@
+// Package api is Quiver's HTTP layer: Gin routes, request decoding, the
+// error envelope, API-key authentication and the per-request middleware
+// (request IDs, logs, metrics, body limits). Handlers are thin: they bind,
+// call one domain method and write the result. They never write SQL and
+// never pick a status code by hand (errors.go maps codes to statuses).
+package api
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/quiverhq/quiver/internal/accounts"
+	"github.com/quiverhq/quiver/internal/agents"
+	"github.com/quiverhq/quiver/internal/calls"
+	"github.com/quiverhq/quiver/internal/logging"
+	"github.com/quiverhq/quiver/internal/metrics"
+	"github.com/quiverhq/quiver/internal/problem"
+	"github.com/quiverhq/quiver/internal/toolconfig"
+)
+
+// Deps is what the API needs.
+type Deps struct {
+	Accounts  *accounts.Service
+	Tools     *toolconfig.Service
+	Agents    *agents.Service
+	Calls     *calls.Engine
+	Metrics   *metrics.Metrics
+	Logger    *slog.Logger
+	BodyLimit int64
+	// Ready reports whether the database (and Redis, if used) answer.
+	Ready func(ctx context.Context) error
+	// Extra registers further routes (OAuth callback, agent MCP) on the
+	// root router and on the authenticated /api/v1 group.
+	Extra []func(root *gin.Engine, authed *gin.RouterGroup)
+}
+
+// Server is the HTTP API.
+type Server struct {
+	Deps
+	log    *slog.Logger
+	router *gin.Engine
+}
+
+// New builds the router.
+func New(d Deps) *Server {
+	gin.SetMode(gin.ReleaseMode)
+	s := &Server{Deps: d, log: d.Logger}
+	r := gin.New()
+	r.RedirectTrailingSlash = false
+	r.RedirectFixedPath = false
+	r.UseRawPath = true // keys in paths may hold an escaped '/'
+	r.UnescapePathValues = true
+	r.HandleMethodNotAllowed = true
+	r.ContextWithFallback = true
+	r.Use(s.requestID, s.observe, s.recover)
+	r.NoRoute(func(c *gin.Context) { s.writeError(c, problem.New(problem.NotFound, "No such route.")) })
+	r.NoMethod(func(c *gin.Context) {
+		s.writeError(c, &problem.Error{Code: problem.BadRequest, Status: http.StatusMethodNotAllowed, Message: "This route does not take that method."})
+	})
+
+	handle(r, "GET", "/healthz", func(c *gin.Context) { c.JSON(200, gin.H{"status": "ok"}) })
+	handle(r, "GET", "/readyz", s.readyz)
+	handle(r, "GET", "/metrics", gin.WrapH(d.Metrics.Handler()))
+	handle(r, "GET", "/openapi.json", s.openapi)
+
+	v1 := r.Group("/api/v1")
+	authed := v1.Group("", s.authenticate)
+	s.registerCatalog(authed)
+	s.registerTools(authed)
+	s.registerAgents(authed)
+	s.registerCalls(authed)
+	for _, extra := range d.Extra {
+		extra(r, authed)
+	}
+	s.router = r
+	return s
+}
+
+// Handler returns the http.Handler to serve.
+func (s *Server) Handler() http.Handler { return s.router }
+
+// handle registers a route with and without its trailing slash.
+func handle(r gin.IRoutes, method, path string, h ...gin.HandlerFunc) {
+	p := strings.TrimSuffix(path, "/")
+	r.Handle(method, p, h...)
+	r.Handle(method, p+"/", h...)
+}
+
+func newRequestID() string {
+	b := make([]byte, 12)
+	_, _ = rand.Read(b)
+	return "req_" + hex.EncodeToString(b)
+}
+
+// requestID takes a sane incoming X-Request-Id or makes one, and puts it
+// on the response and in the context for logs.
+func (s *Server) requestID(c *gin.Context) {
+	id := c.GetHeader("X-Request-Id")
+	if len(id) == 0 || len(id) > 128 || !printableASCII(id) {
+		id = newRequestID()
+	}
+	c.Header("X-Request-Id", id)
+	c.Request = c.Request.WithContext(logging.WithRequestID(c.Request.Context(), id))
+	c.Next()
+}
+
+func printableASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] < 0x20 || s[i] > 0x7e {
+			return false
+		}
+	}
+	return true
+}
+
+// observe logs each request and records its metrics.
+func (s *Server) observe(c *gin.Context) {
+	start := time.Now()
+	c.Next()
+	route := strings.TrimSuffix(c.FullPath(), "/")
+	if route == "" {
+		route = "unmatched"
+	}
+	status := c.Writer.Status()
+	d := time.Since(start)
+	s.Metrics.HTTPRequests.WithLabelValues(route, c.Request.Method, strconv.Itoa(status)).Inc()
+	s.Metrics.HTTPDuration.WithLabelValues(route, c.Request.Method).Observe(d.Seconds())
+	level := slog.LevelInfo
+	if status >= 500 {
+		level = slog.LevelError
+	}
+	s.log.Log(c.Request.Context(), level, "request", "method", c.Request.Method, "route", route,
+		"status", status, "duration_ms", float64(d.Microseconds())/1000, "bytes", c.Writer.Size())
+}
+
+// recover turns a panic into a 500 envelope without a stack trace.
+func (s *Server) recover(c *gin.Context) {
+	defer func() {
+		if v := recover(); v != nil {
+			if v == http.ErrAbortHandler {
+				panic(v)
+			}
+			s.log.ErrorContext(c.Request.Context(), "panic", "value", v)
+			s.writeError(c, problem.New(problem.Internal, "Something went wrong on our side; the request ID helps us find it."))
+		}
+	}()
+	c.Next()
+}
+
+func (s *Server) readyz(c *gin.Context) {
+	ctx, cancel := context.WithTimeout(c.Request.Context(), 2*time.Second)
+	defer cancel()
+	if s.Ready != nil {
+		if err := s.Ready(ctx); err != nil {
+			c.JSON(http.StatusServiceUnavailable, gin.H{"error": problem.Unavailable, "message": "Not ready: " + err.Error()})
+			return
+		}
+	}
+	c.JSON(200, gin.H{"status": "ready"})
+}

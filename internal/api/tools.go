@@ -1,0 +1,144 @@
+package api
+
+import (
+	"encoding/json"
+	"strings"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/quiverhq/quiver/internal/problem"
+)
+
+func (s *Server) registerTools(rg *gin.RouterGroup) {
+	handle(rg, "POST", "/agents/custom-tools", s.createTool)
+	handle(rg, "GET", "/agents/custom-tools", s.listTools)
+	handle(rg, "GET", "/agents/custom-tools/:id", s.getTool)
+	handle(rg, "DELETE", "/agents/custom-tools/:id", s.deleteTool)
+	handle(rg, "POST", "/agents/custom-tools/:id/provide-config", s.provideConfig)
+	handle(rg, "POST", "/agents/custom-tools/:id/reset-config", s.resetConfig)
+	handle(rg, "GET", "/agents/custom-tools/:id/actions", s.toolActions)
+}
+
+func (s *Server) createTool(c *gin.Context) {
+	m, err := s.object(c, false)
+	if err != nil {
+		s.writeError(c, err)
+		return
+	}
+	f := newFields(m)
+	var name, label string
+	if !f.get("mcp_tool", &name, "a catalog tool name") && f.bad["mcp_tool"] == "" {
+		f.bad["mcp_tool"] = "is required"
+	}
+	f.get("name", &label, "a string")
+	if len(label) > 200 {
+		f.bad["name"] = "must be at most 200 characters"
+	}
+	if err := f.err(); err != nil {
+		s.writeError(c, err)
+		return
+	}
+	v, err := s.Tools.Create(c.Request.Context(), account(c), name, strings.TrimSpace(label))
+	if err != nil {
+		s.writeError(c, err)
+		return
+	}
+	c.JSON(201, v)
+}
+
+func (s *Server) listTools(c *gin.Context) {
+	p, err := page(c)
+	if err != nil {
+		s.writeError(c, err)
+		return
+	}
+	vs, next, err := s.Tools.List(c.Request.Context(), account(c), p)
+	if err != nil {
+		s.writeError(c, err)
+		return
+	}
+	c.JSON(200, gin.H{"tools": vs, "next_cursor": cursor(next)})
+}
+
+func (s *Server) getTool(c *gin.Context) {
+	id, err := pathID(c, "connected tool")
+	if err == nil {
+		var v any
+		if v, err = s.Tools.Get(c.Request.Context(), account(c), id); err == nil {
+			c.JSON(200, v)
+			return
+		}
+	}
+	s.writeError(c, err)
+}
+
+func (s *Server) deleteTool(c *gin.Context) {
+	id, err := pathID(c, "connected tool")
+	if err == nil {
+		if err = s.Tools.Delete(c.Request.Context(), account(c), id); err == nil {
+			c.Status(204)
+			return
+		}
+	}
+	s.writeError(c, err)
+}
+
+func (s *Server) provideConfig(c *gin.Context) {
+	id, err := pathID(c, "connected tool")
+	if err != nil {
+		s.writeError(c, err)
+		return
+	}
+	m, err := s.object(c, false)
+	if err != nil {
+		s.writeError(c, err)
+		return
+	}
+	f := newFields(m)
+	var answers map[string]json.RawMessage
+	if !f.get("user_response", &answers, "an object of answers") && f.bad["user_response"] == "" {
+		f.bad["user_response"] = "is required"
+	}
+	if err := f.err(); err != nil {
+		s.writeError(c, err)
+		return
+	}
+	v, err := s.Tools.Provide(c.Request.Context(), account(c), id, answers)
+	if err != nil {
+		s.writeError(c, err)
+		return
+	}
+	c.JSON(200, v)
+}
+
+func (s *Server) resetConfig(c *gin.Context) {
+	id, err := pathID(c, "connected tool")
+	if err == nil {
+		var v any
+		if v, err = s.Tools.Reset(c.Request.Context(), account(c), id); err == nil {
+			c.JSON(200, v)
+			return
+		}
+	}
+	s.writeError(c, err)
+}
+
+func (s *Server) toolActions(c *gin.Context) {
+	id, err := pathID(c, "connected tool")
+	if err != nil {
+		s.writeError(c, err)
+		return
+	}
+	ctx := c.Request.Context()
+	rt, err := s.Tools.Resolve(ctx, account(c), id)
+	if err != nil {
+		s.writeError(c, err)
+		return
+	}
+	actions, err := rt.Connector.Actions(ctx, rt.Tool)
+	if err != nil {
+		s.writeError(c, &problem.Error{Code: problem.ToolUnreachable, Message: "The tool's actions could not be listed: " + err.Error(), Err: err})
+		return
+	}
+	c.JSON(200, gin.H{"actions": actions})
+}

@@ -1,0 +1,204 @@
+// Package app wires Quiver together from a Config: the store, the replay
+// cache, the connectors, the domain services and the HTTP API. The binary
+// and the end-to-end tests build the same App, so what is tested is what
+// runs. It holds no logic of its own beyond construction and shutdown.
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"path/filepath"
+	"time"
+
+	"github.com/gin-gonic/gin"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/quiverhq/quiver/catalog"
+	"github.com/quiverhq/quiver/connectors"
+	"github.com/quiverhq/quiver/connectors/mcp"
+	"github.com/quiverhq/quiver/connectors/tavily"
+	"github.com/quiverhq/quiver/internal/accounts"
+	"github.com/quiverhq/quiver/internal/agents"
+	"github.com/quiverhq/quiver/internal/api"
+	"github.com/quiverhq/quiver/internal/calls"
+	"github.com/quiverhq/quiver/internal/config"
+	"github.com/quiverhq/quiver/internal/metrics"
+	"github.com/quiverhq/quiver/internal/replaycache"
+	"github.com/quiverhq/quiver/internal/secrets"
+	"github.com/quiverhq/quiver/internal/store"
+	"github.com/quiverhq/quiver/internal/toolconfig"
+)
+
+// App is a wired Quiver server.
+type App struct {
+	Config   *config.Config
+	Store    *store.Store
+	Accounts *accounts.Service
+	Tools    *toolconfig.Service
+	Agents   *agents.Service
+	Engine   *calls.Engine
+	Metrics  *metrics.Metrics
+	API      *api.Server
+	Logger   *slog.Logger
+
+	redis   redis.UniversalClient
+	mcp     *mcp.Connector
+	closers []func()
+}
+
+// OpenStore opens the configured database without migrating.
+func OpenStore(ctx context.Context, cfg *config.Config, logger *slog.Logger) (*store.Store, error) {
+	return store.Open(ctx, store.Options{DatabaseURL: cfg.DatabaseURL, DataDir: cfg.DataDir, Logger: logger})
+}
+
+// SecretBox returns the box for QUIVER_SECRET_KEY, or for the key file in
+// the data folder in the embedded default.
+func SecretBox(cfg *config.Config) (*secrets.Box, error) {
+	var key []byte
+	var err error
+	if cfg.SecretKey != "" {
+		key, err = secrets.ParseKey(cfg.SecretKey)
+		if err != nil {
+			return nil, fmt.Errorf("QUIVER_SECRET_KEY: %w", err)
+		}
+	} else {
+		key, err = secrets.LoadOrCreateKeyFile(filepath.Join(cfg.DataDir, "secret.key"))
+		if err != nil {
+			return nil, fmt.Errorf("QUIVER_SECRET_KEY (generated in %s): %w", cfg.DataDir, err)
+		}
+	}
+	return secrets.New(key)
+}
+
+// New builds an App: it opens and migrates the database and connects to
+// Redis if configured.
+func New(ctx context.Context, cfg *config.Config, logger *slog.Logger) (*App, error) {
+	a := &App{Config: cfg, Logger: logger, Metrics: metrics.New()}
+	ok := false
+	defer func() {
+		if !ok {
+			a.Close()
+		}
+	}()
+	cat, err := catalog.Load()
+	if err != nil {
+		return nil, fmt.Errorf("catalog: %w", err)
+	}
+	box, err := SecretBox(cfg)
+	if err != nil {
+		return nil, err
+	}
+	if a.Store, err = OpenStore(ctx, cfg, logger); err != nil {
+		return nil, err
+	}
+	a.closers = append(a.closers, func() { a.Store.Close() })
+	applied, err := a.Store.MigrateUp(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("migrate: %w", err)
+	}
+	for _, m := range applied {
+		logger.Info("migration applied", "version", m.Version, "name", m.Name)
+	}
+
+	var cache replaycache.Cache = replaycache.NewMemory()
+	if cfg.RedisURL != "" {
+		if a.redis, err = replaycache.ParseURL(cfg.RedisURL); err != nil {
+			return nil, fmt.Errorf("REDIS_URL: %w", err)
+		}
+		a.closers = append(a.closers, func() { a.redis.Close() })
+		cache = replaycache.NewRedis(a.redis)
+	}
+
+	a.mcp = mcp.New(&mcp.Options{AllowPrivate: cfg.AllowPrivate, Logger: logger})
+	a.closers = append(a.closers, func() { a.mcp.Close() })
+	registry := connectors.Registry{
+		"tavily": tavily.New(tavily.Options{BaseURL: cfg.TavilyBaseURL}),
+		"mcp":    a.mcp,
+	}
+	addBuiltins(registry, cfg)
+
+	a.Accounts = accounts.New(a.Store, cfg.CacheTTL)
+	a.Tools = toolconfig.New(toolconfig.Options{
+		Store: a.Store, Catalog: cat, Box: box, Connectors: registry, CacheTTL: cfg.CacheTTL, Logger: logger,
+	})
+	a.Agents = agents.New(a.Store)
+	a.Engine = calls.New(calls.Options{
+		Store: a.Store, Tools: a.Tools, Cache: cache, Metrics: a.Metrics, Logger: logger,
+		CallTimeout: cfg.CallTimeout, Lease: cfg.Lease(), IdempotencyTTL: cfg.IdempotencyTTL, SweepInterval: cfg.SweepInterval,
+	})
+	a.API = api.New(api.Deps{
+		Accounts: a.Accounts, Tools: a.Tools, Agents: a.Agents, Calls: a.Engine, Metrics: a.Metrics,
+		Logger: logger, BodyLimit: cfg.BodyLimit, Ready: a.Ready, Extra: a.extraRoutes(),
+	})
+	ok = true
+	return a, nil
+}
+
+// extraRoutes registers routes owned by packages beyond the core API.
+func (a *App) extraRoutes() []func(*gin.Engine, *gin.RouterGroup) { return nil }
+
+// Ready reports whether the database and Redis (if configured) answer.
+func (a *App) Ready(ctx context.Context) error {
+	if err := a.Store.Ping(ctx); err != nil {
+		return fmt.Errorf("database: %w", err)
+	}
+	if a.redis != nil {
+		if err := a.redis.Ping(ctx).Err(); err != nil {
+			return fmt.Errorf("redis: %w", err)
+		}
+	}
+	return nil
+}
+
+// Handler is the HTTP handler to serve.
+func (a *App) Handler() http.Handler { return a.API.Handler() }
+
+// RunBackground runs the sweeper, purge and call log writer until ctx ends.
+func (a *App) RunBackground(ctx context.Context) { a.Engine.Run(ctx) }
+
+// Serve listens on cfg.Addr until ctx ends, then shuts down gracefully:
+// in-flight calls finish and are recorded.
+func (a *App) Serve(ctx context.Context, ready func(addr string)) error {
+	srv := &http.Server{
+		Addr:              a.Config.Addr,
+		Handler:           a.Handler(),
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       120 * time.Second,
+	}
+	ln, err := listen(a.Config.Addr)
+	if err != nil {
+		return err
+	}
+	bgCtx, stopBg := context.WithCancel(context.Background())
+	bgDone := make(chan struct{})
+	go func() { a.RunBackground(bgCtx); close(bgDone) }()
+	if ready != nil {
+		ready(ln.Addr().String())
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	select {
+	case err = <-errc:
+	case <-ctx.Done():
+		sctx, cancel := context.WithTimeout(context.Background(), a.Config.CallTimeout+5*time.Second)
+		err = srv.Shutdown(sctx)
+		cancel()
+	}
+	stopBg()
+	<-bgDone
+	if errors.Is(err, http.ErrServerClosed) {
+		err = nil
+	}
+	return err
+}
+
+// Close releases connections.
+func (a *App) Close() {
+	for i := len(a.closers) - 1; i >= 0; i-- {
+		a.closers[i]()
+	}
+	a.closers = nil
+}

@@ -1,0 +1,54 @@
+package calls
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/quiverhq/quiver/internal/problem"
+	"github.com/quiverhq/quiver/internal/store"
+)
+
+// KeyState is an idempotency key as GET /api/v1/idempotency-keys/{key}
+// shows it.
+type KeyState struct {
+	Key       string    `json:"key"`
+	State     string    `json:"state"`
+	Tool      int64     `json:"tool"`
+	Action    string    `json:"action"`
+	CreatedAt time.Time `json:"created_at"`
+	ExpiresAt time.Time `json:"expires_at"`
+	CallID    string    `json:"call_id"`
+}
+
+// Key returns the state of one of the account's keys.
+func (e *Engine) Key(ctx context.Context, accountID int64, key string) (*KeyState, error) {
+	r, err := e.opts.Store.GetIdem(ctx, accountID, key)
+	if errors.Is(err, store.ErrNotFound) || (err == nil && r.ExpiresAt <= r.NowMS && r.State != store.IdemDispatched) {
+		return nil, problem.New(problem.NotFound, "No idempotency key with that value for this account.")
+	}
+	if err != nil {
+		return nil, unavailable(err)
+	}
+	state := "in_progress"
+	switch {
+	case r.State == store.IdemSucceeded:
+		state = "succeeded"
+	case r.State == store.IdemOutcomeUnknown || r.LeaseExpired():
+		state = "outcome_unknown"
+	}
+	return &KeyState{Key: r.Key, State: state, Tool: r.ToolID, Action: r.Action, CallID: r.CallID,
+		CreatedAt: time.UnixMilli(r.CreatedAt).UTC().Truncate(time.Second), ExpiresAt: time.UnixMilli(r.ExpiresAt).UTC().Truncate(time.Second)}, nil
+}
+
+// Calls returns one page of the account's call log.
+func (e *Engine) Calls(ctx context.Context, accountID int64, toolID *int64, p store.Page) ([]store.CallLog, string, error) {
+	cs, next, err := e.opts.Store.ListCalls(ctx, accountID, toolID, p)
+	if err != nil {
+		return nil, "", unavailable(err)
+	}
+	for i := range cs {
+		cs[i].CreatedAt = cs[i].CreatedAt.UTC().Truncate(time.Second)
+	}
+	return cs, next, nil
+}

@@ -1,0 +1,114 @@
+package calls
+
+import (
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/google/jsonschema-go/jsonschema"
+
+	"github.com/quiverhq/quiver/connectors"
+	"github.com/quiverhq/quiver/internal/problem"
+)
+
+// compiledSchema is an action's input schema, resolved once.
+type compiledSchema struct {
+	resolved *jsonschema.Resolved
+	schema   *jsonschema.Schema
+	err      error
+}
+
+func (e *Engine) schemaFor(raw json.RawMessage) *compiledSchema {
+	key := string(raw)
+	if v, ok := e.schemas.Load(key); ok {
+		return v.(*compiledSchema)
+	}
+	cs := &compiledSchema{}
+	var s jsonschema.Schema
+	if err := json.Unmarshal(raw, &s); err != nil {
+		cs.err = err
+	} else {
+		cs.schema = &s
+		cs.resolved, cs.err = s.Resolve(&jsonschema.ResolveOptions{ValidateDefaults: false})
+	}
+	e.schemas.Store(key, cs)
+	return cs
+}
+
+// checkArguments validates arguments against the action's input schema.
+// A schema the validator cannot use (a tool's own mistake) is not enforced:
+// the tool will judge its arguments itself.
+func (e *Engine) checkArguments(a *connectors.Action, args json.RawMessage) error {
+	if len(args) == 0 || string(args) == "null" {
+		args = json.RawMessage("{}")
+	}
+	var inst any
+	if err := json.Unmarshal(args, &inst); err != nil {
+		return problem.Validation("The arguments are not valid JSON.", map[string]string{"arguments": err.Error()})
+	}
+	obj, ok := inst.(map[string]any)
+	if !ok {
+		return &problem.Error{Code: problem.InvalidArguments, Message: "The arguments must be a JSON object.",
+			Fields: map[string]string{"arguments": "must be an object"}}
+	}
+	if len(a.InputSchema) == 0 {
+		return nil
+	}
+	cs := e.schemaFor(a.InputSchema)
+	if cs.err != nil {
+		return nil
+	}
+	if err := cs.resolved.Validate(obj); err != nil {
+		return &problem.Error{Code: problem.InvalidArguments, Message: fmt.Sprintf("The arguments do not match the input schema of %q.", a.Name),
+			Fields: fieldErrors(cs.schema, obj, err)}
+	}
+	return nil
+}
+
+// fieldErrors names the bad fields as well as the top level of the schema
+// allows, falling back to the validator's message.
+func fieldErrors(s *jsonschema.Schema, obj map[string]any, verr error) map[string]string {
+	out := map[string]string{}
+	for _, name := range s.Required {
+		if _, ok := obj[name]; !ok {
+			out[name] = "is required"
+		}
+	}
+	names := make([]string, 0, len(obj))
+	for k := range obj {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	for _, k := range names {
+		ps, ok := s.Properties[k]
+		if !ok || ps == nil {
+			if s.AdditionalProperties != nil && isFalse(s.AdditionalProperties) {
+				out[k] = "is not an accepted argument"
+			}
+			continue
+		}
+		if r, err := ps.Resolve(nil); err == nil {
+			if err := r.Validate(obj[k]); err != nil {
+				out[k] = trimMessage(err.Error())
+			}
+		}
+	}
+	if len(out) == 0 {
+		out["arguments"] = trimMessage(verr.Error())
+	}
+	return out
+}
+
+func isFalse(s *jsonschema.Schema) bool {
+	b, _ := json.Marshal(s)
+	return string(b) == "false" || string(b) == `{"not":{}}`
+}
+
+func trimMessage(m string) string {
+	m = strings.TrimPrefix(m, "validating root: ")
+	if len(m) > 300 {
+		m = m[:300] + "…"
+	}
+	return m
+}

@@ -1,0 +1,129 @@
+package replaycache
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Redis keeps locks and outcomes in Redis, shared by every replica. Keys
+// carry a hash tag so a key's lock and outcome share a Cluster slot.
+type Redis struct {
+	rdb redis.UniversalClient
+}
+
+// NewRedis returns a cache on rdb.
+func NewRedis(rdb redis.UniversalClient) *Redis { return &Redis{rdb: rdb} }
+
+// ParseURL builds a client from a redis:// or rediss:// URL (one node),
+// redis-sentinel:// (Sentinel; master_name and addr query parameters) or
+// redis-cluster:// (Cluster; extra nodes as addr parameters).
+func ParseURL(raw string) (redis.UniversalClient, error) {
+	const (
+		timeout     = 500 * time.Millisecond
+		dialTimeout = time.Second
+	)
+	// A Redis failure degrades to Postgres: retries would only add latency.
+	switch {
+	case strings.HasPrefix(raw, "redis-sentinel://"):
+		o, err := redis.ParseFailoverURL("redis://" + strings.TrimPrefix(raw, "redis-sentinel://"))
+		if err != nil {
+			return nil, err
+		}
+		o.ReadTimeout, o.WriteTimeout, o.DialTimeout, o.MaxRetries = timeout, timeout, dialTimeout, -1
+		return redis.NewFailoverClient(o), nil
+	case strings.HasPrefix(raw, "redis-cluster://"):
+		o, err := redis.ParseClusterURL("redis://" + strings.TrimPrefix(raw, "redis-cluster://"))
+		if err != nil {
+			return nil, err
+		}
+		o.ReadTimeout, o.WriteTimeout, o.DialTimeout, o.MaxRetries = timeout, timeout, dialTimeout, -1
+		return redis.NewClusterClient(o), nil
+	default:
+		o, err := redis.ParseURL(raw)
+		if err != nil {
+			return nil, err
+		}
+		o.ReadTimeout, o.WriteTimeout, o.DialTimeout, o.MaxRetries = timeout, timeout, dialTimeout, -1
+		o.PoolSize = 64
+		return redis.NewClient(o), nil
+	}
+}
+
+func names(account int64, key string) (outcome, lock string) {
+	sum := sha256.Sum256([]byte(key))
+	base := "quiver:idem:{" + strconv.FormatInt(account, 10) + ":" + hex.EncodeToString(sum[:16]) + "}"
+	return base + ":o", base + ":l"
+}
+
+// begin returns {1, outcome} on a hit, {2} when it took the lock, and
+// {3, holder} when another request holds it.
+var begin = redis.NewScript(`
+local o = redis.call('GET', KEYS[1])
+if o then return {1, o} end
+if redis.call('SET', KEYS[2], ARGV[1], 'NX', 'PX', ARGV[2]) then return {2, ''} end
+return {3, redis.call('GET', KEYS[2]) or ''}
+`)
+
+// Begin implements Cache.
+func (r *Redis) Begin(ctx context.Context, account int64, key string, fingerprint []byte, token string, lease time.Duration) (BeginResult, error) {
+	o, l := names(account, key)
+	res, err := begin.Run(ctx, r.rdb, []string{o, l}, lockValue(fingerprint, token), lease.Milliseconds()).Slice()
+	if err != nil {
+		return BeginResult{}, err
+	}
+	if len(res) != 2 {
+		return BeginResult{}, errCorrupt
+	}
+	code, _ := res[0].(int64)
+	val, _ := res[1].(string)
+	switch code {
+	case 1:
+		e, err := decode([]byte(val))
+		if err != nil {
+			return BeginResult{}, err
+		}
+		return BeginResult{Entry: e}, nil
+	case 2:
+		return BeginResult{Locked: true}, nil
+	default:
+		if len(val) < 32 { // the lock vanished between SET and GET
+			return BeginResult{}, nil
+		}
+		return BeginResult{HolderFingerprint: []byte(val[:32])}, nil
+	}
+}
+
+// Finish implements Cache.
+func (r *Redis) Finish(ctx context.Context, account int64, key string, e *Entry, ttl time.Duration) error {
+	o, l := names(account, key)
+	_, err := r.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		if len(e.Body) <= MaxBody && ttl > 0 {
+			p.Set(ctx, o, encode(e), ttl)
+		}
+		p.Del(ctx, l)
+		return nil
+	})
+	return err
+}
+
+// unlock deletes the lock only if it still holds token.
+var unlock = redis.NewScript(`
+local v = redis.call('GET', KEYS[1])
+if v and string.sub(v, 33) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
+return 0
+`)
+
+// Unlock implements Cache.
+func (r *Redis) Unlock(ctx context.Context, account int64, key, token string) error {
+	_, l := names(account, key)
+	return unlock.Run(ctx, r.rdb, []string{l}, token).Err()
+}
+
+// Ping implements Cache.
+func (r *Redis) Ping(ctx context.Context) error { return r.rdb.Ping(ctx).Err() }

@@ -1,0 +1,99 @@
+// Package replaycache is the fast path of idempotent calls: a reservation
+// lock and a cache of stored outcomes, in Redis (shared by every replica) or
+// in process (the embedded default). It is never the arbiter: Postgres's
+// unique key decides who runs a call, and any error or lost data here only
+// sends the caller to Postgres. It knows nothing of HTTP or SQL.
+package replaycache
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"time"
+)
+
+// State of a cached outcome.
+const (
+	StateSucceeded      byte = 's'
+	StateOutcomeUnknown byte = 'u'
+)
+
+// Entry is a terminal outcome kept for replay.
+type Entry struct {
+	Fingerprint []byte // 32 bytes
+	State       byte
+	Status      int
+	ContentType string
+	Body        []byte
+	CallID      string
+}
+
+// BeginResult is what Begin found.
+type BeginResult struct {
+	// Entry is set when the key has a cached outcome.
+	Entry *Entry
+	// Locked is true when this caller took the reservation lock.
+	Locked bool
+	// HolderFingerprint is set when another request holds the lock.
+	HolderFingerprint []byte
+}
+
+// Cache is implemented by Redis and Memory.
+type Cache interface {
+	// Begin returns the cached outcome of (account, key) or, failing that,
+	// tries to take the key's lock for lease; one round trip.
+	Begin(ctx context.Context, account int64, key string, fingerprint []byte, token string, lease time.Duration) (BeginResult, error)
+	// Finish caches an outcome for ttl and drops the lock; one round trip.
+	Finish(ctx context.Context, account int64, key string, e *Entry, ttl time.Duration) error
+	// Unlock drops the lock if token still holds it.
+	Unlock(ctx context.Context, account int64, key, token string) error
+	// Ping checks the cache is reachable.
+	Ping(ctx context.Context) error
+}
+
+// MaxBody is the largest body cached; larger outcomes replay from the
+// database.
+const MaxBody = 1 << 20
+
+var errCorrupt = errors.New("replaycache: corrupt entry")
+
+// encode lays an entry out as: fingerprint(32) state(1) status(2)
+// len(ct)(2) ct len(callID)(1) callID body.
+func encode(e *Entry) []byte {
+	b := make([]byte, 0, 38+len(e.ContentType)+len(e.CallID)+len(e.Body))
+	b = append(b, e.Fingerprint...)
+	b = append(b, e.State)
+	b = binary.BigEndian.AppendUint16(b, uint16(e.Status))
+	b = binary.BigEndian.AppendUint16(b, uint16(len(e.ContentType)))
+	b = append(b, e.ContentType...)
+	b = append(b, byte(len(e.CallID)))
+	b = append(b, e.CallID...)
+	return append(b, e.Body...)
+}
+
+func decode(b []byte) (*Entry, error) {
+	if len(b) < 37 {
+		return nil, errCorrupt
+	}
+	e := &Entry{Fingerprint: b[:32], State: b[32], Status: int(binary.BigEndian.Uint16(b[33:35]))}
+	n := int(binary.BigEndian.Uint16(b[35:37]))
+	b = b[37:]
+	if len(b) < n+1 {
+		return nil, errCorrupt
+	}
+	e.ContentType = string(b[:n])
+	b = b[n:]
+	m := int(b[0])
+	b = b[1:]
+	if len(b) < m {
+		return nil, errCorrupt
+	}
+	e.CallID = string(b[:m])
+	e.Body = b[m:]
+	return e, nil
+}
+
+// lockValue is what a lock holds: the holder's fingerprint and token.
+func lockValue(fingerprint []byte, token string) string {
+	return string(fingerprint) + token
+}

@@ -1,0 +1,99 @@
+package toolconfig
+
+import (
+	"context"
+	"time"
+
+	"github.com/quiverhq/quiver/catalog"
+	"github.com/quiverhq/quiver/connectors"
+	"github.com/quiverhq/quiver/internal/problem"
+	"github.com/quiverhq/quiver/internal/store"
+)
+
+// Resolved is a configured tool, ready to call.
+type Resolved struct {
+	Tool      *connectors.Tool
+	Entry     *catalog.Entry
+	Connector connectors.Connector
+	// Row is the stored tool as read; shared, must not be modified.
+	Row *store.Tool
+}
+
+// Resolve returns the account's configured tool id for a call. The result
+// is cached in process for CacheTTL; this replica's own writes invalidate it
+// at once, other replicas' within CacheTTL.
+func (s *Service) Resolve(ctx context.Context, accountID, id int64) (*Resolved, error) {
+	if r := s.cached(accountID, id); r != nil {
+		return r, nil
+	}
+	t, e, err := s.get(ctx, accountID, id)
+	if err != nil {
+		return nil, err
+	}
+	if State(t.State) != Configured {
+		p := problem.New(problem.ToolNotConfigured, "Tool %d is not configured yet: finish its configuration steps first.", id)
+		p.Extra = map[string]any{"next_configuration_step": s.stepView(ctx, t, e)}
+		return nil, p
+	}
+	conn, ok := s.opts.Connectors.For(e)
+	if !ok {
+		return nil, problem.New(problem.ToolUnreachable, "This server has no connector for %q.", e.Name)
+	}
+	plain, secret, err := s.decode(t)
+	if err != nil {
+		return nil, err
+	}
+	r := &Resolved{
+		Tool: &connectors.Tool{
+			ID: t.ID, AccountID: t.AccountID, Entry: e, Config: flatten(plain, secret), Version: t.Version,
+		},
+		Entry: e, Connector: conn, Row: t,
+	}
+	if s.opts.CacheTTL > 0 {
+		s.mu.Lock()
+		s.cache[toolKey{accountID, id}] = cachedTool{resolved: r, expires: time.Now().Add(s.opts.CacheTTL)}
+		s.mu.Unlock()
+	}
+	return r, nil
+}
+
+// ResolveName finds the account's one connected tool made from the catalog
+// entry name.
+func (s *Service) ResolveName(ctx context.Context, accountID int64, name string) (int64, error) {
+	ts, err := s.opts.Store.ToolsByCatalogName(ctx, accountID, name)
+	if err != nil {
+		return 0, err
+	}
+	switch len(ts) {
+	case 0:
+		return 0, problem.Validation("The account has no connected tool of that name.", map[string]string{"tool": "no connected tool named " + name})
+	case 1:
+		return ts[0].ID, nil
+	default:
+		return 0, problem.Validation("The account has several connected tools of that name; call it by its integer ID.",
+			map[string]string{"tool": "several connected tools named " + name + "; use the integer ID"})
+	}
+}
+
+func (s *Service) cached(accountID, id int64) *Resolved {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c, ok := s.cache[toolKey{accountID, id}]
+	if !ok {
+		return nil
+	}
+	if time.Now().After(c.expires) {
+		delete(s.cache, toolKey{accountID, id})
+		return nil
+	}
+	return c.resolved
+}
+
+// Invalidate drops the cached copy of a tool on this replica.
+func (s *Service) Invalidate(accountID, id int64) { s.invalidate(accountID, id) }
+
+func (s *Service) invalidate(accountID, id int64) {
+	s.mu.Lock()
+	delete(s.cache, toolKey{accountID, id})
+	s.mu.Unlock()
+}

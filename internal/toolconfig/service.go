@@ -1,0 +1,394 @@
+package toolconfig
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/quiverhq/quiver/catalog"
+	"github.com/quiverhq/quiver/connectors"
+	"github.com/quiverhq/quiver/internal/problem"
+	"github.com/quiverhq/quiver/internal/secrets"
+	"github.com/quiverhq/quiver/internal/store"
+)
+
+// Store is the persistence toolconfig needs.
+type Store interface {
+	CreateTool(ctx context.Context, t *store.Tool) error
+	GetTool(ctx context.Context, accountID, id int64) (*store.Tool, error)
+	ListTools(ctx context.Context, accountID int64, p store.Page) ([]store.Tool, string, error)
+	ToolsByCatalogName(ctx context.Context, accountID int64, name string) ([]store.Tool, error)
+	UpdateToolConfig(ctx context.Context, t *store.Tool, wantState string, wantVersion int64) error
+	DeleteTool(ctx context.Context, accountID, id int64) error
+}
+
+var _ Store = (*store.Store)(nil)
+
+// OAuthFlow starts OAuth authorizations. ErrProviderNotConfigured means the
+// server has no client for the step's provider.
+type OAuthFlow interface {
+	AuthorizationURL(ctx context.Context, t *store.Tool, entry *catalog.Entry, step *catalog.Step) (string, error)
+}
+
+// ErrProviderNotConfigured is returned by an OAuthFlow for a provider with
+// no client on this server.
+var ErrProviderNotConfigured = errors.New("toolconfig: OAuth provider not configured on this server")
+
+// Options configures a Service.
+type Options struct {
+	Store      Store
+	Catalog    *catalog.Catalog
+	Box        *secrets.Box
+	Connectors connectors.Registry
+	OAuth      OAuthFlow // nil: every oauth step says its provider is not set up
+	// CacheTTL bounds how stale a resolved tool may be on another replica.
+	CacheTTL time.Duration
+	Logger   *slog.Logger
+	// VerifyTimeout bounds a connector's check of a step's credentials.
+	VerifyTimeout time.Duration
+}
+
+// Service manages connected tools and their configuration.
+type Service struct {
+	opts  Options
+	mu    sync.Mutex
+	cache map[toolKey]cachedTool
+}
+
+type toolKey struct{ account, id int64 }
+
+type cachedTool struct {
+	resolved *Resolved
+	expires  time.Time
+}
+
+// New returns a Service.
+func New(opts Options) *Service {
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	if opts.VerifyTimeout == 0 {
+		opts.VerifyTimeout = 15 * time.Second
+	}
+	return &Service{opts: opts, cache: map[toolKey]cachedTool{}}
+}
+
+// SetOAuth installs the OAuth flow (it needs the Service's store first).
+func (s *Service) SetOAuth(f OAuthFlow) { s.opts.OAuth = f }
+
+// Catalog returns the catalog the service uses.
+func (s *Service) Catalog() *catalog.Catalog { return s.opts.Catalog }
+
+func notFound(id int64) *problem.Error {
+	return problem.New(problem.NotFound, "No connected tool with ID %d.", id)
+}
+
+func (s *Service) get(ctx context.Context, accountID, id int64) (*store.Tool, *catalog.Entry, error) {
+	t, err := s.opts.Store.GetTool(ctx, accountID, id)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, nil, notFound(id)
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	e, ok := s.opts.Catalog.Get(t.CatalogName)
+	if !ok {
+		return nil, nil, fmt.Errorf("toolconfig: tool %d names catalog entry %q, which this server does not have", id, t.CatalogName)
+	}
+	return t, e, nil
+}
+
+// Create connects a catalog tool to the account.
+func (s *Service) Create(ctx context.Context, accountID int64, catalogName, name string) (*View, error) {
+	e, ok := s.opts.Catalog.Get(catalogName)
+	if !ok {
+		return nil, problem.New(problem.NotFound, "The catalog has no tool named %q.", catalogName)
+	}
+	first, _ := e.Step(0)
+	state, err := Transition("", EventCreated, first)
+	if err != nil {
+		return nil, err
+	}
+	if name == "" {
+		name = catalogName
+	}
+	t := &store.Tool{AccountID: accountID, CatalogName: catalogName, Name: name, State: string(state), Config: "{}"}
+	if err := s.opts.Store.CreateTool(ctx, t); err != nil {
+		return nil, err
+	}
+	return s.view(ctx, t, e)
+}
+
+// Get returns the account's tool.
+func (s *Service) Get(ctx context.Context, accountID, id int64) (*View, error) {
+	t, e, err := s.get(ctx, accountID, id)
+	if err != nil {
+		return nil, err
+	}
+	return s.view(ctx, t, e)
+}
+
+// List returns one page of the account's tools.
+func (s *Service) List(ctx context.Context, accountID int64, p store.Page) ([]*View, string, error) {
+	rows, next, err := s.opts.Store.ListTools(ctx, accountID, p)
+	if err != nil {
+		return nil, "", err
+	}
+	out := make([]*View, 0, len(rows))
+	for i := range rows {
+		e, ok := s.opts.Catalog.Get(rows[i].CatalogName)
+		if !ok {
+			continue
+		}
+		v, err := s.view(ctx, &rows[i], e)
+		if err != nil {
+			return nil, "", err
+		}
+		out = append(out, v)
+	}
+	return out, next, nil
+}
+
+// Delete removes the account's tool, its tokens and its attachments.
+func (s *Service) Delete(ctx context.Context, accountID, id int64) error {
+	err := s.opts.Store.DeleteTool(ctx, accountID, id)
+	s.invalidate(accountID, id)
+	if errors.Is(err, store.ErrNotFound) {
+		return notFound(id)
+	}
+	return err
+}
+
+// Reset puts the tool back at its first step and forgets its configuration.
+func (s *Service) Reset(ctx context.Context, accountID, id int64) (*View, error) {
+	t, e, err := s.get(ctx, accountID, id)
+	if err != nil {
+		return nil, err
+	}
+	first, _ := e.Step(0)
+	to, err := Transition(State(t.State), EventReset, first)
+	if err != nil {
+		return nil, err
+	}
+	from, version := t.State, t.Version
+	t.State, t.StepIndex, t.Config, t.Secrets, t.OAuthToken = string(to), 0, "{}", "", ""
+	if err := s.update(ctx, t, from, version); err != nil {
+		return nil, err
+	}
+	return s.view(ctx, t, e)
+}
+
+func (s *Service) update(ctx context.Context, t *store.Tool, from string, version int64) error {
+	err := s.opts.Store.UpdateToolConfig(ctx, t, from, version)
+	s.invalidate(t.AccountID, t.ID)
+	if errors.Is(err, store.ErrConflict) {
+		return problem.New(problem.RequestInProgress, "The tool was changed by another request at the same time; read it again and retry.")
+	}
+	return err
+}
+
+// Provide validates the user's answers to the tool's current step, stores
+// them and advances, or refuses them and leaves the tool where it was.
+func (s *Service) Provide(ctx context.Context, accountID, id int64, answers map[string]json.RawMessage) (*View, error) {
+	t, e, err := s.get(ctx, accountID, id)
+	if err != nil {
+		return nil, err
+	}
+	switch State(t.State) {
+	case Configured:
+		return nil, problem.New(problem.AlreadyConfigured, "The tool is already configured; reset its configuration to change it.")
+	case AwaitingAuthorization:
+		return nil, problem.Validation("This step is completed by authorizing at the provider: open the step's authorization_url.",
+			map[string]string{"user_response": "this step takes no answers; it is completed through the provider's authorization page"})
+	}
+	step, ok := e.Step(t.StepIndex)
+	if !ok {
+		return nil, fmt.Errorf("toolconfig: tool %d is at step %d of %d", t.ID, t.StepIndex, len(e.Steps))
+	}
+	values, bad := validateStep(step, answers)
+	if len(bad) > 0 {
+		return nil, problem.Validation("Some answers to this configuration step are not valid.", bad)
+	}
+	plain, secret, err := s.decode(t)
+	if err != nil {
+		return nil, err
+	}
+	for _, f := range step.Fields {
+		delete(plain, f.Name)
+		delete(secret, f.Name)
+		v, ok := values[f.Name]
+		if !ok {
+			continue
+		}
+		if f.Secret {
+			secret[f.Name] = v
+		} else {
+			plain[f.Name] = v
+		}
+	}
+	if step.Verify {
+		if err := s.verify(ctx, e, plain, secret); err != nil {
+			return nil, err
+		}
+	}
+	next, _ := e.Step(t.StepIndex + 1)
+	to, err := Transition(State(t.State), EventStepAccepted, next)
+	if err != nil {
+		return nil, err
+	}
+	from, version := t.State, t.Version
+	if err := s.encode(t, plain, secret); err != nil {
+		return nil, err
+	}
+	t.State, t.StepIndex = string(to), t.StepIndex+1
+	if to == Configured {
+		t.StepIndex = len(e.Steps)
+	}
+	if err := s.update(ctx, t, from, version); err != nil {
+		return nil, err
+	}
+	return s.view(ctx, t, e)
+}
+
+func (s *Service) verify(ctx context.Context, e *catalog.Entry, plain, secret map[string]any) error {
+	conn, ok := s.opts.Connectors.For(e)
+	if !ok {
+		return nil
+	}
+	v, ok := conn.(connectors.Verifier)
+	if !ok {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, s.opts.VerifyTimeout)
+	defer cancel()
+	err := v.Verify(ctx, e, flatten(plain, secret))
+	var fe *connectors.FieldError
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &fe):
+		return problem.Validation("The tool refused this configuration.", map[string]string{fe.Field: fe.Message})
+	default:
+		s.opts.Logger.WarnContext(ctx, "verify failed", "catalog", e.Name, "error", err)
+		return problem.Validation("The tool could not be verified with this configuration.", map[string]string{"user_response": err.Error()})
+	}
+}
+
+func flatten(plain, secret map[string]any) map[string]string {
+	out := make(map[string]string, len(plain)+len(secret))
+	for k, v := range plain {
+		out[k] = asString(v)
+	}
+	for k, v := range secret {
+		out[k] = asString(v)
+	}
+	return out
+}
+
+// decode reads a tool's stored plain and secret values.
+func (s *Service) decode(t *store.Tool) (plain, secret map[string]any, err error) {
+	plain, secret = map[string]any{}, map[string]any{}
+	if t.Config != "" {
+		if err := json.Unmarshal([]byte(t.Config), &plain); err != nil {
+			return nil, nil, fmt.Errorf("toolconfig: tool %d config: %w", t.ID, err)
+		}
+	}
+	if t.Secrets != "" {
+		pt, err := s.opts.Box.Open(t.Secrets)
+		if err != nil {
+			return nil, nil, fmt.Errorf("toolconfig: tool %d secrets: %w", t.ID, err)
+		}
+		if err := json.Unmarshal(pt, &secret); err != nil {
+			return nil, nil, fmt.Errorf("toolconfig: tool %d secrets: %w", t.ID, err)
+		}
+	}
+	return plain, secret, nil
+}
+
+func (s *Service) encode(t *store.Tool, plain, secret map[string]any) error {
+	b, err := json.Marshal(plain)
+	if err != nil {
+		return err
+	}
+	t.Config = string(b)
+	t.Secrets = ""
+	if len(secret) > 0 {
+		sb, err := json.Marshal(secret)
+		if err != nil {
+			return err
+		}
+		t.Secrets = s.opts.Box.Seal(sb)
+	}
+	return nil
+}
+
+// view renders a tool for the API.
+func (s *Service) view(ctx context.Context, t *store.Tool, e *catalog.Entry) (*View, error) {
+	plain, secret, err := s.decode(t)
+	if err != nil {
+		return nil, err
+	}
+	cfg := make(map[string]any, len(plain)+len(secret))
+	for k, v := range plain {
+		cfg[k] = v
+	}
+	for _, st := range e.Steps {
+		for i := range st.Fields {
+			f := &st.Fields[i]
+			if v, ok := secret[f.Name]; ok {
+				cfg[f.Name] = mask(f, v)
+			}
+		}
+	}
+	v := &View{
+		ID: t.ID, MCPTool: t.CatalogName, Name: t.Name, Type: e.Type,
+		IsConfigured: State(t.State) == Configured, Config: cfg,
+		CreatedAt: toUTC(t.CreatedAt), UpdatedAt: toUTC(t.UpdatedAt),
+	}
+	if !v.IsConfigured {
+		v.NextConfigurationStep = s.stepView(ctx, t, e)
+	}
+	return v, nil
+}
+
+// NextStep renders the step the tool waits at, for tool_not_configured.
+func (s *Service) NextStep(ctx context.Context, t *store.Tool, e *catalog.Entry) *StepView {
+	return s.stepView(ctx, t, e)
+}
+
+func (s *Service) stepView(ctx context.Context, t *store.Tool, e *catalog.Entry) *StepView {
+	step, ok := e.Step(t.StepIndex)
+	if !ok {
+		return nil
+	}
+	sv := &StepView{Step: step.ID, Index: t.StepIndex + 1, Total: len(e.Steps), Type: step.Type,
+		Title: step.Title, Description: step.Description, Fields: step.Fields}
+	if step.Type != catalog.StepOAuth {
+		return sv
+	}
+	if e.OAuth != nil {
+		sv.Provider = e.OAuth.Provider
+	}
+	var err error = ErrProviderNotConfigured
+	if s.opts.OAuth != nil {
+		sv.AuthorizationURL, err = s.opts.OAuth.AuthorizationURL(ctx, t, e, step)
+	}
+	if err != nil {
+		sv.AuthorizationURL = ""
+		if errors.Is(err, ErrProviderNotConfigured) {
+			sv.Error = ProviderNotConfigured
+			p := strings.ToUpper(sv.Provider)
+			sv.Description = fmt.Sprintf("The %s OAuth provider is not set up on this server: an operator must set QUIVER_OAUTH_%s_CLIENT_ID and QUIVER_OAUTH_%s_CLIENT_SECRET before this tool can be connected.", sv.Provider, p, p)
+		} else {
+			s.opts.Logger.ErrorContext(ctx, "oauth authorization url", "tool", t.ID, "error", err)
+			sv.Error = "oauth_unavailable"
+			sv.Description = "The authorization could not be started; try again shortly."
+		}
+	}
+	return sv
+}
