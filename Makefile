@@ -1,0 +1,31 @@
+# Quiver's front door. `make help` lists the targets.
+GO ?= go
+export GOFLAGS ?= -buildvcs=false
+
+.PHONY: help run build test test-go test-sdk lint bench bench-mcp
+
+help: ## list the targets
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
+
+run: ## run Quiver with the embedded defaults (SQLite in ./data, no Redis)
+	$(GO) run ./cmd/quiver serve
+
+build: ## build bin/quiver
+	CGO_ENABLED=0 $(GO) build -o bin/quiver ./cmd/quiver
+
+test: test-go test-sdk ## run every test (needs Postgres and Redis on localhost)
+
+test-go: ## Go tests with the race detector
+	$(GO) test -race -count=1 -timeout 20m ./...
+
+test-sdk: build ## the Python and JavaScript SDK suites against a real quiver serve
+	cd sdk/python && QUIVER_BIN=$(CURDIR)/bin/quiver python3 -m unittest discover -s tests
+	cd sdk/js && QUIVER_BIN=$(CURDIR)/bin/quiver node --test test/
+
+lint: ## gofmt, go vet and staticcheck
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
+	$(GO) vet ./...
+	$(GO) run honnef.co/go/tools/cmd/staticcheck@2026.2.2 ./...
+
+bench: ## load test: first calls and replays against an echo baseline (Postgres + Redis)
+	$(GO) run ./cmd/quiver-bench
