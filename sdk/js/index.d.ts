@@ -1,0 +1,284 @@
+// Type definitions for quiver-sdk 0.1.0 (hand-written; the package is plain ESM JavaScript).
+
+export const VERSION: string;
+export const DEFAULT_BASE_URL: string;
+
+export type JSONValue = string | number | boolean | null | JSONValue[] | { [key: string]: JSONValue };
+
+// ---------------------------------------------------------------------------------------------
+// Client
+
+export interface AgentClientOptions {
+  /** API key; defaults to the QUIVER_API_KEY environment variable. */
+  apiKey?: string;
+  /** Server URL; defaults to QUIVER_BASE_URL, then http://localhost:8080. */
+  baseUrl?: string;
+  /** Milliseconds to wait for each response (default 60000). */
+  timeout?: number;
+  /** How many times a request is retried when retrying is safe (default 2). */
+  maxRetries?: number;
+  /** Extra headers sent with every request. */
+  defaultHeaders?: Record<string, string>;
+  /** A fetch implementation (defaults to the global fetch of Node 18+). */
+  fetch?: typeof fetch;
+}
+
+export class AgentClient {
+  constructor(options?: AgentClientOptions);
+  readonly apiKey: string | null;
+  readonly baseUrl: string;
+  readonly timeout: number;
+  readonly maxRetries: number;
+  readonly tools: ToolsResource;
+  readonly agents: AgentsResource;
+  readonly idempotencyKeys: IdempotencyKeysResource;
+}
+
+/** A tool reference: its integer ID, an object with an `id` (a Tool), or (for call) a catalog name. */
+export type IdLike = number | string | { id: number };
+
+export interface CallParams {
+  /** The action's name, e.g. "search". */
+  action: string;
+  /** The action's input. */
+  arguments?: Record<string, unknown>;
+  /**
+   * Your key for this logical operation: 1–255 printable ASCII characters, no leading/trailing space.
+   * Required by non-retryable actions. Generate it once, before the first send, and reuse it for retries.
+   */
+  idempotencyKey?: string;
+  /** Alias of idempotencyKey. */
+  idempotency_key?: string;
+  /** Milliseconds to wait for this call (defaults to the client's timeout). */
+  timeout?: number;
+}
+
+export class ToolsResource {
+  /** The catalog: every tool that can be added with create(). */
+  available(params?: { category?: string }): Promise<AvailableTool[]>;
+  /** One catalog entry with its config_steps and, for fixed-action tools, actions. */
+  getAvailable(name: string): Promise<AvailableTool>;
+  /** Every connected tool, oldest first, following next_cursor through every page. */
+  list(params?: { limit?: number }): Promise<Tool[]>;
+  /** One page of connected tools. */
+  listPage(params?: { limit?: number; cursor?: string | null }): Promise<Page<Tool>>;
+  get(toolId: IdLike): Promise<Tool>;
+  /** Connect a tool from the catalog: create({ mcpTool: "tavily" }) (sent as mcp_tool). */
+  create(params: { mcpTool?: string; mcp_tool?: string; name?: string; [extra: string]: unknown } | string): Promise<Tool>;
+  /** Answer the tool's current configuration step (422 ValidationError when refused). */
+  provideConfig(
+    toolId: IdLike,
+    params: { userResponse?: Record<string, unknown>; user_response?: Record<string, unknown> },
+  ): Promise<Tool>;
+  /** Put the tool back at its first configuration step. */
+  resetConfig(toolId: IdLike): Promise<Tool>;
+  /** The actions the tool offers, discovered from its connector. */
+  actions(toolId: IdLike): Promise<Action[]>;
+  /** Delete a connected tool; it is detached from every agent. */
+  delete(toolId: IdLike): Promise<void>;
+  /** Run one action of a connected tool. */
+  call(tool: IdLike, params: CallParams): Promise<CallResult>;
+  /** The call log, through every page. */
+  calls(params?: { tool?: IdLike; limit?: number }): Promise<CallLogEntry[]>;
+}
+
+export interface AgentFields {
+  name?: string;
+  goal?: string;
+  /** IDs of connected tools; replaces the whole list on update. */
+  tools?: Array<number | { id: number }>;
+  status?: "draft" | "active" | "paused" | string;
+  [extra: string]: unknown;
+}
+
+export class AgentsResource {
+  create(params: AgentFields & { name: string }): Promise<Agent>;
+  get(agentId: IdLike): Promise<Agent>;
+  list(params?: { limit?: number }): Promise<Agent[]>;
+  listPage(params?: { limit?: number; cursor?: string | null }): Promise<Page<Agent>>;
+  /** update(agentId, { tools }) or update({ agentId, tools }); only the given fields are sent. */
+  update(agentId: IdLike, fields: AgentFields): Promise<Agent>;
+  update(params: AgentFields & { agentId?: IdLike; agent_id?: IdLike }): Promise<Agent>;
+  delete(agentId: IdLike): Promise<void>;
+}
+
+export class IdempotencyKeysResource {
+  get(key: string): Promise<IdempotencyKeyState>;
+}
+
+/** Throws TypeError (not a string) or InvalidIdempotencyKeyError (bad value); returns the key unchanged. */
+export function validateIdempotencyKey(key: unknown): string;
+
+// ---------------------------------------------------------------------------------------------
+// Objects: the server's snake_case fields plus camelCase aliases.
+
+export class QuiverObject {
+  constructor(data?: Record<string, unknown>);
+  [field: string]: any;
+  toJSON(): Record<string, unknown>;
+}
+
+export interface FormField {
+  name: string;
+  label?: string;
+  type?: string;
+  required?: boolean;
+  secret?: boolean;
+  pattern?: string;
+  options?: string[];
+  [extra: string]: any;
+}
+
+export class ConfigurationStep extends QuiverObject {
+  step: string;
+  index: number;
+  total: number;
+  type: "form" | "oauth" | string;
+  title: string;
+  description: string;
+  fields?: FormField[];
+  authorization_url?: string;
+  readonly authorizationUrl?: string;
+}
+
+export class AvailableTool extends QuiverObject {
+  name: string;
+  type: "builtin" | "mcp" | "custom_mcp" | string;
+  title: string;
+  description: string;
+  categories: string[];
+  auth: "none" | "api_key" | "oauth" | string;
+  config_steps?: ConfigurationStep[];
+  readonly configSteps?: ConfigurationStep[];
+  actions?: Action[];
+}
+
+export class Tool extends QuiverObject {
+  id: number;
+  mcp_tool: string;
+  readonly mcpTool: string;
+  name: string;
+  is_configured: boolean;
+  readonly isConfigured: boolean;
+  next_configuration_step: ConfigurationStep | null;
+  readonly nextConfigurationStep: ConfigurationStep | null;
+  config: Record<string, unknown>;
+  created_at: string;
+  readonly createdAt: string;
+}
+
+export class Action extends QuiverObject {
+  name: string;
+  description: string;
+  input_schema: Record<string, unknown>;
+  readonly inputSchema: Record<string, unknown>;
+  retryable: boolean;
+  annotations?: { readOnlyHint?: boolean; idempotentHint?: boolean; destructiveHint?: boolean; [k: string]: any };
+}
+
+export class Agent extends QuiverObject {
+  id: number;
+  name: string;
+  goal: string;
+  status: string;
+  tools: number[];
+  created_at: string;
+  readonly createdAt: string;
+  updated_at: string;
+  readonly updatedAt: string;
+}
+
+export class CallResult extends QuiverObject {
+  call_id: string;
+  readonly callId: string;
+  tool: number;
+  action: string;
+  is_error: boolean;
+  readonly isError: boolean;
+  /** The tool's output as JSON. */
+  result: any;
+  duration_ms: number;
+  readonly durationMs: number;
+  /** True when the server replayed a stored outcome for the idempotency key (the tool did not run again). */
+  readonly replayed: boolean;
+}
+
+export class CallLogEntry extends QuiverObject {}
+
+export class IdempotencyKeyState extends QuiverObject {
+  key: string;
+  state: "in_progress" | "succeeded" | "outcome_unknown" | string;
+  tool: number;
+  action: string;
+  call_id: string | null;
+  readonly callId: string | null;
+  created_at: string;
+  expires_at: string;
+}
+
+export class Page<T> implements Iterable<T> {
+  constructor(items: T[], nextCursor: string | null);
+  items: T[];
+  nextCursor: string | null;
+  readonly next_cursor: string | null;
+  [Symbol.iterator](): Iterator<T>;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Errors: chosen by the server's `error` code first, then the HTTP status.
+
+export interface QuiverErrorOptions {
+  code?: string | null;
+  status?: number | null;
+  body?: Record<string, any> | null;
+  headers?: Headers | null;
+  cause?: unknown;
+}
+
+export class QuiverError extends Error {
+  constructor(message: string, options?: QuiverErrorOptions);
+  /** The server's `error` code, or null. */
+  code: string | null;
+  /** The HTTP status, or null when no response was received. */
+  status: number | null;
+  readonly statusCode: number | null;
+  /** The whole decoded error body. */
+  body: Record<string, any>;
+  headers: Headers | null;
+  requestId: string | null;
+  readonly request_id: string | null;
+  /** Seconds from the Retry-After header, or null. */
+  retryAfter: number | null;
+  readonly retry_after: number | null;
+  /** Extra fields of the error body (snake_case and camelCase). */
+  [extra: string]: any;
+}
+export class APIConnectionError extends QuiverError {}
+export class APITimeoutError extends APIConnectionError {}
+export class APIStatusError extends QuiverError {}
+export class BadRequestError extends APIStatusError {}
+export class InvalidIdempotencyKeyError extends BadRequestError {}
+export class IdempotencyKeyRequiredError extends BadRequestError {}
+export class AuthenticationError extends APIStatusError {}
+export class PermissionDeniedError extends APIStatusError {}
+export class NotFoundError extends APIStatusError {}
+export class ConflictError extends APIStatusError {}
+export class IdempotencyKeyReusedError extends ConflictError {}
+export class RequestInProgressError extends ConflictError {}
+export class ToolNotConfiguredError extends ConflictError {
+  next_configuration_step?: ConfigurationStep | Record<string, any>;
+  nextConfigurationStep?: ConfigurationStep | Record<string, any>;
+}
+export class ToolOutcomeUnknownError extends APIStatusError {}
+export class PayloadTooLargeError extends APIStatusError {}
+export class ValidationError extends APIStatusError {
+  /** Each bad field and why. */
+  fields: Record<string, any>;
+}
+export class RateLimitError extends APIStatusError {}
+export class InternalServerError extends APIStatusError {}
+export class ToolUnreachableError extends APIStatusError {}
+export class UpstreamAuthFailedError extends APIStatusError {}
+export class ServiceUnavailableError extends APIStatusError {}
+
+export function errorFromResponse(status: number, headers: Headers, text: string): APIStatusError;

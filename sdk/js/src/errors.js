@@ -1,0 +1,192 @@
+// Typed errors. The class is chosen by the server's `error` code first, then by the HTTP status.
+
+/** @param {string} s */
+export function camelCase(s) {
+  return s.replace(/_([a-z0-9])/g, (_, c) => c.toUpperCase());
+}
+
+/**
+ * Seconds from a Retry-After header (delta-seconds or HTTP-date), or undefined.
+ * @param {string|null|undefined} value
+ * @returns {number|undefined}
+ */
+export function parseRetryAfter(value) {
+  if (value == null) return undefined;
+  const text = String(value).trim();
+  if (text === "") return undefined;
+  const n = Number(text);
+  if (Number.isFinite(n)) return Math.max(0, n);
+  const when = Date.parse(text);
+  if (Number.isNaN(when)) return undefined;
+  return Math.max(0, (when - Date.now()) / 1000);
+}
+
+/** Base class of every error the SDK throws. */
+export class QuiverError extends Error {
+  /**
+   * @param {string} message
+   * @param {{code?: string|null, status?: number|null, body?: Record<string, any>|null, headers?: Headers|null, cause?: unknown}} [options]
+   */
+  constructor(message, options = {}) {
+    super(message, options.cause !== undefined ? { cause: options.cause } : undefined);
+    this.name = new.target.name;
+    /** The server's `error` code, or null. */
+    this.code = options.code ?? null;
+    /** The HTTP status, or null when no response was received. */
+    this.status = options.status ?? null;
+    /** The whole decoded error body ({} when it was not JSON). */
+    this.body = options.body ?? {};
+    /** The response headers, or null. */
+    this.headers = options.headers ?? null;
+    /** The response's X-Request-Id, or null. */
+    this.requestId = this.headers?.get?.("x-request-id") ?? null;
+    /** Seconds from the Retry-After header, or null. */
+    this.retryAfter = parseRetryAfter(this.headers?.get?.("retry-after")) ?? null;
+    // Extra fields of the error body, under their own (snake_case) names and camelCase aliases.
+    for (const [key, value] of Object.entries(this.body)) {
+      if (key === "error" || key === "message" || key in this) continue;
+      this[key] = value;
+      const alias = camelCase(key);
+      if (alias !== key && !(alias in this)) this[alias] = value;
+    }
+  }
+
+  /** Alias of `status`. */
+  get statusCode() {
+    return this.status;
+  }
+
+  /** Alias of `requestId`. */
+  get request_id() {
+    return this.requestId;
+  }
+
+  /** Alias of `retryAfter`. */
+  get retry_after() {
+    return this.retryAfter;
+  }
+}
+
+/** No response came back: the connection failed, was cut, or timed out. */
+export class APIConnectionError extends QuiverError {
+  constructor(message = "Connection error.", options = {}) {
+    super(message, options);
+  }
+}
+
+/** The request timed out before a response arrived. */
+export class APITimeoutError extends APIConnectionError {
+  constructor(message = "Request timed out.", options = {}) {
+    super(message, options);
+  }
+}
+
+/** The server answered with a non-2xx status. */
+export class APIStatusError extends QuiverError {}
+/** 400 (invalid_json, ...). */
+export class BadRequestError extends APIStatusError {}
+/** 400 invalid_idempotency_key, or a key refused client-side (status null). */
+export class InvalidIdempotencyKeyError extends BadRequestError {}
+/** 400 idempotency_key_required: a non-retryable action was called without a key. */
+export class IdempotencyKeyRequiredError extends BadRequestError {}
+/** 401: missing or unknown API key. */
+export class AuthenticationError extends APIStatusError {}
+/** 403: the key lacks the permission. */
+export class PermissionDeniedError extends APIStatusError {}
+/** 404: not found, or another account's. */
+export class NotFoundError extends APIStatusError {}
+/** 409 (base of the specific conflicts). */
+export class ConflictError extends APIStatusError {}
+/** 409 idempotency_key_reused: same key, different body. */
+export class IdempotencyKeyReusedError extends ConflictError {}
+/** 409 request_in_progress: an earlier request with this key is still running (`retryAfter`). */
+export class RequestInProgressError extends ConflictError {}
+/** 409 tool_not_configured: carries `nextConfigurationStep` / `next_configuration_step`. */
+export class ToolNotConfiguredError extends ConflictError {}
+/** 504 or 409 tool_outcome_unknown: terminal for the key; the tool is never re-run for it. */
+export class ToolOutcomeUnknownError extends APIStatusError {}
+/** 413 payload_too_large. */
+export class PayloadTooLargeError extends APIStatusError {}
+/** 422 validation_error / invalid_arguments: carries `fields`. */
+export class ValidationError extends APIStatusError {
+  constructor(message, options = {}) {
+    super(message, options);
+    if (!this.fields || typeof this.fields !== "object") this.fields = {};
+  }
+}
+/** 429 rate_limited (`retryAfter`). */
+export class RateLimitError extends APIStatusError {}
+/** 500 internal, and any other unexpected 5xx. */
+export class InternalServerError extends APIStatusError {}
+/** 502 tool_unreachable: the request provably never left. */
+export class ToolUnreachableError extends APIStatusError {}
+/** 502 upstream_auth_failed: the tool's server rejected Quiver's credentials. */
+export class UpstreamAuthFailedError extends APIStatusError {}
+/** 503 unavailable. */
+export class ServiceUnavailableError extends APIStatusError {}
+
+const BY_CODE = {
+  invalid_json: BadRequestError,
+  invalid_idempotency_key: InvalidIdempotencyKeyError,
+  idempotency_key_required: IdempotencyKeyRequiredError,
+  unauthorized: AuthenticationError,
+  forbidden: PermissionDeniedError,
+  not_found: NotFoundError,
+  idempotency_key_reused: IdempotencyKeyReusedError,
+  request_in_progress: RequestInProgressError,
+  tool_outcome_unknown: ToolOutcomeUnknownError,
+  tool_not_configured: ToolNotConfiguredError,
+  payload_too_large: PayloadTooLargeError,
+  validation_error: ValidationError,
+  invalid_arguments: ValidationError,
+  rate_limited: RateLimitError,
+  tool_unreachable: ToolUnreachableError,
+  upstream_auth_failed: UpstreamAuthFailedError,
+  unavailable: ServiceUnavailableError,
+  internal: InternalServerError,
+};
+
+const BY_STATUS = {
+  400: BadRequestError,
+  401: AuthenticationError,
+  403: PermissionDeniedError,
+  404: NotFoundError,
+  409: ConflictError,
+  413: PayloadTooLargeError,
+  422: ValidationError,
+  429: RateLimitError,
+  500: InternalServerError,
+  502: ToolUnreachableError,
+  503: ServiceUnavailableError,
+};
+
+/**
+ * The typed error for a non-2xx response.
+ * @param {number} status
+ * @param {Headers} headers
+ * @param {string} text the response body
+ */
+export function errorFromResponse(status, headers, text) {
+  let body = {};
+  try {
+    const decoded = text ? JSON.parse(text) : null;
+    if (decoded && typeof decoded === "object" && !Array.isArray(decoded)) body = decoded;
+  } catch {
+    // not JSON
+  }
+  const code = typeof body.error === "string" ? body.error : null;
+  let message = typeof body.message === "string" && body.message ? body.message : null;
+  if (!message) message = (text || "").slice(0, 200).trim() || `HTTP ${status}`;
+  const Cls =
+    (code && Object.hasOwn(BY_CODE, code) && BY_CODE[code]) ||
+    BY_STATUS[status] ||
+    (status >= 500 ? InternalServerError : APIStatusError);
+  const err = new Cls(message, { code, status, body, headers });
+  return err;
+}
+
+/** A readable one-line form: "404 not_found: Tool 9 does not exist." */
+QuiverError.prototype.toString = function toString() {
+  const prefix = [this.status, this.code].filter((x) => x != null && x !== "").join(" ");
+  return `${this.name}: ${prefix ? prefix + ": " : ""}${this.message}`;
+};

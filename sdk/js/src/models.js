@@ -1,0 +1,99 @@
+// Objects returned by the SDK: the server's JSON fields (snake_case, enumerable, so console.log and
+// JSON.stringify show exactly what the server sent) plus non-enumerable camelCase aliases
+// (tool.isConfigured === tool.is_configured). Opaque payloads that belong to the tool or the user
+// (result, config, input_schema, arguments, headers, user_response) stay plain JSON values.
+
+import { camelCase } from "./errors.js";
+
+const OPAQUE = new Set(["result", "config", "input_schema", "arguments", "headers", "user_response"]);
+
+/** A JSON object from the server with camelCase aliases of its snake_case fields. */
+export class QuiverObject {
+  /**
+   * @param {Record<string, any>} [data]
+   */
+  constructor(data = {}) {
+    for (const [key, value] of Object.entries(data)) {
+      this[key] = OPAQUE.has(key) ? value : wrap(value, NESTED[key] ?? QuiverObject);
+    }
+    for (const key of Object.keys(data)) {
+      const alias = camelCase(key);
+      if (alias === key || Object.hasOwn(this, alias) || alias in QuiverObject.prototype) continue;
+      Object.defineProperty(this, alias, {
+        get: () => this[key],
+        set: (v) => {
+          this[key] = v;
+        },
+        enumerable: false,
+        configurable: true,
+      });
+    }
+  }
+
+  /** A deep copy as plain JSON values. */
+  toJSON() {
+    const out = {};
+    for (const [key, value] of Object.entries(this)) out[key] = value;
+    return out;
+  }
+}
+
+function wrap(value, Cls) {
+  if (Array.isArray(value)) return value.map((v) => wrap(v, Cls));
+  if (value !== null && typeof value === "object") return new Cls(value);
+  return value;
+}
+
+/** One configuration step of a tool. */
+export class ConfigurationStep extends QuiverObject {}
+/** A catalog entry. */
+export class AvailableTool extends QuiverObject {}
+/** A tool connected to the account. */
+export class Tool extends QuiverObject {}
+/** An action a tool can run. */
+export class Action extends QuiverObject {}
+/** An agent. */
+export class Agent extends QuiverObject {}
+/** One dispatched call in the call log. */
+export class CallLogEntry extends QuiverObject {}
+/** The state of an idempotency key. */
+export class IdempotencyKeyState extends QuiverObject {}
+
+/** The outcome of tools.call(); `replayed` is true when the server replayed a stored outcome. */
+export class CallResult extends QuiverObject {
+  /**
+   * @param {Record<string, any>} data
+   * @param {Headers} [headers]
+   */
+  constructor(data = {}, headers) {
+    super(data);
+    const replayed = String(headers?.get?.("idempotent-replayed") ?? "").toLowerCase() === "true";
+    Object.defineProperty(this, "replayed", { value: replayed, enumerable: false, configurable: true });
+  }
+}
+
+/** One page of a list: `items` and `nextCursor` (null on the last page). Iterable. */
+export class Page {
+  /**
+   * @param {any[]} items
+   * @param {string|null} nextCursor
+   */
+  constructor(items, nextCursor) {
+    this.items = items;
+    this.nextCursor = nextCursor ?? null;
+  }
+
+  get next_cursor() {
+    return this.nextCursor;
+  }
+
+  [Symbol.iterator]() {
+    return this.items[Symbol.iterator]();
+  }
+}
+
+const NESTED = {
+  next_configuration_step: ConfigurationStep,
+  config_steps: ConfigurationStep,
+  actions: Action,
+};

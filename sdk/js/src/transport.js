@@ -1,0 +1,185 @@
+// HTTP transport: global fetch, JSON, typed errors, and retries that cannot duplicate work.
+
+import {
+  APIConnectionError,
+  APITimeoutError,
+  InvalidIdempotencyKeyError,
+  QuiverError,
+  errorFromResponse,
+} from "./errors.js";
+
+export const VERSION = "0.1.0";
+
+/**
+ * SAFE: repeating the request cannot duplicate an effect (GET, DELETE, or a tool call carrying the
+ * caller's idempotency key). Retried on connection errors, timeouts, 5xx (except the terminal
+ * tool_outcome_unknown and the deterministic upstream_auth_failed), 429 and 409 request_in_progress.
+ * REFUSED_ONLY: repeating it could duplicate an effect (POST without a key, PATCH). Retried only when
+ * the server answered that it did nothing: 429 and 503.
+ */
+export const SAFE = "safe";
+export const REFUSED_ONLY = "refused_only";
+
+const MAX_RETRY_AFTER_SECONDS = 60;
+
+/**
+ * Check an idempotency key client-side; returns it unchanged.
+ * Throws TypeError when it is not a string, InvalidIdempotencyKeyError when it is not 1–255 printable
+ * ASCII characters (0x20–0x7E) without a leading or trailing space.
+ * @param {unknown} key
+ * @returns {string}
+ */
+export function validateIdempotencyKey(key) {
+  if (typeof key !== "string") {
+    throw new TypeError(`idempotencyKey must be a string, not ${key === null ? "null" : typeof key}`);
+  }
+  let problem = null;
+  if (key.length < 1 || key.length > 255) problem = "must be 1-255 characters long";
+  else if (!/^[\x20-\x7e]+$/.test(key)) problem = "must contain only printable ASCII characters (0x20-0x7E)";
+  else if (key.startsWith(" ") || key.endsWith(" ")) problem = "must not start or end with a space";
+  if (problem) {
+    throw new InvalidIdempotencyKeyError(`Invalid idempotency key: it ${problem}.`, {
+      code: "invalid_idempotency_key",
+    });
+  }
+  return key;
+}
+
+function nodeVersion() {
+  return typeof process !== "undefined" && process.versions?.node ? `Node ${process.versions.node}` : "JS";
+}
+
+export class Transport {
+  /**
+   * @param {{apiKey?: string|null, baseUrl: string, timeout: number, maxRetries: number,
+   *          defaultHeaders?: Record<string,string>, fetch?: typeof fetch,
+   *          initialRetryDelay?: number, maxRetryDelay?: number}} options
+   */
+  constructor(options) {
+    if (!Number.isInteger(options.maxRetries) || options.maxRetries < 0) {
+      throw new RangeError("maxRetries must be an integer >= 0");
+    }
+    this.apiKey = options.apiKey ?? null;
+    this.baseUrl = options.baseUrl.replace(/\/+$/, "");
+    this.timeout = options.timeout;
+    this.maxRetries = options.maxRetries;
+    this.defaultHeaders = { ...(options.defaultHeaders ?? {}) };
+    this.fetch = options.fetch ?? globalThis.fetch;
+    if (typeof this.fetch !== "function") {
+      throw new QuiverError("No global fetch: use Node 18+ or pass { fetch } to AgentClient.");
+    }
+    this.initialRetryDelay = options.initialRetryDelay ?? 500; // ms
+    this.maxRetryDelay = options.maxRetryDelay ?? 8000; // ms
+    this.userAgent = `quiver-js/${VERSION} (${nodeVersion()})`;
+    /** @type {(ms: number) => Promise<void>} */
+    this.sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+  }
+
+  /**
+   * Send a request, retrying when safe. Resolves to {data, headers, status}.
+   * @param {string} method
+   * @param {string} path
+   * @param {{query?: Record<string, any>, body?: any, headers?: Record<string,string>, retry?: string, timeout?: number}} [options]
+   */
+  async request(method, path, options = {}) {
+    const { query, body, headers, retry = SAFE, timeout } = options;
+    let url = this.baseUrl + path;
+    if (query) {
+      const params = new URLSearchParams();
+      for (const [k, v] of Object.entries(query)) if (v !== undefined && v !== null) params.set(k, String(v));
+      const qs = params.toString();
+      if (qs) url += "?" + qs;
+    }
+    const allHeaders = {
+      Accept: "application/json",
+      "User-Agent": this.userAgent,
+      ...this.defaultHeaders,
+    };
+    if (this.apiKey) allHeaders["X-API-KEY"] = this.apiKey;
+    let payload;
+    if (body !== undefined) {
+      // Encoded once: every retry sends the very same bytes.
+      payload = JSON.stringify(body);
+      allHeaders["Content-Type"] = "application/json; charset=utf-8";
+    }
+    Object.assign(allHeaders, headers ?? {});
+    const effectiveTimeout = timeout ?? this.timeout;
+
+    for (let attempt = 0; ; attempt++) {
+      let response;
+      try {
+        response = await this.#send(method, url, allHeaders, payload, effectiveTimeout);
+      } catch (err) {
+        if (err instanceof APIConnectionError && retry === SAFE && attempt < this.maxRetries) {
+          await this.sleep(this.#delay(attempt, null));
+          continue;
+        }
+        throw err;
+      }
+      const { status, headers: resHeaders, text } = response;
+      if (status >= 200 && status < 300) {
+        return { data: decode(status, resHeaders, text), headers: resHeaders, status };
+      }
+      const error = errorFromResponse(status, resHeaders, text);
+      if (attempt < this.maxRetries && shouldRetry(error, retry)) {
+        if (error.retryAfter != null && error.retryAfter > MAX_RETRY_AFTER_SECONDS) throw error;
+        await this.sleep(this.#delay(attempt, error.retryAfter));
+        continue;
+      }
+      throw error;
+    }
+  }
+
+  #delay(attempt, retryAfterSeconds) {
+    if (retryAfterSeconds != null) return retryAfterSeconds * 1000;
+    const base = Math.min(this.maxRetryDelay, this.initialRetryDelay * 2 ** attempt);
+    return base * (0.75 + Math.random() * 0.25);
+  }
+
+  async #send(method, url, headers, payload, timeout) {
+    const controller = new AbortController();
+    let timedOut = false;
+    const timer =
+      timeout > 0
+        ? setTimeout(() => {
+            timedOut = true;
+            controller.abort();
+          }, timeout)
+        : null;
+    try {
+      const res = await this.fetch(url, { method, headers, body: payload, signal: controller.signal });
+      const text = await res.text();
+      return { status: res.status, headers: res.headers, text };
+    } catch (err) {
+      if (timedOut) throw new APITimeoutError(`Request timed out after ${timeout} ms.`, { cause: err });
+      if (err instanceof TypeError && /invalid url|failed to parse url/i.test(String(err.message))) throw err;
+      const detail = err?.cause?.code || err?.cause?.message || err?.message || String(err);
+      throw new APIConnectionError(`Connection error: ${detail}`, { cause: err });
+    } finally {
+      if (timer) clearTimeout(timer);
+    }
+  }
+}
+
+function shouldRetry(error, mode) {
+  const status = error.status ?? 0;
+  const code = error.code;
+  if (status === 429 || (status === 503 && (code === null || code === "unavailable"))) return true;
+  if (mode !== SAFE) return false;
+  if (code === "request_in_progress") return true;
+  if (code === "tool_outcome_unknown" || code === "upstream_auth_failed") return false;
+  return status >= 500;
+}
+
+function decode(status, headers, text) {
+  if (status === 204 || !text) return null;
+  try {
+    return JSON.parse(text);
+  } catch (err) {
+    throw new QuiverError(`The server answered ${status} with a body that is not JSON.`, {
+      status,
+      headers,
+      cause: err,
+    });
+  }
+}
