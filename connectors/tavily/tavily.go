@@ -1,0 +1,208 @@
+// Package tavily is the connector of the builtin tavily tool: it calls
+// Tavily's REST API (POST /search and /extract) with the account's API key.
+// It owns the mapping of Tavily's answers onto connector results and error
+// kinds; it must never log the API key or the request arguments, and never
+// retry a request on its own.
+package tavily
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+
+	"github.com/quiverhq/quiver/connectors"
+)
+
+// DefaultBaseURL is Tavily's own API.
+const DefaultBaseURL = "https://api.tavily.com"
+
+// ConfigKey is the configuration field that holds the API key.
+const ConfigKey = "TAVILY_API_KEY"
+
+// maxResponseBytes bounds what is read of a Tavily answer.
+const maxResponseBytes = 8 << 20
+
+// Options configures a Connector. The zero value reaches Tavily itself.
+type Options struct {
+	// BaseURL is the API's base URL (QUIVER_TAVILY_BASE_URL); empty means
+	// DefaultBaseURL.
+	BaseURL string
+	// HTTPClient sends the requests; nil means a client of its own. Calls
+	// are bounded by their context, not by a client timeout.
+	HTTPClient *http.Client
+}
+
+// Connector calls Tavily. It is safe for concurrent use.
+type Connector struct {
+	baseURL string
+	client  *http.Client
+}
+
+var _ connectors.Connector = (*Connector)(nil)
+
+// endpoint returns the path of an action and the arguments passed through.
+func endpoint(action string) (path string, args []string, ok bool) {
+	switch action {
+	case "search":
+		return "/search", []string{"query", "max_results", "search_depth", "topic"}, true
+	case "extract":
+		return "/extract", []string{"urls"}, true
+	}
+	return "", nil, false
+}
+
+// New returns a Connector.
+func New(opts Options) *Connector {
+	base := strings.TrimRight(opts.BaseURL, "/")
+	if base == "" {
+		base = DefaultBaseURL
+	}
+	client := opts.HTTPClient
+	if client == nil {
+		client = &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()}
+	}
+	return &Connector{baseURL: base, client: client}
+}
+
+// Actions returns the actions of the tool's catalog entry.
+func (c *Connector) Actions(_ context.Context, t *connectors.Tool) ([]connectors.Action, error) {
+	out := make([]connectors.Action, 0, len(t.Entry.Actions))
+	for _, a := range t.Entry.Actions {
+		out = append(out, connectors.Action{Name: a.Name, Description: a.Description,
+			InputSchema: a.InputSchema, Retryable: a.Retryable, Annotations: a.Annotations})
+	}
+	return out, nil
+}
+
+// Call runs search or extract.
+func (c *Connector) Call(ctx context.Context, t *connectors.Tool, action string, args json.RawMessage) (connectors.Result, error) {
+	path, names, ok := endpoint(action)
+	if !ok {
+		return connectors.Result{}, connectors.Errorf(connectors.KindUnknownAction, nil, "tavily has no action %q", action)
+	}
+	key := t.Config[ConfigKey]
+	if key == "" {
+		return connectors.Result{}, connectors.Errorf(connectors.KindUpstreamAuth, nil, "no Tavily API key is configured")
+	}
+	var in map[string]json.RawMessage
+	if len(args) > 0 {
+		if err := json.Unmarshal(args, &in); err != nil {
+			return connectors.Result{}, connectors.Errorf(connectors.KindRejected, nil, "arguments must be a JSON object")
+		}
+	}
+	// Only the documented arguments go through, as their literal JSON.
+	out := make(map[string]json.RawMessage, len(names))
+	for _, name := range names {
+		if v, ok := in[name]; ok && string(v) != "null" {
+			out[name] = v
+		}
+	}
+	body, err := json.Marshal(out)
+	if err != nil {
+		return connectors.Result{}, connectors.Errorf(connectors.KindRejected, err, "arguments cannot be encoded")
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.baseURL+path, bytes.NewReader(body))
+	if err != nil {
+		return connectors.Result{}, connectors.Errorf(connectors.KindRejected, err, "cannot build the request")
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json")
+	req.Header.Set("Authorization", "Bearer "+key)
+
+	resp, err := c.client.Do(req)
+	if err != nil {
+		return connectors.Result{}, connectors.HTTPFailure(err)
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(io.LimitReader(resp.Body, maxResponseBytes+1))
+	if err != nil {
+		return connectors.Result{}, connectors.HTTPFailure(err)
+	}
+	return answer(resp.StatusCode, data)
+}
+
+// answer maps Tavily's status and body onto a result or a typed error.
+func answer(status int, data []byte) (connectors.Result, error) {
+	switch {
+	case status == http.StatusUnauthorized || status == http.StatusForbidden:
+		return connectors.Result{}, connectors.Errorf(connectors.KindUpstreamAuth, nil,
+			"Tavily refused the API key (%d): %s", status, message(data))
+	case status == http.StatusTooManyRequests:
+		return connectors.Result{}, connectors.Errorf(connectors.KindRejected, nil,
+			"Tavily rate limited the request (429): %s", message(data))
+	case status >= 500:
+		return errorResult(status, data), nil
+	case status >= 400:
+		return connectors.Result{}, connectors.Errorf(connectors.KindRejected, nil,
+			"Tavily rejected the request (%d): %s", status, message(data))
+	case status < 200 || status >= 300:
+		return errorResult(status, data), nil
+	}
+	if len(data) > maxResponseBytes {
+		return jsonResult(map[string]any{"error": "result_too_large",
+			"message": fmt.Sprintf("Tavily's answer is larger than %d bytes", maxResponseBytes)}), nil
+	}
+	if !json.Valid(data) {
+		return errorResult(status, data), nil
+	}
+	return connectors.Result{Content: json.RawMessage(data)}, nil
+}
+
+// errorResult is a tool error carrying the status and Tavily's body (parsed
+// when it is JSON).
+func errorResult(status int, data []byte) connectors.Result {
+	if len(data) > maxResponseBytes {
+		data = data[:maxResponseBytes]
+	}
+	var body any = string(data)
+	if json.Valid(data) {
+		body = json.RawMessage(data)
+	}
+	r := jsonResult(map[string]any{"status": status, "error": body})
+	r.IsError = true
+	return r
+}
+
+func jsonResult(v any) connectors.Result {
+	data, err := json.Marshal(v)
+	if err != nil {
+		// Every value passed here is encodable; keep a valid result anyway.
+		data = []byte(`{"error":"unencodable_result"}`)
+	}
+	return connectors.Result{Content: data}
+}
+
+// message extracts Tavily's error text: {"detail": {"error": "..."}},
+// {"detail": "..."} or {"error": "..."}; else the body itself, shortened.
+func message(data []byte) string {
+	var v struct {
+		Detail json.RawMessage `json:"detail"`
+		Error  string          `json:"error"`
+	}
+	if json.Unmarshal(data, &v) == nil {
+		var d struct {
+			Error string `json:"error"`
+		}
+		var s string
+		switch {
+		case json.Unmarshal(v.Detail, &d) == nil && d.Error != "":
+			return d.Error
+		case json.Unmarshal(v.Detail, &s) == nil && s != "":
+			return s
+		case v.Error != "":
+			return v.Error
+		}
+	}
+	text := strings.TrimSpace(string(data))
+	if len(text) > 300 {
+		text = text[:300] + "…"
+	}
+	if text == "" {
+		return "no details"
+	}
+	return text
+}

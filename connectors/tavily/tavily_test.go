@@ -1,0 +1,225 @@
+package tavily_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/quiverhq/quiver/catalog"
+	"github.com/quiverhq/quiver/connectors"
+	"github.com/quiverhq/quiver/connectors/tavily"
+)
+
+const key = "tvly-test-123"
+
+func tool(t *testing.T) *connectors.Tool {
+	t.Helper()
+	c, err := catalog.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, _ := c.Get("tavily")
+	return &connectors.Tool{ID: 1, Entry: e, Config: map[string]string{tavily.ConfigKey: key}}
+}
+
+func kindOf(t *testing.T, err error) connectors.Kind {
+	t.Helper()
+	var e *connectors.Error
+	if !errors.As(err, &e) {
+		t.Fatalf("error %T is not a *connectors.Error: %v", err, err)
+	}
+	return e.Kind
+}
+
+func TestSearchPassesArgumentsAndKey(t *testing.T) {
+	t.Parallel()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodPost || r.URL.Path != "/search" {
+			t.Errorf("got %s %s", r.Method, r.URL.Path)
+		}
+		if got := r.Header.Get("Authorization"); got != "Bearer "+key {
+			t.Errorf("Authorization = %q", got)
+		}
+		if ct := r.Header.Get("Content-Type"); ct != "application/json" {
+			t.Errorf("Content-Type = %q", ct)
+		}
+		body, _ := io.ReadAll(r.Body)
+		var got map[string]json.RawMessage
+		if err := json.Unmarshal(body, &got); err != nil {
+			t.Errorf("body %s: %v", body, err)
+		}
+		if string(got["query"]) != `"latest AI research"` || string(got["max_results"]) != "3" ||
+			string(got["search_depth"]) != `"advanced"` || string(got["topic"]) != `"news"` {
+			t.Errorf("body = %s", body)
+		}
+		if _, ok := got["api_key"]; ok {
+			t.Errorf("undocumented argument passed through: %s", body)
+		}
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, `{"query":"latest AI research","results":[{"title":"A","url":"https://a.example"}]}`)
+	}))
+	t.Cleanup(srv.Close)
+
+	c := tavily.New(tavily.Options{BaseURL: srv.URL + "/"})
+	res, err := c.Call(context.Background(), tool(t), "search",
+		json.RawMessage(`{"query":"latest AI research","max_results":3,"search_depth":"advanced","topic":"news","api_key":"x"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.IsError || !strings.Contains(string(res.Content), `"results"`) {
+		t.Errorf("result = %+v %s", res.IsError, res.Content)
+	}
+}
+
+func TestExtract(t *testing.T) {
+	t.Parallel()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		if r.URL.Path != "/extract" || string(body) != `{"urls":["https://a.example"]}` {
+			t.Errorf("got %s %s", r.URL.Path, body)
+		}
+		io.WriteString(w, `{"results":[{"url":"https://a.example","raw_content":"hi"}],"failed_results":[]}`)
+	}))
+	t.Cleanup(srv.Close)
+	res, err := tavily.New(tavily.Options{BaseURL: srv.URL}).Call(context.Background(), tool(t), "extract", json.RawMessage(`{"urls":["https://a.example"]}`))
+	if err != nil || res.IsError {
+		t.Fatalf("res=%+v err=%v", res, err)
+	}
+}
+
+func TestStatusMapping(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		status  int
+		body    string
+		kind    connectors.Kind // "" means a Result
+		isError bool
+		msg     string
+	}{
+		{401, `{"detail":{"error":"Unauthorized: missing or invalid API key."}}`, connectors.KindUpstreamAuth, false, "invalid API key"},
+		{403, `{"detail":{"error":"Forbidden"}}`, connectors.KindUpstreamAuth, false, "Forbidden"},
+		{400, `{"detail":{"error":"Query is missing."}}`, connectors.KindRejected, false, "Query is missing."},
+		{422, `{"detail":"max_results must be <= 20"}`, connectors.KindRejected, false, "max_results must be"},
+		{429, `{"detail":{"error":"slow down"}}`, connectors.KindRejected, false, "rate limited"},
+		{500, `{"detail":{"error":"boom"}}`, "", true, ""},
+		{502, `bad gateway`, "", true, ""},
+	}
+	for _, tc := range cases {
+		t.Run(http.StatusText(tc.status), func(t *testing.T) {
+			t.Parallel()
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				w.WriteHeader(tc.status)
+				io.WriteString(w, tc.body)
+			}))
+			t.Cleanup(srv.Close)
+			res, err := tavily.New(tavily.Options{BaseURL: srv.URL}).Call(context.Background(), tool(t), "search", json.RawMessage(`{"query":"q"}`))
+			if tc.kind != "" {
+				if got := kindOf(t, err); got != tc.kind {
+					t.Fatalf("kind = %s, want %s", got, tc.kind)
+				}
+				if !strings.Contains(err.Error(), tc.msg) {
+					t.Errorf("error %q does not carry %q", err, tc.msg)
+				}
+				if strings.Contains(err.Error(), key) {
+					t.Errorf("error leaks the key: %v", err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.IsError != tc.isError || !json.Valid(res.Content) {
+				t.Errorf("result = %t %s", res.IsError, res.Content)
+			}
+		})
+	}
+}
+
+func TestUnknownActionAndMissingKey(t *testing.T) {
+	t.Parallel()
+	c := tavily.New(tavily.Options{BaseURL: "http://127.0.0.1:1"})
+	if _, err := c.Call(context.Background(), tool(t), "crawl", nil); kindOf(t, err) != connectors.KindUnknownAction {
+		t.Errorf("unknown action: %v", err)
+	}
+	tl := tool(t)
+	tl.Config = map[string]string{}
+	if _, err := c.Call(context.Background(), tl, "search", json.RawMessage(`{"query":"q"}`)); kindOf(t, err) != connectors.KindUpstreamAuth {
+		t.Errorf("missing key: %v", err)
+	}
+}
+
+func TestActionsFromCatalog(t *testing.T) {
+	t.Parallel()
+	acts, err := tavily.New(tavily.Options{}).Actions(context.Background(), tool(t))
+	if err != nil || len(acts) != 2 || acts[0].Name != "search" || !acts[0].Retryable || len(acts[0].InputSchema) == 0 {
+		t.Fatalf("actions = %+v, %v", acts, err)
+	}
+}
+
+func TestTransportFailures(t *testing.T) {
+	t.Parallel()
+	t.Run("refused", func(t *testing.T) {
+		t.Parallel()
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		addr := ln.Addr().String()
+		ln.Close()
+		_, err = tavily.New(tavily.Options{BaseURL: "http://" + addr}).Call(context.Background(), tool(t), "search", json.RawMessage(`{"query":"q"}`))
+		if got := kindOf(t, err); got != connectors.KindUnreachable {
+			t.Errorf("kind = %s (%v)", got, err)
+		}
+	})
+	t.Run("hangs past deadline", func(t *testing.T) {
+		t.Parallel()
+		srv := hangingServer(t)
+		ctx, cancel := context.WithTimeout(context.Background(), 150*time.Millisecond)
+		defer cancel()
+		_, err := tavily.New(tavily.Options{BaseURL: srv.URL}).Call(ctx, tool(t), "search", json.RawMessage(`{"query":"q"}`))
+		if got := kindOf(t, err); got != connectors.KindOutcomeUnknown {
+			t.Errorf("kind = %s (%v)", got, err)
+		}
+	})
+	t.Run("closed mid-response", func(t *testing.T) {
+		t.Parallel()
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			conn, buf, err := w.(http.Hijacker).Hijack()
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			buf.WriteString("HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{\"results\":[")
+			buf.Flush()
+			conn.Close()
+		}))
+		t.Cleanup(srv.Close)
+		_, err := tavily.New(tavily.Options{BaseURL: srv.URL}).Call(context.Background(), tool(t), "search", json.RawMessage(`{"query":"q"}`))
+		if got := kindOf(t, err); got != connectors.KindOutcomeUnknown {
+			t.Errorf("kind = %s (%v)", got, err)
+		}
+	})
+}
+
+// hangingServer accepts requests and never answers them until the test ends.
+func hangingServer(t *testing.T) *httptest.Server {
+	t.Helper()
+	release := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		select {
+		case <-release:
+		case <-r.Context().Done():
+		}
+	}))
+	t.Cleanup(srv.Close)
+	t.Cleanup(func() { close(release) }) // runs first: cleanups are LIFO
+	return srv
+}
