@@ -1,0 +1,182 @@
+// Package browser is the connector of the builtin browser tool: fetch_page
+// GETs a web page and returns it as an agent reads it (final URL, status,
+// title, readable text, absolute links). It owns fetching and reading HTML;
+// it must never run scripts, send credentials or cookies, or reach loopback,
+// link-local or private addresses unless the operator allowed them (every
+// dial, redirects included, goes through internal/egress).
+package browser
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/quiverhq/quiver/connectors"
+	"github.com/quiverhq/quiver/internal/egress"
+)
+
+// Defaults of Options.
+const (
+	DefaultTimeout      = 30 * time.Second
+	DefaultMaxBytes     = 5 << 20
+	DefaultMaxRedirects = 10
+	userAgent           = "QuiverBrowser/1.0 (+https://github.com/quiverhq/quiver)"
+)
+
+// Options configures a Connector.
+type Options struct {
+	// AllowPrivate permits pages on loopback, link-local and private
+	// addresses (QUIVER_EGRESS_ALLOW_PRIVATE).
+	AllowPrivate bool
+	// Timeout bounds one fetch, redirects included; zero means
+	// DefaultTimeout. The call's context may end it sooner.
+	Timeout time.Duration
+	// MaxBytes is how much of a page is read; the rest is ignored and the
+	// page is marked truncated. Zero means DefaultMaxBytes.
+	MaxBytes int64
+}
+
+// Connector fetches pages. It is safe for concurrent use.
+type Connector struct {
+	client   *http.Client
+	timeout  time.Duration
+	maxBytes int64
+}
+
+var _ connectors.Connector = (*Connector)(nil)
+
+// errRedirect marks a redirect the connector refuses to follow.
+type errRedirect struct{ reason string }
+
+func (e *errRedirect) Error() string { return e.reason }
+
+// New returns a Connector.
+func New(opts Options) *Connector {
+	c := &Connector{timeout: opts.Timeout, maxBytes: opts.MaxBytes}
+	if c.timeout <= 0 {
+		c.timeout = DefaultTimeout
+	}
+	if c.maxBytes <= 0 {
+		c.maxBytes = DefaultMaxBytes
+	}
+	c.client = &http.Client{
+		Transport: egress.Transport(egress.Options{AllowPrivate: opts.AllowPrivate}),
+		CheckRedirect: func(req *http.Request, via []*http.Request) error {
+			if len(via) >= DefaultMaxRedirects {
+				return &errRedirect{fmt.Sprintf("stopped after %d redirects", DefaultMaxRedirects)}
+			}
+			if req.URL.Scheme != "http" && req.URL.Scheme != "https" {
+				return &errRedirect{fmt.Sprintf("redirect to a %s: URL refused", req.URL.Scheme)}
+			}
+			return nil
+		},
+	}
+	return c
+}
+
+// Actions returns the actions of the tool's catalog entry.
+func (c *Connector) Actions(_ context.Context, t *connectors.Tool) ([]connectors.Action, error) {
+	out := make([]connectors.Action, 0, len(t.Entry.Actions))
+	for _, a := range t.Entry.Actions {
+		out = append(out, connectors.Action{Name: a.Name, Description: a.Description,
+			InputSchema: a.InputSchema, Retryable: a.Retryable, Annotations: a.Annotations})
+	}
+	return out, nil
+}
+
+// Page is the result of fetch_page.
+type Page struct {
+	URL         string `json:"url"` // after redirects
+	Status      int    `json:"status"`
+	ContentType string `json:"content_type"`
+	Title       string `json:"title"`
+	Text        string `json:"text"`
+	// Truncated is set when the page or its text was cut to the limits.
+	Truncated bool   `json:"truncated,omitempty"`
+	Links     []Link `json:"links"`
+}
+
+// Link is one hyperlink of a page.
+type Link struct {
+	Text string `json:"text"`
+	Href string `json:"href"` // absolute
+}
+
+// Call runs fetch_page. A page with status >= 400 is a tool error with the
+// same shape: the server answered, so the outcome is known.
+func (c *Connector) Call(ctx context.Context, _ *connectors.Tool, action string, args json.RawMessage) (connectors.Result, error) {
+	if action != "fetch_page" {
+		return connectors.Result{}, connectors.Errorf(connectors.KindUnknownAction, nil, "browser has no action %q", action)
+	}
+	var in struct {
+		URL string `json:"url"`
+	}
+	if err := json.Unmarshal(args, &in); err != nil {
+		return connectors.Result{}, connectors.Errorf(connectors.KindRejected, nil, "arguments must be an object with a url")
+	}
+	target, err := url.Parse(strings.TrimSpace(in.URL))
+	if err != nil || (target.Scheme != "http" && target.Scheme != "https") || target.Host == "" {
+		return connectors.Result{}, connectors.Errorf(connectors.KindRejected, nil, "url must be an absolute http:// or https:// URL")
+	}
+	target.Fragment = ""
+
+	ctx, cancel := context.WithTimeout(ctx, c.timeout)
+	defer cancel()
+	page, err := c.fetch(ctx, target)
+	if err != nil {
+		return connectors.Result{}, err
+	}
+	content, err := json.Marshal(page)
+	if err != nil {
+		return connectors.Result{}, connectors.Errorf(connectors.KindOutcomeUnknown, err, "cannot encode the page")
+	}
+	return connectors.Result{Content: content, IsError: page.Status >= 400}, nil
+}
+
+func (c *Connector) fetch(ctx context.Context, target *url.URL) (*Page, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, target.String(), nil)
+	if err != nil {
+		return nil, connectors.Errorf(connectors.KindRejected, err, "cannot build the request")
+	}
+	req.Header.Set("User-Agent", userAgent)
+	req.Header.Set("Accept", "text/html,application/xhtml+xml,text/plain;q=0.9,*/*;q=0.5")
+	resp, err := c.client.Do(req)
+	if err != nil {
+		var redirect *errRedirect
+		if errors.As(err, &redirect) {
+			return nil, connectors.Errorf(connectors.KindRejected, nil, "%s", redirect.reason)
+		}
+		return nil, connectors.HTTPFailure(err)
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(io.LimitReader(resp.Body, c.maxBytes+1))
+	if err != nil {
+		return nil, connectors.HTTPFailure(err)
+	}
+	page := &Page{URL: resp.Request.URL.String(), Status: resp.StatusCode,
+		ContentType: resp.Header.Get("Content-Type"), Links: []Link{}}
+	if int64(len(data)) > c.maxBytes {
+		data, page.Truncated = data[:c.maxBytes], true
+	}
+	mediaType, _, _ := mime.ParseMediaType(page.ContentType)
+	switch {
+	case mediaType == "" || mediaType == "text/html" || mediaType == "application/xhtml+xml":
+		doc := readHTML(data, page.ContentType, resp.Request.URL)
+		page.Title, page.Text, page.Links = doc.title, doc.text, doc.links
+		page.Truncated = page.Truncated || doc.truncated
+	case strings.HasPrefix(mediaType, "text/") || strings.HasSuffix(mediaType, "json") || strings.HasSuffix(mediaType, "xml"):
+		text, cut := capText(toUTF8(data, page.ContentType), maxTextRunes)
+		page.Text, page.Truncated = text, page.Truncated || cut
+	default:
+		// Binary content (images, PDFs, archives): report it, read nothing.
+		page.Text = ""
+	}
+	return page, nil
+}
