@@ -1,0 +1,362 @@
+package httprequest_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/quiverhq/quiver/catalog"
+	"github.com/quiverhq/quiver/connectors"
+	"github.com/quiverhq/quiver/connectors/httprequest"
+)
+
+// seen is what the test server received.
+type seen struct {
+	Method, URI, Body string
+	Header            http.Header
+}
+
+// echo answers every request with JSON describing it, except under /text,
+// /fail and /redirect.
+func echo(t *testing.T) (*httptest.Server, chan seen) {
+	t.Helper()
+	got := make(chan seen, 1)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		got <- seen{r.Method, r.URL.RequestURI(), string(b), r.Header.Clone()}
+		switch {
+		case strings.HasSuffix(r.URL.Path, "/text"):
+			w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+			io.WriteString(w, "plain words")
+		case strings.HasSuffix(r.URL.Path, "/fail"):
+			w.Header().Set("Content-Type", "application/problem+json")
+			w.WriteHeader(http.StatusNotFound)
+			io.WriteString(w, `{"title":"no such thing"}`)
+		case strings.HasSuffix(r.URL.Path, "/redirect"):
+			http.Redirect(w, r, "https://elsewhere.example/steal", http.StatusFound)
+		default:
+			w.Header().Set("Content-Type", "application/json")
+			w.Header().Add("X-Multi", "a")
+			w.Header().Add("X-Multi", "b")
+			io.WriteString(w, `{"ok":true,"n":12345678901234567890}`)
+		}
+	}))
+	t.Cleanup(srv.Close)
+	return srv, got
+}
+
+func tool(base string, config ...string) *connectors.Tool {
+	c := map[string]string{httprequest.ConfigBaseURL: base}
+	for i := 0; i+1 < len(config); i += 2 {
+		c[config[i]] = config[i+1]
+	}
+	return &connectors.Tool{ID: 7, Config: c}
+}
+
+func open() *httprequest.Connector { return httprequest.New(httprequest.Options{AllowPrivate: true}) }
+
+func kindOf(t *testing.T, err error) connectors.Kind {
+	t.Helper()
+	var e *connectors.Error
+	if !errors.As(err, &e) {
+		t.Fatalf("error %T is not a *connectors.Error: %v", err, err)
+	}
+	return e.Kind
+}
+
+func decode(t *testing.T, res connectors.Result) httprequest.Response {
+	t.Helper()
+	var r httprequest.Response
+	if err := json.Unmarshal(res.Content, &r); err != nil {
+		t.Fatalf("result %s: %v", res.Content, err)
+	}
+	return r
+}
+
+func TestGetJSON(t *testing.T) {
+	t.Parallel()
+	srv, got := echo(t)
+	res, err := open().Call(context.Background(), tool(srv.URL+"/v1/?api=2"), "get",
+		json.RawMessage(`{"path":"/users/a%2Fb?x=1","query":{"page":"2","tag":["a","b"]},"headers":{"x-trace":"abc"}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := <-got
+	if s.Method != "GET" || s.URI != "/v1/users/a%2Fb?api=2&x=1&page=2&tag=a&tag=b" {
+		t.Errorf("request = %s %s", s.Method, s.URI)
+	}
+	if s.Header.Get("X-Trace") != "abc" || s.Header.Get("Authorization") != "" {
+		t.Errorf("headers = %v", s.Header)
+	}
+	r := decode(t, res)
+	if res.IsError || r.Status != 200 || r.Headers["X-Multi"] != "a, b" {
+		t.Errorf("response = %+v", r)
+	}
+	// The JSON body is kept as JSON, numbers by their literal text.
+	if !strings.Contains(string(res.Content), `"body":{"ok":true,"n":12345678901234567890}`) {
+		t.Errorf("content = %s", res.Content)
+	}
+}
+
+func TestTextBodyAndErrorStatus(t *testing.T) {
+	t.Parallel()
+	srv, got := echo(t)
+	res, err := open().Call(context.Background(), tool(srv.URL), "get", json.RawMessage(`{"path":"text"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-got
+	if r := decode(t, res); r.Body != "plain words" || res.IsError {
+		t.Errorf("text response = %+v", r)
+	}
+
+	res, err = open().Call(context.Background(), tool(srv.URL), "delete", json.RawMessage(`{"path":"/things/fail"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := <-got; s.Method != "DELETE" {
+		t.Errorf("method = %s", s.Method)
+	}
+	r := decode(t, res)
+	if !res.IsError || r.Status != 404 {
+		t.Errorf("404: is_error %t, %+v", res.IsError, r)
+	}
+	if body, _ := r.Body.(map[string]any); body["title"] != "no such thing" {
+		t.Errorf("problem+json body = %#v", r.Body)
+	}
+}
+
+func TestBodies(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		action, args, method, body, contentType string
+	}{
+		{"post", `{"path":"/x","body":{"b":2,"a":[1,2.50]}}`, "POST", `{"b":2,"a":[1,2.50]}`, "application/json"},
+		{"patch", `{"path":"/x","body":"raw text"}`, "PATCH", "raw text", "text/plain; charset=utf-8"},
+		{"put", `{"path":"/x","body":"<a/>","headers":{"Content-Type":"application/xml"}}`, "PUT", "<a/>", "application/xml"},
+		{"put", `{"path":"/x","body":42}`, "PUT", "42", "application/json"},
+		{"post", `{"path":"/x"}`, "POST", "", ""},
+		{"head", `{"path":"/x"}`, "HEAD", "", ""},
+	}
+	for _, tc := range cases {
+		t.Run(tc.action+tc.args, func(t *testing.T) {
+			t.Parallel()
+			srv, got := echo(t)
+			res, err := open().Call(context.Background(), tool(srv.URL), tc.action, json.RawMessage(tc.args))
+			if err != nil {
+				t.Fatal(err)
+			}
+			s := <-got
+			if s.Method != tc.method || s.Body != tc.body || s.Header.Get("Content-Type") != tc.contentType {
+				t.Errorf("got %s %q (%s)", s.Method, s.Body, s.Header.Get("Content-Type"))
+			}
+			if tc.method == "HEAD" {
+				if r := decode(t, res); r.Body != "" || r.Status != 200 {
+					t.Errorf("head response = %+v", r)
+				}
+			}
+		})
+	}
+}
+
+func TestAuthModes(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		name   string
+		config []string
+		args   string
+		header string
+		want   string
+	}{
+		{"none", []string{httprequest.ConfigAuthType, "none", httprequest.ConfigToken, "unused"}, `{"path":"/"}`, "Authorization", ""},
+		{"bearer", []string{httprequest.ConfigAuthType, "bearer", httprequest.ConfigToken, "s3cret"}, `{"path":"/"}`, "Authorization", "Bearer s3cret"},
+		{"bearer wins over argument", []string{httprequest.ConfigAuthType, "bearer", httprequest.ConfigToken, "s3cret"}, `{"path":"/","headers":{"Authorization":"Bearer mine"}}`, "Authorization", "Bearer s3cret"},
+		{"header", []string{httprequest.ConfigAuthType, "header", httprequest.ConfigToken, "k-1", httprequest.ConfigHeaderName, "X-Api-Key"}, `{"path":"/"}`, "X-Api-Key", "k-1"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			srv, got := echo(t)
+			if _, err := open().Call(context.Background(), tool(srv.URL, tc.config...), "get", json.RawMessage(tc.args)); err != nil {
+				t.Fatal(err)
+			}
+			if s := <-got; s.Header.Get(tc.header) != tc.want {
+				t.Errorf("%s = %q, want %q", tc.header, s.Header.Get(tc.header), tc.want)
+			}
+		})
+	}
+}
+
+func TestRefusedBeforeSending(t *testing.T) {
+	t.Parallel()
+	srv, got := echo(t)
+	cases := []struct {
+		name, action, args string
+		config             []string
+		kind               connectors.Kind
+	}{
+		{"unknown action", "options", `{"path":"/"}`, nil, connectors.KindUnknownAction},
+		{"absolute url", "get", `{"path":"https://evil.example/x"}`, nil, connectors.KindRejected},
+		{"scheme-relative", "get", `{"path":"//evil.example/x"}`, nil, connectors.KindRejected},
+		{"other scheme", "get", `{"path":"file:///etc/passwd"}`, nil, connectors.KindRejected},
+		{"dot dot", "get", `{"path":"/v1/../admin"}`, nil, connectors.KindRejected},
+		{"encoded dot dot", "get", `{"path":"/%2e%2e/admin"}`, nil, connectors.KindRejected},
+		{"host header", "get", `{"path":"/","headers":{"Host":"evil.example"}}`, nil, connectors.KindRejected},
+		{"bad header value", "get", `{"path":"/","headers":{"X-A":"a\r\nX-B: b"}}`, nil, connectors.KindRejected},
+		{"object query", "get", `{"path":"/","query":{"a":{"b":1}}}`, nil, connectors.KindRejected},
+		{"head with body", "head", `{"path":"/","body":{"a":1}}`, nil, connectors.KindRejected},
+		{"not an object", "get", `[1]`, nil, connectors.KindRejected},
+		{"bearer without token", "get", `{"path":"/"}`, []string{httprequest.ConfigAuthType, "bearer"}, connectors.KindUpstreamAuth},
+		{"header without name", "get", `{"path":"/"}`, []string{httprequest.ConfigAuthType, "header", httprequest.ConfigToken, "t"}, connectors.KindRejected},
+		{"unknown auth type", "get", `{"path":"/"}`, []string{httprequest.ConfigAuthType, "basic"}, connectors.KindRejected},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := open().Call(context.Background(), tool(srv.URL, tc.config...), tc.action, json.RawMessage(tc.args))
+			if got := kindOf(t, err); got != tc.kind {
+				t.Errorf("kind = %s, want %s (%v)", got, tc.kind, err)
+			}
+		})
+	}
+	if _, err := open().Call(context.Background(), tool("ftp://example.com"), "get", json.RawMessage(`{"path":"/"}`)); kindOf(t, err) != connectors.KindRejected {
+		t.Errorf("ftp base: %v", err)
+	}
+	select {
+	case s := <-got:
+		t.Errorf("a refused call reached the server: %s %s", s.Method, s.URI)
+	default:
+	}
+}
+
+func TestActionsFromCatalog(t *testing.T) {
+	t.Parallel()
+	c, err := catalog.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, _ := c.Get("http-request")
+	acts, err := open().Actions(context.Background(), &connectors.Tool{Entry: e})
+	if err != nil || len(acts) != 6 {
+		t.Fatalf("actions = %+v, %v", acts, err)
+	}
+	for _, a := range acts {
+		if _, err := open().Call(context.Background(), tool("http://127.0.0.1:1"), a.Name, json.RawMessage(`{"path":"//x"}`)); kindOf(t, err) != connectors.KindRejected {
+			t.Errorf("catalog action %s is not handled: %v", a.Name, err)
+		}
+	}
+}
+
+func TestRedirectNotFollowed(t *testing.T) {
+	t.Parallel()
+	srv, got := echo(t)
+	res, err := open().Call(context.Background(), tool(srv.URL, httprequest.ConfigAuthType, "bearer", httprequest.ConfigToken, "s3cret"), "get", json.RawMessage(`{"path":"/redirect"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-got
+	r := decode(t, res)
+	if r.Status != http.StatusFound || r.Headers["Location"] != "https://elsewhere.example/steal" || res.IsError {
+		t.Errorf("redirect response = %+v", r)
+	}
+}
+
+func TestResponseTooLarge(t *testing.T) {
+	t.Parallel()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.WriteString(w, strings.Repeat("x", 2048))
+	}))
+	t.Cleanup(srv.Close)
+	c := httprequest.New(httprequest.Options{AllowPrivate: true, MaxResponseBytes: 1024})
+	res, err := c.Call(context.Background(), tool(srv.URL), "get", json.RawMessage(`{"path":"/"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := decode(t, res); !res.IsError || r.Error != "response_too_large" || r.Body != nil || r.Status != 200 {
+		t.Errorf("too large = %t %+v", res.IsError, r)
+	}
+}
+
+func TestSSRFGuard(t *testing.T) {
+	t.Parallel()
+	srv, got := echo(t)
+	_, err := httprequest.New(httprequest.Options{}).Call(context.Background(), tool(srv.URL), "post", json.RawMessage(`{"path":"/"}`))
+	if k := kindOf(t, err); k != connectors.KindUnreachable {
+		t.Errorf("kind = %s (%v)", k, err)
+	}
+	select {
+	case <-got:
+		t.Error("the guarded request reached the server")
+	default:
+	}
+}
+
+func TestTransportFailures(t *testing.T) {
+	t.Parallel()
+	t.Run("refused", func(t *testing.T) {
+		t.Parallel()
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		addr := ln.Addr().String()
+		ln.Close()
+		if _, err := open().Call(context.Background(), tool("http://"+addr), "post", json.RawMessage(`{"path":"/"}`)); kindOf(t, err) != connectors.KindUnreachable {
+			t.Errorf("refused: %v", err)
+		}
+	})
+	t.Run("hangs past deadline", func(t *testing.T) {
+		t.Parallel()
+		release := make(chan struct{})
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			io.Copy(io.Discard, r.Body)
+			select {
+			case <-release:
+			case <-r.Context().Done():
+			}
+		}))
+		t.Cleanup(srv.Close)
+		t.Cleanup(func() { close(release) })
+		ctx, cancel := context.WithTimeout(context.Background(), 150*time.Millisecond)
+		defer cancel()
+		if _, err := open().Call(ctx, tool(srv.URL), "post", json.RawMessage(`{"path":"/","body":{"a":1}}`)); kindOf(t, err) != connectors.KindOutcomeUnknown {
+			t.Errorf("hang: %v", err)
+		}
+	})
+	t.Run("closed mid-response", func(t *testing.T) {
+		t.Parallel()
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			conn, buf, err := w.(http.Hijacker).Hijack()
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			buf.WriteString("HTTP/1.1 201 Created\r\nContent-Type: application/json\r\nContent-Length: 500\r\n\r\n{\"id\":")
+			buf.Flush()
+			conn.Close()
+		}))
+		t.Cleanup(srv.Close)
+		if _, err := open().Call(context.Background(), tool(srv.URL), "post", json.RawMessage(`{"path":"/"}`)); kindOf(t, err) != connectors.KindOutcomeUnknown {
+			t.Errorf("cut: %v", err)
+		}
+	})
+	t.Run("closed before answering", func(t *testing.T) {
+		t.Parallel()
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			conn, _, err := w.(http.Hijacker).Hijack()
+			if err == nil {
+				conn.Close()
+			}
+		}))
+		t.Cleanup(srv.Close)
+		if _, err := open().Call(context.Background(), tool(srv.URL), "post", json.RawMessage(`{"path":"/"}`)); kindOf(t, err) != connectors.KindOutcomeUnknown {
+			t.Errorf("closed: %v", err)
+		}
+	})
+}

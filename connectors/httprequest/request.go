@@ -1,0 +1,233 @@
+package httprequest
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"mime"
+	"net/http"
+	"net/url"
+	"sort"
+	"strings"
+	"unicode/utf8"
+
+	"golang.org/x/net/http/httpguts"
+
+	"github.com/quiverhq/quiver/connectors"
+)
+
+func rejected(format string, a ...any) *connectors.Error {
+	return connectors.Errorf(connectors.KindRejected, nil, format, a...)
+}
+
+// build checks the configuration and arguments and makes the request.
+func build(ctx context.Context, m string, config map[string]string, in *args) (*http.Request, error) {
+	base, err := url.Parse(config[ConfigBaseURL])
+	if err != nil || (base.Scheme != "http" && base.Scheme != "https") || base.Host == "" {
+		return nil, rejected("the tool's base_url is not an http:// or https:// URL; reconfigure it")
+	}
+	target, err := join(base, in.Path)
+	if err != nil {
+		return nil, err
+	}
+	extra, err := queryValues(in.Query)
+	if err != nil {
+		return nil, err
+	}
+	target.RawQuery = joinQueries(target.RawQuery, extra.Encode())
+
+	if m == http.MethodHead && len(in.Body) > 0 && string(in.Body) != "null" {
+		return nil, rejected("a head request has no body")
+	}
+	reader, contentType, err := body(in.Body)
+	if err != nil {
+		return nil, rejected("body is not valid JSON")
+	}
+	req, err := http.NewRequestWithContext(ctx, m, target.String(), reader)
+	if err != nil {
+		return nil, rejected("cannot build the request: %v", err)
+	}
+	req.Header.Set("User-Agent", userAgent)
+	if contentType != "" {
+		req.Header.Set("Content-Type", contentType)
+	}
+	if err := setHeaders(req.Header, in.Headers); err != nil {
+		return nil, err
+	}
+	if err := authenticate(req.Header, config); err != nil {
+		return nil, err
+	}
+	return req, nil
+}
+
+// join puts path under base. A path that names a scheme or host, or climbs
+// out of the base with "..", is refused: requests never leave base_url.
+func join(base *url.URL, path string) (*url.URL, error) {
+	if strings.HasPrefix(path, "//") || strings.HasPrefix(path, `\\`) || strings.HasPrefix(path, `/\`) {
+		return nil, rejected("path must be relative to the base URL, not name a host")
+	}
+	rel, err := url.Parse(path)
+	if err != nil {
+		return nil, rejected("path is not a valid URL path: %v", err)
+	}
+	if rel.Scheme != "" || rel.Host != "" || rel.User != nil || rel.Opaque != "" {
+		return nil, rejected("path must be relative to the base URL; absolute URLs are refused")
+	}
+	for _, seg := range strings.Split(rel.Path, "/") {
+		if seg == ".." {
+			return nil, rejected(`path cannot contain ".." segments`)
+		}
+	}
+	out := *base
+	out.Fragment, out.RawFragment = "", ""
+	out.RawQuery = joinQueries(base.RawQuery, rel.RawQuery)
+	if rel.Path != "" {
+		escaped := strings.TrimSuffix(base.EscapedPath(), "/") + "/" + strings.TrimPrefix(rel.EscapedPath(), "/")
+		p, err := url.PathUnescape(escaped)
+		if err != nil {
+			return nil, rejected("path is not a valid URL path: %v", err)
+		}
+		out.Path, out.RawPath = p, escaped
+		if out.EscapedPath() != escaped {
+			out.RawPath = ""
+		}
+	}
+	if out.Scheme != base.Scheme || out.Host != base.Host {
+		return nil, rejected("path must stay under the base URL")
+	}
+	return &out, nil
+}
+
+func joinQueries(parts ...string) string {
+	var kept []string
+	for _, p := range parts {
+		if p != "" {
+			kept = append(kept, p)
+		}
+	}
+	return strings.Join(kept, "&")
+}
+
+// queryValues turns {name: value} into query values; a value may be a
+// string, number or boolean, or a list of them for a repeated parameter.
+func queryValues(q map[string]json.RawMessage) (url.Values, error) {
+	out := url.Values{}
+	for name, raw := range q {
+		if v, ok := scalar(raw); ok {
+			out.Add(name, v)
+			continue
+		}
+		var list []json.RawMessage
+		if json.Unmarshal(raw, &list) != nil {
+			return nil, rejected("query parameter %q must be a string", name)
+		}
+		for _, item := range list {
+			v, ok := scalar(item)
+			if !ok {
+				return nil, rejected("query parameter %q must be a string or a list of strings", name)
+			}
+			out.Add(name, v)
+		}
+	}
+	return out, nil
+}
+
+// scalar returns a JSON string's value, or a number's or boolean's text.
+func scalar(raw json.RawMessage) (string, bool) {
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return s, true
+	}
+	var n json.Number
+	if json.Unmarshal(raw, &n) == nil {
+		return n.String(), true
+	}
+	var b bool
+	if json.Unmarshal(raw, &b) == nil {
+		return string(raw), true
+	}
+	return "", false
+}
+
+// reserved reports whether a canonical header name is managed by the HTTP
+// client and cannot be set by arguments or configuration.
+func reserved(canonical string) bool {
+	switch canonical {
+	case "Host", "Content-Length", "Transfer-Encoding", "Connection", "Keep-Alive",
+		"Proxy-Authorization", "Proxy-Connection", "Te", "Trailer", "Upgrade":
+		return true
+	}
+	return false
+}
+
+func setHeaders(h http.Header, in map[string]json.RawMessage) error {
+	for name, raw := range in {
+		if !httpguts.ValidHeaderFieldName(name) {
+			return rejected("header name %q is not valid", name)
+		}
+		canonical := http.CanonicalHeaderKey(name)
+		if reserved(canonical) {
+			return rejected("header %q is managed by Quiver and cannot be set", canonical)
+		}
+		v, ok := scalar(raw)
+		if !ok || !httpguts.ValidHeaderFieldValue(v) {
+			return rejected("header %q must be a string without line breaks", canonical)
+		}
+		h.Set(canonical, v)
+	}
+	return nil
+}
+
+// authenticate adds the configured credentials; they override any header
+// of the same name from the arguments.
+func authenticate(h http.Header, config map[string]string) error {
+	token := config[ConfigToken]
+	switch config[ConfigAuthType] {
+	case "", AuthNone:
+		return nil
+	case AuthBearer:
+		if token == "" {
+			return connectors.Errorf(connectors.KindUpstreamAuth, nil, "bearer authentication is configured without a token")
+		}
+		h.Set("Authorization", "Bearer "+token)
+	case AuthHeader:
+		name := config[ConfigHeaderName]
+		if !httpguts.ValidHeaderFieldName(name) || reserved(http.CanonicalHeaderKey(name)) {
+			return rejected("the tool's header_name %q is not a usable header; reconfigure it", name)
+		}
+		if token == "" {
+			return connectors.Errorf(connectors.KindUpstreamAuth, nil, "header authentication is configured without a token")
+		}
+		h.Set(name, token)
+	default:
+		return rejected("the tool's auth_type %q is unknown; reconfigure it", config[ConfigAuthType])
+	}
+	return nil
+}
+
+// flatten joins each header's values with ", ".
+func flatten(h http.Header) map[string]string {
+	out := make(map[string]string, len(h))
+	names := make([]string, 0, len(h))
+	for name := range h {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		out[name] = strings.Join(h[name], ", ")
+	}
+	return out
+}
+
+// decodeBody is the parsed JSON for a JSON response, else the text, else
+// base64 for bytes that are not UTF-8.
+func decodeBody(data []byte, contentType string) (any, string) {
+	mediaType, _, _ := mime.ParseMediaType(contentType)
+	if (mediaType == "application/json" || strings.HasSuffix(mediaType, "+json")) && json.Valid(data) {
+		return json.RawMessage(data), ""
+	}
+	if utf8.Valid(data) {
+		return string(data), ""
+	}
+	return base64.StdEncoding.EncodeToString(data), "base64"
+}
