@@ -95,6 +95,7 @@ class FakeTavily:
 
     def close(self) -> None:
         self.server.shutdown()
+        self.server.server_close()
 
 
 class _TavilyHandler(_Handler):
@@ -151,6 +152,7 @@ class TargetServer:
 
     def close(self) -> None:
         self.server.shutdown()
+        self.server.server_close()
 
 
 class _TargetHandler(_Handler):
@@ -216,6 +218,7 @@ class DropProxy:
 
     def close(self) -> None:
         self.server.shutdown()
+        self.server.server_close()
 
 
 class _ProxyHandler(_Handler):
@@ -407,6 +410,7 @@ class ScriptedServer:
 
     def close(self) -> None:
         self.server.shutdown()
+        self.server.server_close()
         self.server.server_close()
 
 

@@ -172,8 +172,9 @@ class TestSeedExamples(unittest.TestCase):
         self.assertEqual(agent.name, "Research Assistant")
         self.assertEqual(sorted(agent.tools), sorted([ns["tavily"].id, ns["browser"].id]))
         # the listing example prints one line per connected tool, with its configuration state
+        configured_id = ns["tool"].id
         listed = self.run_snippets(ns, CONNECTED)
-        self.assertIn(f"{ns['tool'].id} tavily configured", listed)
+        self.assertIn(f"{configured_id} tavily configured", listed)
         self.assertIn("needs setup", listed)  # the tool from "Adding a Tool" was never configured
 
     def test_complete_example(self) -> None:
