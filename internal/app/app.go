@@ -25,6 +25,7 @@ import (
 	"github.com/quiverhq/quiver/internal/api"
 	"github.com/quiverhq/quiver/internal/calls"
 	"github.com/quiverhq/quiver/internal/config"
+	"github.com/quiverhq/quiver/internal/mcpserver"
 	"github.com/quiverhq/quiver/internal/metrics"
 	"github.com/quiverhq/quiver/internal/replaycache"
 	"github.com/quiverhq/quiver/internal/secrets"
@@ -138,7 +139,15 @@ func New(ctx context.Context, cfg *config.Config, logger *slog.Logger) (*App, er
 }
 
 // extraRoutes registers routes owned by packages beyond the core API.
-func (a *App) extraRoutes() []func(*gin.Engine, *gin.RouterGroup) { return nil }
+func (a *App) extraRoutes() []func(*gin.Engine, *gin.RouterGroup) {
+	agentMCP := mcpserver.New(mcpserver.Options{
+		Agents: a.Agents, Tools: a.Tools, Calls: a.Engine, Logger: a.Logger,
+		ListTTL: a.Config.CacheTTL, MaxBodyBytes: a.Config.BodyLimit,
+	})
+	return []func(*gin.Engine, *gin.RouterGroup){
+		func(_ *gin.Engine, authed *gin.RouterGroup) { agentMCP.Register(authed) },
+	}
+}
 
 // Ready reports whether the database and Redis (if configured) answer.
 func (a *App) Ready(ctx context.Context) error {

@@ -1,0 +1,175 @@
+package mcpserver
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"strconv"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/quiverhq/quiver/internal/calls"
+	"github.com/quiverhq/quiver/internal/logging"
+	"github.com/quiverhq/quiver/internal/problem"
+	"github.com/quiverhq/quiver/internal/store"
+)
+
+// keyArg is the argument that carries a non-retryable action's
+// Idempotency-Key over MCP.
+const keyArg = "idempotency_key"
+
+// Meta keys of a successful result.
+const (
+	metaCallID   = "quiver/call_id"
+	metaReplayed = "quiver/replayed"
+)
+
+// handle returns the tools/call handler of one action. The call body is the
+// REST API's, so a tools/call and a POST …/call/ with the same key and
+// arguments are the same request to the engine.
+func (s *Server) handle(account, toolID int64, action string, keyed bool) mcp.ToolHandler {
+	act, _ := json.Marshal(action)
+	prefix := []byte(`{"tool":` + strconv.FormatInt(toolID, 10) + `,"action":` + string(act) + `,"arguments":`)
+	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		args := json.RawMessage(nil)
+		if req.Params != nil {
+			args = req.Params.Arguments
+		}
+		if len(bytes.TrimSpace(args)) == 0 || string(bytes.TrimSpace(args)) == "null" {
+			args = json.RawMessage("{}")
+		}
+		creq := calls.Request{AccountID: account}
+		if keyed {
+			var err error
+			if args, creq.Key, err = takeKey(args); err != nil {
+				return s.toolError(ctx, err), nil
+			}
+			creq.HasKey = true
+		}
+		body := make([]byte, 0, len(prefix)+len(args)+1)
+		body = append(append(append(body, prefix...), args...), '}')
+		creq.Body = body
+		resp, err := s.opts.Calls.Call(ctx, creq)
+		if err != nil {
+			return s.toolError(ctx, err), nil
+		}
+		return result(resp), nil
+	}
+}
+
+// takeKey removes idempotency_key from an arguments object and checks it
+// as the API checks the Idempotency-Key header. Other members keep their
+// exact JSON text, numbers included.
+func takeKey(args json.RawMessage) (json.RawMessage, string, error) {
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(args, &m); err != nil || m == nil {
+		return nil, "", &problem.Error{Code: problem.InvalidArguments, Message: "The arguments must be a JSON object.",
+			Fields: map[string]string{"arguments": "must be an object"}}
+	}
+	raw, ok := m[keyArg]
+	if !ok {
+		return nil, "", problem.New(problem.IdempotencyKeyRequired,
+			"This action is not retryable: call it with an idempotency_key argument, your unique key for this operation.")
+	}
+	var key string
+	if json.Unmarshal(raw, &key) != nil || !validKey(key) {
+		return nil, "", problem.New(problem.InvalidIdempotencyKey,
+			"The idempotency_key must be a string of 1 to 255 printable ASCII characters, without leading or trailing spaces.")
+	}
+	delete(m, keyArg)
+	out, err := json.Marshal(m)
+	if err != nil {
+		return nil, "", err
+	}
+	return out, key, nil
+}
+
+// validKey is the API's rule for an Idempotency-Key.
+func validKey(k string) bool {
+	if len(k) < 1 || len(k) > 255 || k[0] == ' ' || k[len(k)-1] == ' ' {
+		return false
+	}
+	for i := 0; i < len(k); i++ {
+		if k[i] < 0x20 || k[i] > 0x7e {
+			return false
+		}
+	}
+	return true
+}
+
+// callBody is the part of the engine's 200 body a result is made from.
+type callBody struct {
+	CallID  string          `json:"call_id"`
+	IsError bool            `json:"is_error"`
+	Result  json.RawMessage `json:"result"`
+}
+
+// result turns the engine's answer, first or replayed, into an MCP result:
+// the result JSON as text, and as structured content when it is an object.
+func result(resp *calls.Response) *mcp.CallToolResult {
+	var b callBody
+	if err := json.Unmarshal(resp.Body, &b); err != nil || len(b.Result) == 0 {
+		// Not the engine's usual body: hand it over whole.
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: string(resp.Body)}}}
+	}
+	r := &mcp.CallToolResult{IsError: b.IsError, Content: []mcp.Content{&mcp.TextContent{Text: string(b.Result)}},
+		Meta: mcp.Meta{metaCallID: b.CallID}}
+	if b.Result[0] == '{' {
+		r.StructuredContent = b.Result
+	}
+	if resp.Replayed {
+		r.Meta[metaReplayed] = true
+	}
+	return r
+}
+
+// toolError is a refused or failed call as an MCP tool error: the text is
+// the REST API's envelope, with the same code.
+func (s *Server) toolError(ctx context.Context, err error) *mcp.CallToolResult {
+	p, ok := problem.As(err)
+	if !ok {
+		p = internalProblem(ctx, s.log, err)
+	}
+	env := envelope(ctx, p)
+	return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: string(env)}},
+		StructuredContent: json.RawMessage(env)}
+}
+
+// internalProblem is the problem of an error that is not one: an unavailable
+// database, or a bug (logged).
+func internalProblem(ctx context.Context, log *slog.Logger, err error) *problem.Error {
+	if errors.Is(err, store.ErrUnavailable) {
+		return &problem.Error{Code: problem.Unavailable, Message: "The database is unavailable; nothing was run. Retry shortly.", RetryAfter: 1}
+	}
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return &problem.Error{Code: problem.Unavailable, Message: "The request ended before the agent's tools could be read. Retry shortly.", RetryAfter: 1}
+	}
+	log.ErrorContext(ctx, "mcp: internal error", "error", err)
+	return problem.New(problem.Internal, "Something went wrong on our side; the request ID helps us find it.")
+}
+
+// envelope is the API's error body: {"error", "message", …extra fields}.
+func envelope(ctx context.Context, p *problem.Error) []byte {
+	m := make(map[string]any, 4+len(p.Extra))
+	for k, v := range p.Extra {
+		m[k] = v
+	}
+	m["error"] = p.Code
+	m["message"] = p.Message
+	if p.Fields != nil {
+		m["fields"] = p.Fields
+	}
+	if p.Code == problem.RequestInProgress && p.RetryAfter > 0 {
+		m["retry_after"] = p.RetryAfter
+	}
+	if p.Code == problem.Internal {
+		m["request_id"] = logging.RequestID(ctx)
+	}
+	b, err := json.Marshal(m)
+	if err != nil {
+		b, _ = json.Marshal(map[string]any{"error": p.Code, "message": p.Message})
+	}
+	return b
+}

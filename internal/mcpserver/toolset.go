@@ -1,0 +1,302 @@
+package mcpserver
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/quiverhq/quiver/connectors"
+	"github.com/quiverhq/quiver/internal/problem"
+)
+
+// maxNameLen is the longest tool name MCP allows.
+const maxNameLen = 128
+
+// maxToolNameLen bounds the {tool_name} part, leaving room for the action.
+const maxToolNameLen = 64
+
+// agentKey names one agent of one account.
+type agentKey struct{ account, agent int64 }
+
+// toolset is one build of an agent's MCP server. done closes when srv and
+// err are set; a build is shared by every request that arrives meanwhile.
+type toolset struct {
+	done    chan struct{}
+	srv     *mcp.Server
+	err     error
+	expires time.Time
+	// actions holds what each tool listed, reused for a tool whose
+	// discovery fails in the next build, so a blip does not hide it.
+	actions map[int64][]connectors.Action
+}
+
+// toolsets caches one toolset per agent for ListTTL. Reading an agent costs
+// one query; each tool's actions come from toolconfig's and the connector's
+// own caches, so a build is cheap and happens at most once per agent per TTL.
+type toolsets struct {
+	s  *Server
+	mu sync.Mutex
+	m  map[agentKey]*toolset
+}
+
+func newToolsets(s *Server) *toolsets { return &toolsets{s: s, m: map[agentKey]*toolset{}} }
+
+// get returns the agent's MCP server, building it if the cached one expired.
+func (ts *toolsets) get(ctx context.Context, account, agent int64) (*mcp.Server, error) {
+	key := agentKey{account, agent}
+	now := time.Now()
+	ts.mu.Lock()
+	cur := ts.m[key]
+	if cur != nil {
+		select {
+		case <-cur.done:
+			if cur.err == nil && now.Before(cur.expires) {
+				ts.mu.Unlock()
+				return cur.srv, nil
+			}
+		default:
+			ts.mu.Unlock()
+			return cur.wait(ctx)
+		}
+	}
+	next := &toolset{done: make(chan struct{})}
+	ts.m[key] = next
+	if len(ts.m) > 4096 {
+		ts.sweepLocked(now)
+	}
+	ts.mu.Unlock()
+
+	var prev map[int64][]connectors.Action
+	if cur != nil {
+		prev = cur.actions
+	}
+	// The build is shared, so it must not end with the first caller.
+	bctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), ts.s.opts.BuildTimeout)
+	next.srv, next.actions, next.err = ts.s.build(bctx, account, agent, prev)
+	cancel()
+	next.expires = time.Now().Add(ts.s.opts.ListTTL)
+	close(next.done)
+	if next.err != nil {
+		// Errors are not cached: an agent created a moment ago must be
+		// found on the next request.
+		ts.mu.Lock()
+		if ts.m[key] == next {
+			delete(ts.m, key)
+		}
+		ts.mu.Unlock()
+	}
+	return next.srv, next.err
+}
+
+func (t *toolset) wait(ctx context.Context) (*mcp.Server, error) {
+	select {
+	case <-t.done:
+		return t.srv, t.err
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// sweepLocked drops expired toolsets; ts.mu is held.
+func (ts *toolsets) sweepLocked(now time.Time) {
+	for k, t := range ts.m {
+		select {
+		case <-t.done:
+			if now.After(t.expires) {
+				delete(ts.m, k)
+			}
+		default:
+		}
+	}
+}
+
+// agentTool is one attached tool and its actions.
+type agentTool struct {
+	id      int64
+	name    string // sanitized; disambiguated later
+	actions []connectors.Action
+}
+
+// build reads the agent and its tools and makes its MCP server. A tool that
+// is not configured is left out; one whose actions cannot be listed now is
+// listed as it was last time, or left out.
+func (s *Server) build(ctx context.Context, account, agentID int64, prev map[int64][]connectors.Action) (*mcp.Server, map[int64][]connectors.Action, error) {
+	ag, err := s.opts.Agents.Get(ctx, account, agentID)
+	if err != nil {
+		return nil, nil, err
+	}
+	tools := make([]agentTool, len(ag.Tools))
+	var wg sync.WaitGroup
+	for i, id := range ag.Tools {
+		wg.Go(func() { tools[i] = s.discover(ctx, account, id, prev[id]) })
+	}
+	wg.Wait()
+	tools = slices.DeleteFunc(tools, func(t agentTool) bool { return t.actions == nil })
+	disambiguate(tools)
+
+	srv := mcp.NewServer(&mcp.Implementation{Name: "quiver-agent-" + strconv.FormatInt(agentID, 10),
+		Title: ag.Name, Version: s.opts.Version}, &mcp.ServerOptions{HasTools: true, Logger: s.log})
+	seen := map[string]bool{}
+	actions := make(map[int64][]connectors.Action, len(tools))
+	for _, t := range tools {
+		actions[t.id] = t.actions
+		for i := range t.actions {
+			a := &t.actions[i]
+			name := toolName(t.name, a.Name)
+			if seen[name] {
+				s.log.WarnContext(ctx, "mcp: two actions share one tool name; the second is left out",
+					"agent", agentID, "tool", t.id, "action", a.Name, "name", name)
+				continue
+			}
+			tool, err := mcpTool(name, a)
+			if err != nil {
+				s.log.WarnContext(ctx, "mcp: action left out", "agent", agentID, "tool", t.id, "action", a.Name, "error", err)
+				continue
+			}
+			seen[name] = true
+			srv.AddTool(tool, s.handle(account, t.id, a.Name, !a.Retryable))
+		}
+	}
+	return srv, actions, nil
+}
+
+// discover resolves one attached tool and lists its actions; nil actions
+// mean it is left out.
+func (s *Server) discover(ctx context.Context, account, id int64, last []connectors.Action) agentTool {
+	rt, err := s.opts.Tools.Resolve(ctx, account, id)
+	if err != nil {
+		if p, ok := problem.As(err); !ok || (p.Code != problem.ToolNotConfigured && p.Code != problem.NotFound) {
+			s.log.WarnContext(ctx, "mcp: attached tool left out", "tool", id, "error", err)
+		}
+		return agentTool{id: id}
+	}
+	name := ""
+	if rt.Row != nil {
+		name = rt.Row.Name
+	}
+	if name == "" && rt.Entry != nil {
+		name = rt.Entry.Name
+	}
+	t := agentTool{id: id, name: sanitize(name)}
+	actions, err := rt.Connector.Actions(ctx, rt.Tool)
+	if err != nil {
+		s.log.WarnContext(ctx, "mcp: listing a tool's actions failed", "tool", id, "reused", last != nil, "error", err)
+		t.actions = last
+		return t
+	}
+	if actions == nil {
+		actions = []connectors.Action{}
+	}
+	t.actions = actions
+	return t
+}
+
+// sanitize keeps [a-zA-Z0-9_-] of a tool's name; anything else becomes '_'.
+func sanitize(name string) string {
+	b := []byte(strings.TrimSpace(name))
+	for i, c := range b {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-') {
+			b[i] = '_'
+		}
+	}
+	s := strings.Trim(string(b), "_")
+	if s == "" {
+		s = "tool"
+	}
+	if len(s) > maxToolNameLen {
+		s = s[:maxToolNameLen]
+	}
+	return s
+}
+
+// disambiguate gives every tool but the oldest (lowest ID) of a shared name
+// the suffix _{id}, so adding a tool never renames the ones already there.
+func disambiguate(tools []agentTool) {
+	first := map[string]int64{}
+	for _, t := range tools {
+		if id, ok := first[t.name]; !ok || t.id < id {
+			first[t.name] = t.id
+		}
+	}
+	for i := range tools {
+		if tools[i].id != first[tools[i].name] {
+			tools[i].name += "_" + strconv.FormatInt(tools[i].id, 10)
+		}
+	}
+}
+
+// toolName is {tool}__{action}, with characters MCP refuses in the action
+// replaced and the whole cut to MCP's limit.
+func toolName(tool, action string) string {
+	b := []byte(tool + "__" + action)
+	for i := len(tool) + 2; i < len(b); i++ {
+		c := b[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-' || c == '.') {
+			b[i] = '_'
+		}
+	}
+	if len(b) > maxNameLen {
+		b = b[:maxNameLen]
+	}
+	return string(b)
+}
+
+// keyDescription is the schema description of the idempotency_key argument.
+const keyDescription = "Your unique key for this operation (1-255 printable ASCII characters). " +
+	"This action is not safe to repeat: a retry with the same key returns the first outcome instead of running again; " +
+	"use a new key only for a new operation."
+
+// keyPattern is 1–255 printable ASCII without leading or trailing spaces;
+// the length is checked by minLength and maxLength.
+const keyPattern = `^[!-~]([ -~]*[!-~])?$`
+
+// mcpTool makes the MCP tool of an action. A non-retryable action's schema
+// gains the required idempotency_key argument.
+func mcpTool(name string, a *connectors.Action) (*mcp.Tool, error) {
+	schema := map[string]any{}
+	if len(a.InputSchema) > 0 && string(a.InputSchema) != "null" {
+		if err := json.Unmarshal(a.InputSchema, &schema); err != nil {
+			return nil, fmt.Errorf("input schema is not a JSON object: %w", err)
+		}
+	}
+	if t, ok := schema["type"]; !ok {
+		schema["type"] = "object"
+	} else if t != "object" {
+		return nil, fmt.Errorf("input schema has type %v, not object", t)
+	}
+	desc := a.Description
+	if !a.Retryable {
+		props, _ := schema["properties"].(map[string]any)
+		if props == nil {
+			props = map[string]any{}
+		}
+		props[keyArg] = map[string]any{"type": "string", "minLength": 1, "maxLength": 255,
+			"pattern": keyPattern, "description": keyDescription}
+		schema["properties"] = props
+		req, _ := schema["required"].([]any)
+		if !slices.Contains(req, any(keyArg)) {
+			req = append(req, keyArg)
+		}
+		schema["required"] = req
+		desc = strings.TrimSpace(desc + "\n\nNot safe to retry blindly: pass a unique idempotency_key; retrying with the same key never runs it twice.")
+	}
+	t := &mcp.Tool{Name: name, Description: desc, InputSchema: schema}
+	if an := a.Annotations; an != nil {
+		t.Title = an.Title
+		t.Annotations = &mcp.ToolAnnotations{Title: an.Title, DestructiveHint: an.DestructiveHint, OpenWorldHint: an.OpenWorldHint}
+		if an.ReadOnlyHint != nil {
+			t.Annotations.ReadOnlyHint = *an.ReadOnlyHint
+		}
+		if an.IdempotentHint != nil {
+			t.Annotations.IdempotentHint = *an.IdempotentHint
+		}
+	}
+	return t, nil
+}
