@@ -278,8 +278,14 @@ describe("idempotency", () => {
     assert.equal(state.state, "succeeded");
     assert.equal(state.callId, first.callId);
     await assert.rejects(client.idempotencyKeys.get(key()), quiver.NotFoundError);
-    const log = await client.tools.calls({ tool: httpTool.id });
-    assert.ok(log.some((c) => (c.call_id ?? c.id) === first.callId));
+    // The call log is written asynchronously: poll for the entry.
+    let logged = false;
+    for (let i = 0; i < 100 && !logged; i++) {
+      const log = await client.tools.calls({ tool: httpTool.id });
+      logged = log.some((c) => (c.call_id ?? c.id) === first.callId);
+      if (!logged) await sleep(100);
+    }
+    assert.ok(logged, "call not in the call log");
   });
 
   test("tool error is a result, kept and replayed", async () => {

@@ -320,8 +320,12 @@ class TestIdempotency(Base):
         with self.assertRaises(quiver.NotFoundError):
             self.client.idempotency_keys.get(key())
 
-        log = self.client.tools.calls(tool=self.tool.id)
-        self.assertIn(first.call_id, [c.get("call_id") or c.get("id") for c in log])
+        # The call log is written asynchronously: poll for the entry.
+        def logged() -> bool:
+            log = self.client.tools.calls(tool=self.tool.id)
+            return first.call_id in [c.get("call_id") or c.get("id") for c in log]
+
+        self.assertTrue(support.wait_until(logged, timeout=10))
 
     def test_tool_error_is_a_result_and_replayed(self) -> None:
         k = key()
