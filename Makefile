@@ -28,4 +28,4 @@ lint: ## gofmt, go vet and staticcheck
 	$(GO) run honnef.co/go/tools/cmd/staticcheck@2026.2.2 ./...
 
 bench: ## load test: first calls and replays against an echo baseline (Postgres + Redis)
-	$(GO) run ./cmd/quiver-bench
+	$(GO) run ./internal/bench

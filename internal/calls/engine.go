@@ -76,6 +76,8 @@ type Options struct {
 	Lease          time.Duration // CallTimeout plus grace
 	IdempotencyTTL time.Duration
 	SweepInterval  time.Duration
+	// Reauth refreshes a refused OAuth token for one retry; nil: no retry.
+	Reauth Reauthorizer
 }
 
 // Engine runs calls.
@@ -380,10 +382,24 @@ func (c *call) dispatch(ctx context.Context, rt *toolconfig.Resolved, action *co
 	}
 	began := time.Now()
 	result, err := rt.Connector.Call(dctx, rt.Tool, action.Name, args)
+	var refused error // the answer of a failed reauthorization: nothing ran
+	if connectors.KindOf(err) == connectors.KindUpstreamAuth {
+		// The server refused our token before running anything: refresh
+		// once (shared with concurrent calls) and retry once.
+		if next, rerr := c.reauthorize(dctx, rt, err); next != nil {
+			rt = next
+			result, err = rt.Connector.Call(dctx, rt.Tool, action.Name, args)
+		} else if rerr != err {
+			refused = unavailable(rerr)
+		}
+	}
 	dur := time.Since(began)
 	// Recording must happen even if the client is gone.
 	rctx, rcancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer rcancel()
+	if refused != nil {
+		return c.rejected(rctx, rt, action, callID, dur, refused)
+	}
 	if err != nil {
 		kind := connectors.KindOf(err)
 		if kind == connectors.KindOutcomeUnknown {

@@ -1,9 +1,11 @@
 package calls
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/google/jsonschema-go/jsonschema"
@@ -43,8 +45,8 @@ func (e *Engine) checkArguments(a *connectors.Action, args json.RawMessage) erro
 	if len(args) == 0 || string(args) == "null" {
 		args = json.RawMessage("{}")
 	}
-	var inst any
-	if err := json.Unmarshal(args, &inst); err != nil {
+	inst, err := decodeForValidation(args)
+	if err != nil {
 		return problem.Validation("The arguments are not valid JSON.", map[string]string{"arguments": err.Error()})
 	}
 	obj, ok := inst.(map[string]any)
@@ -98,6 +100,39 @@ func fieldErrors(s *jsonschema.Schema, obj map[string]any, verr error) map[strin
 		out["arguments"] = trimMessage(verr.Error())
 	}
 	return out
+}
+
+// decodeForValidation decodes JSON for the schema validator. Numbers are
+// read by their text and handed over as float64 even when they overflow it
+// (1e400 becomes +Inf): only the check sees them, the tool gets the bytes.
+func decodeForValidation(raw json.RawMessage) (any, error) {
+	d := json.NewDecoder(bytes.NewReader(raw))
+	d.UseNumber()
+	var v any
+	if err := d.Decode(&v); err != nil {
+		return nil, err
+	}
+	return numbersToFloat(v), nil
+}
+
+func numbersToFloat(v any) any {
+	switch x := v.(type) {
+	case json.Number:
+		if i, err := x.Int64(); err == nil {
+			return float64(i)
+		}
+		f, _ := strconv.ParseFloat(string(x), 64)
+		return f
+	case map[string]any:
+		for k, e := range x {
+			x[k] = numbersToFloat(e)
+		}
+	case []any:
+		for i, e := range x {
+			x[i] = numbersToFloat(e)
+		}
+	}
+	return v
 }
 
 func isFalse(s *jsonschema.Schema) bool {

@@ -33,6 +33,9 @@ type Config struct {
 	Addr        string // QUIVER_ADDR
 	DatabaseURL string // DATABASE_URL; empty means the embedded SQLite file
 	RedisURL    string // REDIS_URL; empty means the in-process cache
+	// RedisPrefix starts every Redis key (QUIVER_REDIS_PREFIX), so several
+	// deployments can share one Redis.
+	RedisPrefix string
 	DataDir     string // QUIVER_DATA_DIR
 	// SecretKey is the base64 key from QUIVER_SECRET_KEY; empty means a key
 	// generated into DataDir (embedded default only).
@@ -105,6 +108,7 @@ func Parse(getenv func(string) string, environ []string) (*Config, error) {
 		Addr:           str("QUIVER_ADDR", DefaultAddr),
 		DatabaseURL:    str("DATABASE_URL", ""),
 		RedisURL:       str("REDIS_URL", ""),
+		RedisPrefix:    str("QUIVER_REDIS_PREFIX", "quiver:"),
 		DataDir:        str("QUIVER_DATA_DIR", DefaultDataDir),
 		SecretKey:      str("QUIVER_SECRET_KEY", ""),
 		CallTimeout:    dur("QUIVER_CALL_TIMEOUT", DefaultCallTimeout),

@@ -14,11 +14,14 @@ import (
 // Redis keeps locks and outcomes in Redis, shared by every replica. Keys
 // carry a hash tag so a key's lock and outcome share a Cluster slot.
 type Redis struct {
-	rdb redis.UniversalClient
+	rdb    redis.UniversalClient
+	prefix string
 }
 
-// NewRedis returns a cache on rdb.
-func NewRedis(rdb redis.UniversalClient) *Redis { return &Redis{rdb: rdb} }
+// NewRedis returns a cache on rdb whose keys start with prefix.
+func NewRedis(rdb redis.UniversalClient, prefix string) *Redis {
+	return &Redis{rdb: rdb, prefix: prefix}
+}
 
 // ParseURL builds a client from a redis:// or rediss:// URL (one node),
 // redis-sentinel:// (Sentinel; master_name and addr query parameters) or
@@ -55,9 +58,9 @@ func ParseURL(raw string) (redis.UniversalClient, error) {
 	}
 }
 
-func names(account int64, key string) (outcome, lock string) {
+func (r *Redis) names(account int64, key string) (outcome, lock string) {
 	sum := sha256.Sum256([]byte(key))
-	base := "quiver:idem:{" + strconv.FormatInt(account, 10) + ":" + hex.EncodeToString(sum[:16]) + "}"
+	base := r.prefix + "idem:{" + strconv.FormatInt(account, 10) + ":" + hex.EncodeToString(sum[:16]) + "}"
 	return base + ":o", base + ":l"
 }
 
@@ -72,7 +75,7 @@ return {3, redis.call('GET', KEYS[2]) or ''}
 
 // Begin implements Cache.
 func (r *Redis) Begin(ctx context.Context, account int64, key string, fingerprint []byte, token string, lease time.Duration) (BeginResult, error) {
-	o, l := names(account, key)
+	o, l := r.names(account, key)
 	res, err := begin.Run(ctx, r.rdb, []string{o, l}, lockValue(fingerprint, token), lease.Milliseconds()).Slice()
 	if err != nil {
 		return BeginResult{}, err
@@ -101,7 +104,7 @@ func (r *Redis) Begin(ctx context.Context, account int64, key string, fingerprin
 
 // Finish implements Cache.
 func (r *Redis) Finish(ctx context.Context, account int64, key string, e *Entry, ttl time.Duration) error {
-	o, l := names(account, key)
+	o, l := r.names(account, key)
 	_, err := r.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
 		if len(e.Body) <= MaxBody && ttl > 0 {
 			p.Set(ctx, o, encode(e), ttl)
@@ -121,7 +124,7 @@ return 0
 
 // Unlock implements Cache.
 func (r *Redis) Unlock(ctx context.Context, account int64, key, token string) error {
-	_, l := names(account, key)
+	_, l := r.names(account, key)
 	return unlock.Run(ctx, r.rdb, []string{l}, token).Err()
 }
 

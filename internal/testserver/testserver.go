@@ -7,7 +7,9 @@ package testserver
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"encoding/base64"
+	"encoding/hex"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -64,6 +66,14 @@ func Env(t testing.TB, opts Options) map[string]string {
 	}
 	if opts.RedisURL != "" {
 		env["REDIS_URL"] = opts.RedisURL
+		// One prefix per database: replicas of one test share it, other
+		// tests and packages never see it.
+		scope := env["DATABASE_URL"]
+		if scope == "" {
+			scope = env["QUIVER_DATA_DIR"]
+		}
+		sum := sha256.Sum256([]byte(scope))
+		env["QUIVER_REDIS_PREFIX"] = "quivertest:" + hex.EncodeToString(sum[:6]) + ":"
 	}
 	for k, v := range opts.Env {
 		env[k] = v

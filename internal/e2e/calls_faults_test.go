@@ -1,0 +1,246 @@
+package e2e
+
+import (
+	"bytes"
+	"fmt"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/quiverhq/quiver/internal/mcptest"
+	"github.com/quiverhq/quiver/internal/testdb"
+	"github.com/quiverhq/quiver/internal/testserver"
+)
+
+// procEnv is the environment of subprocess servers sharing one database.
+func procEnv(t *testing.T, dbURL, redisURL string) map[string]string {
+	env := map[string]string{
+		"DATABASE_URL":                dbURL,
+		"QUIVER_SECRET_KEY":           testserver.TestSecretKey,
+		"QUIVER_DATA_DIR":             t.TempDir(),
+		"QUIVER_CALL_TIMEOUT":         "3s",
+		"QUIVER_LEASE_GRACE":          "1s",
+		"QUIVER_SWEEP_INTERVAL":       "100ms",
+		"QUIVER_EGRESS_ALLOW_PRIVATE": "true",
+		"QUIVER_LOG_LEVEL":            "warn",
+	}
+	if redisURL != "" {
+		env["REDIS_URL"] = redisURL
+		env["QUIVER_REDIS_PREFIX"] = fmt.Sprintf("quivertest:%d:", time.Now().UnixNano())
+	}
+	return env
+}
+
+func sharedRedisURL() string { return "redis://" + testdb.RedisAddr() + "/0" }
+
+func TestKillAfterDispatch(t *testing.T) {
+	env := procEnv(t, testdb.Postgres(t, "killafter"), sharedRedisURL())
+	key := createKey(t, env, "kill")
+	tool := startToolServer(t)
+	a := startProc(t, env)
+	id := connectHTTPTool(t, a.URL, key, tool.URL)
+	body := callBody(id, "/hang", map[string]any{"send": "email"})
+
+	fire(a.URL, key, body, "k-kill")
+	testserver.Eventually(t, 5*time.Second, "the call to reach the tool", func() bool { return tool.count("/hang") == 1 })
+	a.kill()
+
+	b := startProc(t, env)
+	r := testserver.Do(t, b.URL, key, "POST", callPath, body, "Idempotency-Key", "k-kill")
+	if r.Status != 409 || r.JSON()["error"] != "request_in_progress" {
+		t.Fatalf("right after the crash: %d %s", r.Status, r.Body)
+	}
+	testserver.Eventually(t, 10*time.Second, "the lease to run out", func() bool {
+		r = testserver.Do(t, b.URL, key, "POST", callPath, body, "Idempotency-Key", "k-kill")
+		return r.Status != 409 || r.JSON()["error"] != "request_in_progress"
+	})
+	if r.Status != 409 || r.JSON()["error"] != "tool_outcome_unknown" {
+		t.Fatalf("after the lease: %d %s", r.Status, r.Body)
+	}
+	if s := testserver.Do(t, b.URL, key, "GET", "/api/v1/idempotency-keys/k-kill", nil); s.JSON()["state"] != "outcome_unknown" {
+		t.Fatalf("key state: %s", s.Body)
+	}
+	if n := tool.count("/hang"); n != 1 {
+		t.Fatalf("tool ran %d times", n)
+	}
+}
+
+func TestKillBeforeDispatch(t *testing.T) {
+	env := procEnv(t, testdb.Postgres(t, "killbefore"), sharedRedisURL())
+	key := createKey(t, env, "kill")
+	mcpSrv := mcptest.Start(t, mcptest.Counter, mcptest.Options{})
+	target, _ := url.Parse(mcpSrv.URL)
+	target.Path = ""
+	var hung atomic.Bool
+	var held atomic.Int32
+	release := make(chan struct{})
+	rp := httputil.NewSingleHostReverseProxy(target)
+	proxy := startToolServer(t) // reuse its listener management for a handler of our own
+	proxy.Config.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if hung.Load() {
+			held.Add(1)
+			select {
+			case <-release:
+			case <-r.Context().Done():
+				return
+			}
+		}
+		rp.ServeHTTP(w, r)
+	})
+	t.Cleanup(func() { close(release) })
+
+	a := startProc(t, env)
+	r := testserver.Do(t, a.URL, key, "POST", "/api/v1/agents/custom-tools/", map[string]any{"mcp_tool": "custom-mcp"})
+	id := int64(r.JSON()["id"].(float64))
+	r = testserver.Do(t, a.URL, key, "POST", fmt.Sprintf("/api/v1/agents/custom-tools/%d/provide-config/", id),
+		map[string]any{"user_response": map[string]any{"url": proxy.URL + mcpURLPath(mcpSrv.URL)}})
+	if r.Status != 200 || r.JSON()["is_configured"] != true {
+		t.Fatalf("configure: %d %s", r.Status, r.Body)
+	}
+	body := map[string]any{"tool": id, "action": "increment", "arguments": map[string]any{}}
+
+	// A fresh process must discover the server's tools before it can check
+	// the call: hold that discovery, so the process dies before dispatch.
+	b := startProc(t, env)
+	hung.Store(true)
+	fire(b.URL, key, body, "k-before")
+	testserver.Eventually(t, 5*time.Second, "the discovery to be held", func() bool { return held.Load() > 0 })
+	b.kill()
+	hung.Store(false)
+
+	c := startProc(t, env)
+	var last *testserver.Response
+	testserver.Eventually(t, 10*time.Second, "the key to be released", func() bool {
+		last = testserver.Do(t, c.URL, key, "POST", callPath, body, "Idempotency-Key", "k-before")
+		return last.Status == 200
+	})
+	if n := mcpSrv.Calls("increment"); n != 1 {
+		t.Fatalf("increment ran %d times, want 1", n)
+	}
+}
+
+func mcpURLPath(raw string) string {
+	u, _ := url.Parse(raw)
+	return u.Path
+}
+
+func TestRedisKilledMidTest(t *testing.T) {
+	rs := startRedis(t)
+	env := procEnv(t, testdb.Postgres(t, "rediskill"), "redis://"+rs.Addr+"/0")
+	key := createKey(t, env, "redis")
+	tool := startToolServer(t)
+	p := startProc(t, env)
+	id := connectHTTPTool(t, p.URL, key, tool.URL)
+	call := func(k string, i int) *testserver.Response {
+		return testserver.Do(t, p.URL, key, "POST", callPath, callBody(id, fmt.Sprintf("/op%d", i), i), "Idempotency-Key", k)
+	}
+	firsts := map[int][]byte{}
+	for i := 0; i < 20; i++ {
+		if i == 10 {
+			rs.stop() // Redis dies mid-test
+		}
+		k := fmt.Sprintf("k-%d", i)
+		var wg sync.WaitGroup
+		answers := make([]*testserver.Response, 5)
+		for j := range answers {
+			wg.Add(1)
+			go func(j int) { defer wg.Done(); answers[j] = call(k, i) }(j)
+		}
+		wg.Wait()
+		for _, a := range answers {
+			if a.Status != 200 && !(a.Status == 409 && a.JSON()["error"] == "request_in_progress") {
+				t.Fatalf("key %s: %d %s", k, a.Status, a.Body)
+			}
+		}
+		testserver.Eventually(t, 5*time.Second, "the outcome", func() bool {
+			r := call(k, i)
+			firsts[i] = r.Body
+			return r.Status == 200
+		})
+	}
+	for i := 0; i < 20; i++ {
+		if n := tool.count(fmt.Sprintf("/op%d", i)); n != 1 {
+			t.Fatalf("op %d ran %d times", i, n)
+		}
+		if r := call(fmt.Sprintf("k-%d", i), i); !bytes.Equal(r.Body, firsts[i]) {
+			t.Fatalf("op %d replay differs after Redis died", i)
+		}
+	}
+}
+
+func TestRedisFlushedBetweenCallAndRetry(t *testing.T) {
+	rs := startRedis(t)
+	e := setupCalls(t, testserver.Options{Postgres: true, RedisURL: "redis://" + rs.Addr + "/0"})
+	first := e.call(callBody(e.id, "/flush", 1), "k-flush")
+	if out, err := execCommand("redis-cli", "-h", "127.0.0.1", "-p", strings.Split(rs.Addr, ":")[1], "FLUSHALL"); err != nil {
+		t.Fatalf("flush: %v %s", err, out)
+	}
+	again := e.call(callBody(e.id, "/flush", 1), "k-flush")
+	if again.Status != 200 || !bytes.Equal(again.Body, first.Body) || again.Header.Get("Idempotent-Replayed") != "true" {
+		t.Fatalf("replay after flush: %d %s", again.Status, again.Body)
+	}
+	if e.tool.count("/flush") != 1 {
+		t.Fatalf("tool ran %d times", e.tool.count("/flush"))
+	}
+}
+
+func TestThreeReplicas(t *testing.T) {
+	rs := startRedis(t)
+	env := procEnv(t, testdb.Postgres(t, "replicas"), "redis://"+rs.Addr+"/0")
+	key := createKey(t, env, "replicas")
+	tool := startToolServer(t)
+	procs := []*proc{startProc(t, env), startProc(t, env), startProc(t, env)}
+	id := connectHTTPTool(t, procs[0].URL, key, tool.URL)
+	const keys, dups = 15, 6
+	var wg sync.WaitGroup
+	var bad atomic.Value
+	for k := 0; k < keys; k++ {
+		for d := 0; d < dups; d++ {
+			wg.Add(1)
+			go func(k, d int) {
+				defer wg.Done()
+				p := procs[(k+d)%len(procs)]
+				r := testserver.Do(t, p.URL, key, "POST", callPath, callBody(id, fmt.Sprintf("/slow/%d?ms=100", k), k), "Idempotency-Key", fmt.Sprintf("rk-%d", k))
+				if r.Status != 200 && !(r.Status == 409 && r.JSON()["error"] == "request_in_progress") {
+					bad.Store(fmt.Sprintf("%d %s", r.Status, r.Body))
+				}
+			}(k, d)
+		}
+	}
+	wg.Wait()
+	if v := bad.Load(); v != nil {
+		t.Fatalf("unexpected answer: %v", v)
+	}
+	if n := tool.count("/slow"); n != keys {
+		t.Fatalf("tool ran %d times for %d keys", n, keys)
+	}
+}
+
+func TestPostgresDownDispatchesNothing(t *testing.T) {
+	dbURL := testdb.Postgres(t, "pgdown")
+	u, _ := url.Parse(dbURL)
+	px := startProxy(t, u.Host)
+	u.Host = px.Addr()
+	e := setupCalls(t, testserver.Options{DatabaseURL: u.String()})
+	if r := e.call(callBody(e.id, "/warm", 1), "k-warm"); r.Status != 200 {
+		t.Fatalf("warm-up: %d %s", r.Status, r.Body)
+	}
+	px.setCut(true)
+	r := e.call(callBody(e.id, "/down", 1), "k-down")
+	wantError(t, r, 503, "unavailable")
+	if e.tool.count("/down") != 0 {
+		t.Fatal("a call was dispatched while the database was down")
+	}
+	px.setCut(false)
+	testserver.Eventually(t, 10*time.Second, "the database to come back", func() bool {
+		return e.call(callBody(e.id, "/down", 1), "k-down").Status == 200
+	})
+	if e.tool.count("/down") != 1 {
+		t.Fatalf("tool ran %d times", e.tool.count("/down"))
+	}
+}

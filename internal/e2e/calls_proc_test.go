@@ -1,0 +1,261 @@
+package e2e
+
+// Quiver as subprocesses, for the tests that kill servers, Redis and the
+// database link.
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/quiverhq/quiver/internal/testserver"
+)
+
+var (
+	binOnce sync.Once
+	binPath string
+	binErr  error
+)
+
+// quiverBinary builds cmd/quiver once per test binary.
+func quiverBinary(t testing.TB) string {
+	t.Helper()
+	binOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "quiver-e2e-bin")
+		if err != nil {
+			binErr = err
+			return
+		}
+		binPath = filepath.Join(dir, "quiver")
+		out, err := exec.Command("go", "build", "-o", binPath, "github.com/quiverhq/quiver/cmd/quiver").CombinedOutput()
+		if err != nil {
+			binErr = fmt.Errorf("go build: %v\n%s", err, out)
+		}
+	})
+	if binErr != nil {
+		t.Fatal(binErr)
+	}
+	return binPath
+}
+
+// proc is a quiver serve subprocess.
+type proc struct {
+	t    testing.TB
+	cmd  *exec.Cmd
+	URL  string
+	env  []string
+	logs *strings.Builder
+	mu   sync.Mutex
+	done chan struct{}
+}
+
+func envList(env map[string]string) []string {
+	out := os.Environ()
+	for k, v := range env {
+		out = append(out, k+"="+v)
+	}
+	return out
+}
+
+// startProc runs quiver serve with env on a free port.
+func startProc(t testing.TB, env map[string]string) *proc {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	e := map[string]string{"QUIVER_ADDR": addr}
+	for k, v := range env {
+		e[k] = v
+	}
+	p := &proc{t: t, URL: "http://" + addr, env: envList(e), logs: &strings.Builder{}, done: make(chan struct{})}
+	p.cmd = exec.Command(quiverBinary(t), "serve")
+	p.cmd.Env = p.env
+	stdout, _ := p.cmd.StdoutPipe()
+	stderr, _ := p.cmd.StderrPipe()
+	if err := p.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	ready := make(chan struct{})
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			if strings.HasPrefix(sc.Text(), "Quiver listening on") {
+				close(ready)
+			}
+		}
+	}()
+	go func() {
+		b, _ := io.ReadAll(stderr)
+		p.mu.Lock()
+		p.logs.Write(b)
+		p.mu.Unlock()
+		p.cmd.Wait()
+		close(p.done)
+	}()
+	t.Cleanup(p.kill)
+	select {
+	case <-ready:
+	case <-p.done:
+		t.Fatalf("quiver serve exited:\n%s", p.logText())
+	case <-time.After(30 * time.Second):
+		t.Fatal("quiver serve did not start")
+	}
+	return p
+}
+
+func (p *proc) logText() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.logs.String()
+}
+
+// kill sends SIGKILL: no shutdown, no cleanup, as a crash.
+func (p *proc) kill() {
+	if p.cmd.Process != nil {
+		p.cmd.Process.Signal(syscall.SIGKILL)
+	}
+	<-p.done
+}
+
+// createKey runs quiver keys create against env's database.
+func createKey(t testing.TB, env map[string]string, account string) string {
+	t.Helper()
+	cmd := exec.Command(quiverBinary(t), "keys", "create", "--account", account)
+	cmd.Env = envList(env)
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("keys create: %v", err)
+	}
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	return lines[len(lines)-1]
+}
+
+// redisServer is a redis-server of the test's own on a spare port.
+type redisServer struct {
+	Addr string
+	cmd  *exec.Cmd
+}
+
+func startRedis(t testing.TB) *redisServer {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := ln.Addr().(*net.TCPAddr).Port
+	ln.Close()
+	r := &redisServer{Addr: fmt.Sprintf("127.0.0.1:%d", port)}
+	r.cmd = exec.Command("redis-server", "--port", fmt.Sprint(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no")
+	if err := r.cmd.Start(); err != nil {
+		t.Skipf("redis-server not available: %v", err)
+	}
+	t.Cleanup(r.stop)
+	testserver.Eventually(t, 10*time.Second, "redis to start", func() bool {
+		c, err := net.Dial("tcp", r.Addr)
+		if err == nil {
+			c.Close()
+		}
+		return err == nil
+	})
+	return r
+}
+
+func (r *redisServer) stop() {
+	if r.cmd.Process != nil {
+		r.cmd.Process.Signal(syscall.SIGKILL)
+		r.cmd.Wait()
+	}
+}
+
+// tcpProxy forwards to target until cut.
+type tcpProxy struct {
+	ln     net.Listener
+	target string
+	mu     sync.Mutex
+	conns  []net.Conn
+	cut    bool
+}
+
+func startProxy(t testing.TB, target string) *tcpProxy {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &tcpProxy{ln: ln, target: target}
+	go p.serve()
+	t.Cleanup(func() { ln.Close(); p.setCut(true) })
+	return p
+}
+
+func (p *tcpProxy) Addr() string { return p.ln.Addr().String() }
+
+func (p *tcpProxy) serve() {
+	for {
+		c, err := p.ln.Accept()
+		if err != nil {
+			return
+		}
+		p.mu.Lock()
+		if p.cut {
+			p.mu.Unlock()
+			c.Close()
+			continue
+		}
+		up, err := net.Dial("tcp", p.target)
+		if err != nil {
+			p.mu.Unlock()
+			c.Close()
+			continue
+		}
+		p.conns = append(p.conns, c, up)
+		p.mu.Unlock()
+		go func() { io.Copy(up, c); up.Close() }()
+		go func() { io.Copy(c, up); c.Close() }()
+	}
+}
+
+// setCut cuts every connection (and refuses new ones) or restores service.
+func (p *tcpProxy) setCut(cut bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.cut = cut
+	if cut {
+		for _, c := range p.conns {
+			c.Close()
+		}
+		p.conns = nil
+	}
+}
+
+var _ = context.Background
+
+func execCommand(name string, args ...string) ([]byte, error) {
+	return exec.Command(name, args...).CombinedOutput()
+}
+
+// fire sends a call whose answer the test does not wait for (its server
+// is about to be killed).
+func fire(base, key string, body any, idemKey string) {
+	req, _ := http.NewRequest("POST", base+callPath, strings.NewReader(mustJSON(body)))
+	req.Header.Set("X-API-KEY", key)
+	req.Header.Set("Idempotency-Key", idemKey)
+	go func() {
+		if resp, err := http.DefaultClient.Do(req); err == nil {
+			resp.Body.Close()
+		}
+	}()
+}
