@@ -25,6 +25,7 @@ import (
 	"log/slog"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/oklog/ulid/v2"
@@ -82,9 +83,12 @@ type Options struct {
 
 // Engine runs calls.
 type Engine struct {
-	opts    Options
-	log     *callLog
-	schemas sync.Map // schema text → *compiledSchema
+	opts Options
+	// cacheDownUntil (unix nanoseconds) skips the replay cache for a moment
+	// after it failed, so a dead Redis costs one timeout, not one per call.
+	cacheDownUntil atomic.Int64
+	log            *callLog
+	schemas        sync.Map // schema text → *compiledSchema
 }
 
 // New returns an Engine. Start its background work with Run.
@@ -173,13 +177,12 @@ func newToken() string {
 // lookup asks the replay cache; done means it answered.
 func (c *call) lookup(ctx context.Context) (*Response, error, bool) {
 	e := c.e
-	if e.opts.Cache == nil {
+	if e.opts.Cache == nil || time.Now().UnixNano() < e.cacheDownUntil.Load() {
 		return nil, nil, false
 	}
 	res, err := e.opts.Cache.Begin(ctx, c.req.AccountID, c.req.Key, c.fp, c.token, e.opts.Lease)
 	if err != nil {
-		e.opts.Metrics.CacheErrors.Inc()
-		e.opts.Logger.WarnContext(ctx, "replay cache unavailable; using the database alone", "error", err)
+		e.cacheFailed(err)
 		return nil, nil, false
 	}
 	switch {
@@ -273,8 +276,20 @@ func (e *Engine) cacheDo(fn func(ctx context.Context) error) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
 	if err := fn(ctx); err != nil {
-		e.opts.Metrics.CacheErrors.Inc()
-		e.opts.Logger.Warn("replay cache write failed", "error", err)
+		e.cacheFailed(err)
+	}
+}
+
+// cacheBackoff is how long the replay cache is skipped after an error.
+const cacheBackoff = time.Second
+
+// cacheFailed records a cache error and skips the cache for cacheBackoff:
+// calls go to the database alone meanwhile, which is slower, never weaker.
+func (e *Engine) cacheFailed(err error) {
+	e.opts.Metrics.CacheErrors.Inc()
+	now := time.Now().UnixNano()
+	if prev := e.cacheDownUntil.Load(); now >= prev && e.cacheDownUntil.CompareAndSwap(prev, now+int64(cacheBackoff)) {
+		e.opts.Logger.Warn("replay cache unavailable; using the database alone for a moment", "error", err)
 	}
 }
 
