@@ -79,11 +79,13 @@ func takeKey(args json.RawMessage) (json.RawMessage, string, error) {
 			"The idempotency_key must be a string of 1 to 255 printable ASCII characters, without leading or trailing spaces.")
 	}
 	delete(m, keyArg)
-	out, err := json.Marshal(m)
-	if err != nil {
+	var out bytes.Buffer
+	enc := json.NewEncoder(&out)
+	enc.SetEscapeHTML(false) // keep "<" as sent, not "\u003c"
+	if err := enc.Encode(m); err != nil {
 		return nil, "", err
 	}
-	return out, key, nil
+	return bytes.TrimRight(out.Bytes(), "\n"), key, nil
 }
 
 // validKey is the API's rule for an Idempotency-Key.

@@ -176,7 +176,7 @@ func TestMCPCallTakesIdempotencyKey(t *testing.T) {
 		t.Fatalf("the engine was called %d times for refused keys", len(f.requests))
 	}
 
-	cs.CallTool(ctx, &mcp.CallToolParams{Name: "My_Mail__send", Arguments: json.RawMessage(`{"to":"a@b.c","n":1.50,"idempotency_key":"k-1"}`)})
+	cs.CallTool(ctx, &mcp.CallToolParams{Name: "My_Mail__send", Arguments: json.RawMessage(`{"to":"<a@b.c>","n":1.50,"idempotency_key":"k-1"}`)})
 	if len(f.requests) != 1 {
 		t.Fatalf("engine calls = %d", len(f.requests))
 	}
@@ -184,7 +184,7 @@ func TestMCPCallTakesIdempotencyKey(t *testing.T) {
 	if got.AccountID != 1 || !got.HasKey || got.Key != "k-1" {
 		t.Errorf("request = %+v", got)
 	}
-	if want := `{"tool":11,"action":"send","arguments":{"n":1.50,"to":"a@b.c"}}`; string(got.Body) != want {
+	if want := `{"tool":11,"action":"send","arguments":{"n":1.50,"to":"<a@b.c>"}}`; string(got.Body) != want {
 		t.Errorf("body = %s, want %s", got.Body, want)
 	}
 }
