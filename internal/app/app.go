@@ -10,7 +10,9 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/gin-gonic/gin"
@@ -27,6 +29,7 @@ import (
 	"github.com/quiverhq/quiver/internal/config"
 	"github.com/quiverhq/quiver/internal/mcpserver"
 	"github.com/quiverhq/quiver/internal/metrics"
+	"github.com/quiverhq/quiver/internal/oauth"
 	"github.com/quiverhq/quiver/internal/replaycache"
 	"github.com/quiverhq/quiver/internal/secrets"
 	"github.com/quiverhq/quiver/internal/store"
@@ -43,6 +46,7 @@ type App struct {
 	Engine   *calls.Engine
 	Metrics  *metrics.Metrics
 	API      *api.Server
+	OAuth    *oauth.Flow
 	Logger   *slog.Logger
 
 	redis   redis.UniversalClient
@@ -88,6 +92,7 @@ func New(ctx context.Context, cfg *config.Config, logger *slog.Logger) (*App, er
 	if err != nil {
 		return nil, fmt.Errorf("catalog: %w", err)
 	}
+	overrideMCPURLs(cat, os.Getenv)
 	box, err := SecretBox(cfg)
 	if err != nil {
 		return nil, err
@@ -110,7 +115,7 @@ func New(ctx context.Context, cfg *config.Config, logger *slog.Logger) (*App, er
 			return nil, fmt.Errorf("REDIS_URL: %w", err)
 		}
 		a.closers = append(a.closers, func() { a.redis.Close() })
-		cache = replaycache.NewRedis(a.redis)
+		cache = replaycache.NewRedis(a.redis, cfg.RedisPrefix)
 	}
 
 	a.mcp = mcp.New(&mcp.Options{AllowPrivate: cfg.AllowPrivate, Logger: logger})
@@ -125,10 +130,20 @@ func New(ctx context.Context, cfg *config.Config, logger *slog.Logger) (*App, er
 	a.Tools = toolconfig.New(toolconfig.Options{
 		Store: a.Store, Catalog: cat, Box: box, Connectors: registry, CacheTTL: cfg.CacheTTL, Logger: logger,
 	})
+	clients := map[string]oauth.Client{}
+	for name, c := range cfg.OAuthClients {
+		clients[name] = oauth.Client{ID: c.ClientID, Secret: c.ClientSecret}
+	}
+	a.OAuth = oauth.New(oauth.Options{
+		Store: a.Store, Tools: a.Tools, Box: box, Clients: clients, Endpoints: oauth.EndpointsFromEnv(os.Environ()),
+		PublicURL: cfg.PublicURL, AllowPrivate: cfg.AllowPrivate, Logger: logger,
+	})
+	a.Tools.SetOAuth(a.OAuth)
 	a.Agents = agents.New(a.Store)
 	a.Engine = calls.New(calls.Options{
 		Store: a.Store, Tools: a.Tools, Cache: cache, Metrics: a.Metrics, Logger: logger,
 		CallTimeout: cfg.CallTimeout, Lease: cfg.Lease(), IdempotencyTTL: cfg.IdempotencyTTL, SweepInterval: cfg.SweepInterval,
+		Reauth: a.Tools,
 	})
 	a.API = api.New(api.Deps{
 		Accounts: a.Accounts, Tools: a.Tools, Agents: a.Agents, Calls: a.Engine, Metrics: a.Metrics,
@@ -146,6 +161,27 @@ func (a *App) extraRoutes() []func(*gin.Engine, *gin.RouterGroup) {
 	})
 	return []func(*gin.Engine, *gin.RouterGroup){
 		func(_ *gin.Engine, authed *gin.RouterGroup) { agentMCP.Register(authed) },
+		a.oauthRoutes,
+	}
+}
+
+// oauthRoutes registers the OAuth callback; it takes no API key (the state
+// binds it to one tool).
+func (a *App) oauthRoutes(root *gin.Engine, _ *gin.RouterGroup) {
+	h := gin.WrapH(a.OAuth.Handler())
+	root.GET(oauth.CallbackPath, h)
+	root.GET(oauth.CallbackPath+"/", h)
+}
+
+// overrideMCPURLs points hosted MCP entries elsewhere from
+// QUIVER_MCP_URL_<ENTRY> (entry name upper-cased, '-' as '_'), for tests
+// and private mirrors. It runs before the catalog is shared.
+func overrideMCPURLs(cat *catalog.Catalog, getenv func(string) string) {
+	for _, e := range cat.List("") {
+		name := "QUIVER_MCP_URL_" + strings.ToUpper(strings.ReplaceAll(e.Name, "-", "_"))
+		if u := strings.TrimSpace(getenv(name)); u != "" && e.MCPURL != "" {
+			e.MCPURL = u
+		}
 	}
 }
 

@@ -53,6 +53,10 @@ type Options struct {
 	// server also accepts the key as X-Api-Key, and requires InboxKey when
 	// this is empty.
 	RequireBearer string
+	// Authorize, when set, refuses with 401 any request whose bearer token
+	// it does not accept: a server checking tokens an OAuth provider issued
+	// and may expire or revoke.
+	Authorize func(token string) bool
 	// RequireHeader refuses with 401 any request missing one of these
 	// header values.
 	RequireHeader map[string]string
@@ -297,6 +301,9 @@ func (s *Server) authorize(r *http.Request) (string, bool) {
 		}
 	} else if key != "" && bearer != key {
 		return "A valid bearer token is required.", false
+	}
+	if s.opts.Authorize != nil && !s.opts.Authorize(bearer) {
+		return "The access token is missing, invalid or expired.", false
 	}
 	for name, want := range s.opts.RequireHeader {
 		if r.Header.Get(name) != want {

@@ -17,6 +17,8 @@ type Resolved struct {
 	Connector connectors.Connector
 	// Row is the stored tool as read; shared, must not be modified.
 	Row *store.Tool
+	// tokenExpiry is when Tool.AccessToken expires (zero: never, or none).
+	tokenExpiry time.Time
 }
 
 // Resolve returns the account's configured tool id for a call. The result
@@ -24,7 +26,7 @@ type Resolved struct {
 // at once, other replicas' within CacheTTL.
 func (s *Service) Resolve(ctx context.Context, accountID, id int64) (*Resolved, error) {
 	if r := s.cached(accountID, id); r != nil {
-		return r, nil
+		return s.fresh(ctx, r)
 	}
 	t, e, err := s.get(ctx, accountID, id)
 	if err != nil {
@@ -49,12 +51,15 @@ func (s *Service) Resolve(ctx context.Context, accountID, id int64) (*Resolved, 
 		},
 		Entry: e, Connector: conn, Row: t,
 	}
+	if err := s.attachToken(r); err != nil {
+		return nil, err
+	}
 	if s.opts.CacheTTL > 0 {
 		s.mu.Lock()
 		s.cache[toolKey{accountID, id}] = cachedTool{resolved: r, expires: time.Now().Add(s.opts.CacheTTL)}
 		s.mu.Unlock()
 	}
-	return r, nil
+	return s.fresh(ctx, r)
 }
 
 // ResolveName finds the account's one connected tool made from the catalog

@@ -206,8 +206,8 @@ func (s *Service) Provide(ctx context.Context, accountID, id int64, answers map[
 		return nil, problem.Validation("This step is completed by authorizing at the provider: open the step's authorization_url.",
 			map[string]string{"user_response": "this step takes no answers; it is completed through the provider's authorization page"})
 	}
-	step, ok := e.Step(t.StepIndex)
-	if !ok {
+	step := stepAt(s.toolSteps(t, e), t.StepIndex)
+	if step == nil {
 		return nil, fmt.Errorf("toolconfig: tool %d is at step %d of %d", t.ID, t.StepIndex, len(e.Steps))
 	}
 	values, bad := validateStep(step, answers)
@@ -236,7 +236,8 @@ func (s *Service) Provide(ctx context.Context, accountID, id int64, answers map[
 			return nil, err
 		}
 	}
-	next, _ := e.Step(t.StepIndex + 1)
+	steps := stepsWith(e, plain) // with an oauth step verify may have discovered
+	next := stepAt(steps, t.StepIndex+1)
 	to, err := Transition(State(t.State), EventStepAccepted, next)
 	if err != nil {
 		return nil, err
@@ -247,7 +248,7 @@ func (s *Service) Provide(ctx context.Context, accountID, id int64, answers map[
 	}
 	t.State, t.StepIndex = string(to), t.StepIndex+1
 	if to == Configured {
-		t.StepIndex = len(e.Steps)
+		t.StepIndex = len(steps)
 	}
 	if err := s.update(ctx, t, from, version); err != nil {
 		return nil, err
@@ -273,10 +274,12 @@ func (s *Service) verify(ctx context.Context, e *catalog.Entry, plain, secret ma
 		return nil
 	case errors.As(err, &fe):
 		return problem.Validation("The tool refused this configuration.", map[string]string{fe.Field: fe.Message})
-	default:
-		s.opts.Logger.WarnContext(ctx, "verify failed", "catalog", e.Name, "error", err)
-		return problem.Validation("The tool could not be verified with this configuration.", map[string]string{"user_response": err.Error()})
 	}
+	if handled, derr := s.discover(ctx, err, plain); handled {
+		return derr
+	}
+	s.opts.Logger.WarnContext(ctx, "verify failed", "catalog", e.Name, "error", err)
+	return problem.Validation("The tool could not be verified with this configuration.", map[string]string{"user_response": err.Error()})
 }
 
 func flatten(plain, secret map[string]any) map[string]string {
@@ -337,6 +340,7 @@ func (s *Service) view(ctx context.Context, t *store.Tool, e *catalog.Entry) (*V
 	for k, v := range plain {
 		cfg[k] = v
 	}
+	delete(cfg, DiscoveredKey)
 	for _, st := range e.Steps {
 		for i := range st.Fields {
 			f := &st.Fields[i]
@@ -362,11 +366,12 @@ func (s *Service) NextStep(ctx context.Context, t *store.Tool, e *catalog.Entry)
 }
 
 func (s *Service) stepView(ctx context.Context, t *store.Tool, e *catalog.Entry) *StepView {
-	step, ok := e.Step(t.StepIndex)
-	if !ok {
+	steps := s.toolSteps(t, e)
+	step := stepAt(steps, t.StepIndex)
+	if step == nil {
 		return nil
 	}
-	sv := &StepView{Step: step.ID, Index: t.StepIndex + 1, Total: len(e.Steps), Type: step.Type,
+	sv := &StepView{Step: step.ID, Index: t.StepIndex + 1, Total: len(steps), Type: step.Type,
 		Title: step.Title, Description: step.Description, Fields: step.Fields}
 	if step.Type != catalog.StepOAuth {
 		return sv

@@ -1,0 +1,147 @@
+package oauth
+
+import (
+	"context"
+	"errors"
+	"html/template"
+	"net/http"
+	"net/url"
+	"time"
+
+	"golang.org/x/oauth2"
+
+	"github.com/quiverhq/quiver/internal/problem"
+	"github.com/quiverhq/quiver/internal/store"
+	"github.com/quiverhq/quiver/internal/toolconfig"
+)
+
+// Outcome is what a callback came to, shown to the person in the browser.
+type Outcome struct {
+	Status  int
+	OK      bool
+	Reason  string // a stable word for tests and logs: connected, denied, expired_state, …
+	Title   string
+	Message string
+	ToolID  int64
+}
+
+// Callback completes an authorization from the provider's redirect. It
+// never needs an API key: the state binds the request to one tool of one
+// account, and it works once, before its expiry.
+func (f *Flow) Callback(ctx context.Context, q url.Values) *Outcome {
+	state := q.Get("state")
+	if state == "" {
+		return &Outcome{Status: http.StatusBadRequest, Reason: "missing_state", Title: "This link is incomplete",
+			Message: "The provider's answer carries no state, so it cannot be matched to a tool. Start the connection again from Quiver."}
+	}
+	st, err := f.opts.Store.ConsumeOAuthState(ctx, hashState(state), time.Now())
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return &Outcome{Status: http.StatusBadRequest, Reason: "unknown_state", Title: "This link is not valid",
+			Message: "This authorization was not started by Quiver, or its tool was removed. Start the connection again from Quiver."}
+	case errors.Is(err, store.ErrStateUsed):
+		return &Outcome{Status: http.StatusBadRequest, Reason: "replayed_state", Title: "This link was already used",
+			Message: "Each authorization link works once. If the tool is not connected yet, start the connection again from Quiver."}
+	case errors.Is(err, store.ErrStateExpired):
+		return &Outcome{Status: http.StatusBadRequest, Reason: "expired_state", Title: "This link has expired",
+			Message: "The authorization took too long. Start the connection again from Quiver to get a fresh link."}
+	case err != nil:
+		f.opts.Logger.ErrorContext(ctx, "oauth callback: reading the state failed", "error", err)
+		return &Outcome{Status: http.StatusServiceUnavailable, Reason: "unavailable", Title: "Something went wrong",
+			Message: "Quiver could not complete the connection right now. Try again in a moment."}
+	}
+	out := func(o *Outcome) *Outcome {
+		o.ToolID = st.ToolID
+		f.opts.Logger.InfoContext(ctx, "oauth callback", "tool", st.ToolID, "outcome", o.Reason)
+		return o
+	}
+	if e := q.Get("error"); e != "" {
+		if e == "access_denied" {
+			return out(&Outcome{Status: http.StatusForbidden, Reason: "denied", Title: "Authorization was declined",
+				Message: "The tool was not connected, because the authorization was declined at the provider. You can start again from Quiver at any time."})
+		}
+		return out(&Outcome{Status: http.StatusBadGateway, Reason: "provider_error", Title: "The provider reported an error",
+			Message: "The provider answered with the error " + sanitizeCode(e) + ", so the tool was not connected. Start the connection again from Quiver."})
+	}
+	code := q.Get("code")
+	if code == "" {
+		return out(&Outcome{Status: http.StatusBadRequest, Reason: "missing_code", Title: "This link is incomplete",
+			Message: "The provider's answer carries no authorization code. Start the connection again from Quiver."})
+	}
+	t, err := f.opts.Store.GetTool(ctx, st.AccountID, st.ToolID)
+	if err != nil {
+		return out(&Outcome{Status: http.StatusNotFound, Reason: "tool_gone", Title: "The tool is gone",
+			Message: "The tool this authorization was for no longer exists."})
+	}
+	e, steps, err := f.opts.Tools.Entry(t)
+	if err != nil || toolconfig.State(t.State) != toolconfig.AwaitingAuthorization || t.StepIndex >= len(steps) {
+		return out(&Outcome{Status: http.StatusConflict, Reason: "not_waiting", Title: "Nothing to connect",
+			Message: "The tool is not waiting for an authorization (it may be connected already, or was reset)."})
+	}
+	p, err := f.provider(t, e)
+	if err != nil {
+		return out(&Outcome{Status: http.StatusConflict, Reason: "provider_not_configured", Title: "The provider is not set up",
+			Message: "This server has no OAuth client for the tool's provider."})
+	}
+	verifier, err := f.opts.Box.Open(st.Verifier)
+	if err != nil {
+		f.opts.Logger.ErrorContext(ctx, "oauth callback: the sealed verifier cannot be opened", "tool", st.ToolID)
+		return out(&Outcome{Status: http.StatusInternalServerError, Reason: "internal", Title: "Something went wrong",
+			Message: "Quiver could not complete the connection. Start it again from Quiver."})
+	}
+	xctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), DefaultRequestTimeout)
+	defer cancel()
+	opts := append([]oauth2.AuthCodeOption{oauth2.VerifierOption(string(verifier))}, p.tokenParams...)
+	tok, err := p.cfg.Exchange(f.clientCtx(xctx), code, opts...)
+	if err != nil {
+		f.opts.Logger.WarnContext(ctx, "oauth code exchange failed", "tool", st.ToolID, "provider", p.name, "error", safeError(err))
+		return out(&Outcome{Status: http.StatusBadGateway, Reason: "exchange_failed", Title: "The connection failed",
+			Message: "The provider did not accept the authorization (" + safeError(err) + "). Start the connection again from Quiver."})
+	}
+	if _, err := f.opts.Tools.Authorized(xctx, st.AccountID, st.ToolID, toToken(tok)); err != nil {
+		if pe, ok := problem.As(err); ok && pe.Code == problem.NotFound {
+			return out(&Outcome{Status: http.StatusNotFound, Reason: "tool_gone", Title: "The tool is gone",
+				Message: "The tool this authorization was for no longer exists."})
+		}
+		if errors.Is(err, store.ErrConflict) {
+			return out(&Outcome{Status: http.StatusConflict, Reason: "not_waiting", Title: "Nothing to connect",
+				Message: "The tool changed while you were authorizing (it was connected or reset meanwhile)."})
+		}
+		f.opts.Logger.ErrorContext(ctx, "oauth callback: storing the token failed", "tool", st.ToolID, "error", err)
+		return out(&Outcome{Status: http.StatusServiceUnavailable, Reason: "unavailable", Title: "Something went wrong",
+			Message: "Quiver could not store the connection right now. Start it again from Quiver."})
+	}
+	return out(&Outcome{Status: http.StatusOK, OK: true, Reason: "connected", Title: t.Name + " is connected",
+		Message: "Quiver can now use " + t.Name + " on your behalf. You can close this window."})
+}
+
+// Handler serves GET CallbackPath: it completes the authorization and shows
+// a small page saying how it went.
+func (f *Flow) Handler() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodGet {
+			w.Header().Set("Allow", "GET")
+			http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
+			return
+		}
+		o := f.Callback(r.Context(), r.URL.Query())
+		h := w.Header()
+		h.Set("Content-Type", "text/html; charset=utf-8")
+		h.Set("Cache-Control", "no-store")
+		h.Set("Referrer-Policy", "no-referrer") // the URL carries the code
+		h.Set("X-Content-Type-Options", "nosniff")
+		h.Set("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'")
+		h.Set("X-Quiver-OAuth-Outcome", o.Reason)
+		w.WriteHeader(o.Status)
+		_ = page.Execute(w, o)
+	})
+}
+
+var page = template.Must(template.New("callback").Parse(`<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
+<title>{{.Title}} · Quiver</title>
+<style>body{font:16px/1.5 system-ui,sans-serif;max-width:32rem;margin:4rem auto;padding:0 1rem;color:#222}
+h1{font-size:1.4rem}.ok{color:#1a7f37}.err{color:#b42318}</style></head>
+<body><h1 class="{{if .OK}}ok{{else}}err{{end}}">{{.Title}}</h1><p>{{.Message}}</p>
+<p data-outcome="{{.Reason}}"><small>Quiver</small></p></body></html>
+`))

@@ -1,0 +1,242 @@
+package oauth
+
+// Discovery of an OAuth-protected MCP server from its URL alone:
+//
+//	server: 401 WWW-Authenticate: Bearer resource_metadata="…"
+//	  ─▶ GET resource metadata (RFC 9728): resource, authorization_servers
+//	  ─▶ GET authorization server metadata (RFC 8414
+//	     /.well-known/oauth-authorization-server, then OpenID discovery)
+//	  ─▶ POST registration_endpoint (RFC 7591 dynamic client registration)
+//	  ─▶ toolconfig.DiscoveredOAuth (client secret sealed); the tool's steps
+//	     gain an oauth step that uses PKCE like every other.
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+
+	"github.com/quiverhq/quiver/connectors/mcp"
+	"github.com/quiverhq/quiver/internal/toolconfig"
+)
+
+// maxMetadata bounds a metadata or registration response.
+const maxMetadata = 1 << 20
+
+// resourceMetadata is RFC 9728 protected-resource metadata.
+type resourceMetadata struct {
+	Resource             string   `json:"resource"`
+	AuthorizationServers []string `json:"authorization_servers"`
+	ScopesSupported      []string `json:"scopes_supported"`
+}
+
+// serverMetadata is RFC 8414 authorization server metadata.
+type serverMetadata struct {
+	Issuer                        string   `json:"issuer"`
+	AuthorizationEndpoint         string   `json:"authorization_endpoint"`
+	TokenEndpoint                 string   `json:"token_endpoint"`
+	RegistrationEndpoint          string   `json:"registration_endpoint"`
+	ScopesSupported               []string `json:"scopes_supported"`
+	CodeChallengeMethodsSupported []string `json:"code_challenge_methods_supported"`
+	TokenEndpointAuthMethods      []string `json:"token_endpoint_auth_methods_supported"`
+}
+
+// Discover finds the OAuth provider of an MCP server that refused an
+// unauthenticated request with a pointer to its resource metadata; see
+// toolconfig.Discoverer.
+func (f *Flow) Discover(ctx context.Context, verifyErr error, serverURL string) (*toolconfig.DiscoveredOAuth, bool, error) {
+	var oe *mcp.OAuthRequiredError
+	if !errors.As(verifyErr, &oe) {
+		return nil, false, nil
+	}
+	d, err := f.discover(ctx, oe.ResourceMetadataURL, oe.Scope, serverURL)
+	return d, true, err
+}
+
+func (f *Flow) discover(ctx context.Context, metadataURL, scope, serverURL string) (*toolconfig.DiscoveredOAuth, error) {
+	var rm resourceMetadata
+	if err := f.getJSON(ctx, metadataURL, &rm); err != nil {
+		return nil, fmt.Errorf("its protected-resource metadata: %w", err)
+	}
+	if rm.Resource != "" && !sameOrigin(rm.Resource, serverURL) {
+		return nil, errors.New("its protected-resource metadata names another resource")
+	}
+	if len(rm.AuthorizationServers) == 0 {
+		return nil, errors.New("its protected-resource metadata names no authorization server")
+	}
+	issuer := rm.AuthorizationServers[0]
+	sm, err := f.serverMetadata(ctx, issuer)
+	if err != nil {
+		return nil, err
+	}
+	if sm.AuthorizationEndpoint == "" || sm.TokenEndpoint == "" {
+		return nil, errors.New("the authorization server's metadata lacks its endpoints")
+	}
+	for _, u := range []string{sm.AuthorizationEndpoint, sm.TokenEndpoint, sm.RegistrationEndpoint} {
+		if u != "" && !httpURL(u) {
+			return nil, errors.New("the authorization server's metadata has an endpoint that is not an http(s) URL")
+		}
+	}
+	if len(sm.CodeChallengeMethodsSupported) > 0 && !slices.Contains(sm.CodeChallengeMethodsSupported, "S256") {
+		return nil, errors.New("the authorization server does not support PKCE with S256")
+	}
+	if sm.RegistrationEndpoint == "" {
+		return nil, errors.New("the authorization server offers no dynamic client registration, so Quiver cannot register itself there")
+	}
+	var scopes []string
+	switch {
+	case scope != "":
+		scopes = strings.Fields(scope)
+	case len(rm.ScopesSupported) > 0:
+		scopes = rm.ScopesSupported
+	}
+	reg, err := f.register(ctx, sm, scopes)
+	if err != nil {
+		return nil, err
+	}
+	resource := rm.Resource
+	if resource == "" {
+		resource = serverURL
+	}
+	d := &toolconfig.DiscoveredOAuth{
+		Issuer: firstNonEmpty(sm.Issuer, issuer), AuthorizationURL: sm.AuthorizationEndpoint, TokenURL: sm.TokenEndpoint,
+		Scopes: scopes, Resource: resource, ClientID: reg.ClientID, AuthMethod: reg.AuthMethod,
+	}
+	if reg.ClientSecret != "" {
+		d.ClientSecret = f.opts.Box.Seal([]byte(reg.ClientSecret))
+	}
+	return d, nil
+}
+
+// serverMetadata fetches RFC 8414 metadata, falling back to OpenID
+// Connect discovery, and checks it is the issuer's own.
+func (f *Flow) serverMetadata(ctx context.Context, issuer string) (*serverMetadata, error) {
+	u, err := url.Parse(issuer)
+	if err != nil || !httpURL(issuer) {
+		return nil, errors.New("the authorization server's issuer is not an http(s) URL")
+	}
+	path := strings.TrimSuffix(u.Path, "/")
+	base := u.Scheme + "://" + u.Host
+	candidates := []string{
+		base + "/.well-known/oauth-authorization-server" + path,
+		base + "/.well-known/openid-configuration" + path,
+	}
+	if path != "" {
+		candidates = append(candidates, base+path+"/.well-known/openid-configuration")
+	}
+	var last error
+	for _, c := range candidates {
+		var sm serverMetadata
+		if err := f.getJSON(ctx, c, &sm); err != nil {
+			last = err
+			continue
+		}
+		if sm.Issuer != "" && strings.TrimSuffix(sm.Issuer, "/") != strings.TrimSuffix(issuer, "/") {
+			return nil, errors.New("the authorization server's metadata names another issuer")
+		}
+		return &sm, nil
+	}
+	return nil, fmt.Errorf("the authorization server's metadata: %w", last)
+}
+
+type registration struct {
+	ClientID     string `json:"client_id"`
+	ClientSecret string `json:"client_secret"`
+	AuthMethod   string `json:"token_endpoint_auth_method"`
+}
+
+// register registers Quiver as a client (RFC 7591).
+func (f *Flow) register(ctx context.Context, sm *serverMetadata, scopes []string) (*registration, error) {
+	method := "client_secret_basic"
+	if m := sm.TokenEndpointAuthMethods; len(m) > 0 && !slices.Contains(m, method) {
+		switch {
+		case slices.Contains(m, "client_secret_post"):
+			method = "client_secret_post"
+		case slices.Contains(m, "none"):
+			method = "none"
+		}
+	}
+	body := map[string]any{
+		"client_name":                "Quiver",
+		"redirect_uris":              []string{f.RedirectURL()},
+		"grant_types":                []string{"authorization_code", "refresh_token"},
+		"response_types":             []string{"code"},
+		"token_endpoint_auth_method": method,
+	}
+	if len(scopes) > 0 {
+		body["scope"] = strings.Join(scopes, " ")
+	}
+	b, _ := json.Marshal(body)
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, sm.RegistrationEndpoint, bytes.NewReader(b))
+	if err != nil {
+		return nil, errors.New("the registration endpoint is not a valid URL")
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json")
+	resp, err := f.opts.HTTPClient.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("registering a client: %s", safeError(err))
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusCreated && resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("registering a client: the server answered HTTP %d", resp.StatusCode)
+	}
+	var reg registration
+	if err := json.NewDecoder(io.LimitReader(resp.Body, maxMetadata)).Decode(&reg); err != nil || reg.ClientID == "" {
+		return nil, errors.New("registering a client: the answer has no client_id")
+	}
+	if reg.AuthMethod == "" {
+		reg.AuthMethod = method
+	}
+	return &reg, nil
+}
+
+// getJSON fetches a metadata document.
+func (f *Flow) getJSON(ctx context.Context, u string, v any) error {
+	if !httpURL(u) {
+		return errors.New("not an http(s) URL")
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	if err != nil {
+		return errors.New("not a valid URL")
+	}
+	req.Header.Set("Accept", "application/json")
+	resp, err := f.opts.HTTPClient.Do(req)
+	if err != nil {
+		return errors.New(strings.Replace(safeError(err), "provider", "server", 1))
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("HTTP %d", resp.StatusCode)
+	}
+	if err := json.NewDecoder(io.LimitReader(resp.Body, maxMetadata)).Decode(v); err != nil {
+		return errors.New("not valid JSON")
+	}
+	return nil
+}
+
+func httpURL(s string) bool {
+	u, err := url.Parse(s)
+	return err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host != "" && u.User == nil
+}
+
+func sameOrigin(a, b string) bool {
+	ua, err1 := url.Parse(a)
+	ub, err2 := url.Parse(b)
+	return err1 == nil && err2 == nil && strings.EqualFold(ua.Scheme, ub.Scheme) && strings.EqualFold(ua.Host, ub.Host)
+}
+
+func firstNonEmpty(s ...string) string {
+	for _, v := range s {
+		if v != "" {
+			return v
+		}
+	}
+	return ""
+}

@@ -1,0 +1,290 @@
+// Package oauth is Quiver's OAuth 2.0 client side for connected tools: the
+// providers (catalog data plus the platform's client, or discovered from an
+// MCP server's metadata), the authorization URL with its single-use state
+// and PKCE, the callback that exchanges the code, the refresh that keeps a
+// token fresh exactly once across goroutines and replicas, and discovery of
+// an OAuth-protected MCP server (RFC 9728, RFC 8414, RFC 7591).
+//
+// It implements toolconfig.OAuthFlow, toolconfig.TokenRefresher and
+// toolconfig.Discoverer; toolconfig decides what a tool's state becomes. It
+// must never log, return or show a token, a code, a client secret or a PKCE
+// verifier: errors from providers are reduced to their error code.
+//
+// The connect flow:
+//
+//	GET tool ─▶ oauth step: authorization_url (state → oauth_states, hashed;
+//	            verifier sealed; expires after StateTTL)
+//	user ─▶ provider ─▶ 302 /api/v1/oauth/callback?code&state
+//	callback ─▶ consume state (conditional UPDATE: once) ─▶ exchange code +
+//	            verifier ─▶ toolconfig.Authorized (token sealed, tool advances)
+//
+// A refresh (Refresh) holds a per-tool mutex in this process and, on
+// Postgres, the tool's row lock (SELECT … FOR UPDATE) in a transaction; it
+// re-reads the token under the lock and skips the provider when another
+// caller already refreshed.
+package oauth
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"golang.org/x/oauth2"
+
+	"github.com/quiverhq/quiver/catalog"
+	"github.com/quiverhq/quiver/internal/egress"
+	"github.com/quiverhq/quiver/internal/secrets"
+	"github.com/quiverhq/quiver/internal/store"
+	"github.com/quiverhq/quiver/internal/toolconfig"
+)
+
+// CallbackPath is where providers redirect back to, under the public URL.
+const CallbackPath = "/api/v1/oauth/callback"
+
+// Defaults of Options.
+const (
+	DefaultStateTTL       = 10 * time.Minute
+	DefaultRequestTimeout = 20 * time.Second
+)
+
+// Store is the persistence the flow needs.
+type Store interface {
+	GetTool(ctx context.Context, accountID, id int64) (*store.Tool, error)
+	CreateOAuthState(ctx context.Context, st *store.OAuthState) error
+	ConsumeOAuthState(ctx context.Context, stateHash string, now time.Time) (*store.OAuthState, error)
+	LockTool(ctx context.Context, accountID, id int64, fn func(t *store.Tool, save store.SaveToolFunc) error) error
+}
+
+var _ Store = (*store.Store)(nil)
+
+// Client is the platform's OAuth application at one provider.
+type Client struct {
+	ID     string
+	Secret string
+}
+
+// Endpoint overrides a provider's URLs (tests point them at a local
+// provider). Empty fields keep the catalog's.
+type Endpoint struct {
+	AuthURL  string
+	TokenURL string
+}
+
+// Options configures a Flow.
+type Options struct {
+	Store Store
+	Tools *toolconfig.Service
+	Box   *secrets.Box
+	// Clients maps a provider name (lower case) to the platform's client.
+	Clients map[string]Client
+	// Endpoints maps a provider name (lower case) to URL overrides.
+	Endpoints map[string]Endpoint
+	// PublicURL is where this server is reached; the redirect URI is
+	// PublicURL + CallbackPath.
+	PublicURL string
+	// AllowPrivate lets provider and discovery requests reach loopback and
+	// private addresses.
+	AllowPrivate bool
+	// HTTPClient makes every request to providers; nil means an
+	// egress-guarded client.
+	HTTPClient *http.Client
+	// StateTTL is how long an authorization URL stays usable.
+	StateTTL time.Duration
+	Logger   *slog.Logger
+}
+
+// Flow runs OAuth for connected tools. It is safe for concurrent use.
+type Flow struct {
+	opts  Options
+	locks sync.Map // tool ID → *sync.Mutex: one refresh at a time per tool in this process
+}
+
+var (
+	_ toolconfig.OAuthFlow      = (*Flow)(nil)
+	_ toolconfig.TokenRefresher = (*Flow)(nil)
+	_ toolconfig.Discoverer     = (*Flow)(nil)
+)
+
+// New returns a Flow.
+func New(opts Options) *Flow {
+	if opts.StateTTL <= 0 {
+		opts.StateTTL = DefaultStateTTL
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	if opts.HTTPClient == nil {
+		opts.HTTPClient = &http.Client{
+			Transport: egress.Transport(egress.Options{AllowPrivate: opts.AllowPrivate}),
+			Timeout:   DefaultRequestTimeout,
+		}
+	}
+	opts.PublicURL = strings.TrimRight(opts.PublicURL, "/")
+	return &Flow{opts: opts}
+}
+
+// RedirectURL is the callback URL providers redirect to.
+func (f *Flow) RedirectURL() string { return f.opts.PublicURL + CallbackPath }
+
+// provider is everything needed to talk to one tool's provider.
+type provider struct {
+	name        string
+	cfg         oauth2.Config
+	authParams  []oauth2.AuthCodeOption
+	tokenParams []oauth2.AuthCodeOption
+}
+
+// provider returns the OAuth provider of a tool: discovered for it, or its
+// catalog entry's with the platform's client.
+func (f *Flow) provider(t *store.Tool, e *catalog.Entry) (*provider, error) {
+	if d, ok := toolconfig.Discovered(t); ok {
+		secret := ""
+		if d.ClientSecret != "" {
+			b, err := f.opts.Box.Open(d.ClientSecret)
+			if err != nil {
+				return nil, errors.New("oauth: the discovered client secret cannot be opened")
+			}
+			secret = string(b)
+		}
+		style := oauth2.AuthStyleInHeader
+		if d.AuthMethod == "client_secret_post" || d.AuthMethod == "none" {
+			style = oauth2.AuthStyleInParams
+		}
+		p := &provider{name: d.Issuer, cfg: oauth2.Config{
+			ClientID: d.ClientID, ClientSecret: secret, Scopes: d.Scopes, RedirectURL: f.RedirectURL(),
+			Endpoint: oauth2.Endpoint{AuthURL: d.AuthorizationURL, TokenURL: d.TokenURL, AuthStyle: style},
+		}}
+		if d.Resource != "" {
+			// RFC 8707: name the resource the token is for.
+			p.authParams = append(p.authParams, oauth2.SetAuthURLParam("resource", d.Resource))
+			p.tokenParams = append(p.tokenParams, oauth2.SetAuthURLParam("resource", d.Resource))
+		}
+		return p, nil
+	}
+	if e == nil || e.OAuth == nil {
+		return nil, toolconfig.ErrProviderNotConfigured
+	}
+	name := strings.ToLower(e.OAuth.Provider)
+	c, ok := f.opts.Clients[name]
+	if !ok || c.ID == "" {
+		return nil, toolconfig.ErrProviderNotConfigured
+	}
+	ep := oauth2.Endpoint{AuthURL: e.OAuth.AuthorizationURL, TokenURL: e.OAuth.TokenURL}
+	if o, ok := f.opts.Endpoints[name]; ok {
+		if o.AuthURL != "" {
+			ep.AuthURL = o.AuthURL
+		}
+		if o.TokenURL != "" {
+			ep.TokenURL = o.TokenURL
+		}
+	}
+	p := &provider{name: name, cfg: oauth2.Config{
+		ClientID: c.ID, ClientSecret: c.Secret, Scopes: e.OAuth.Scopes, RedirectURL: f.RedirectURL(), Endpoint: ep,
+	}}
+	for k, v := range e.OAuth.ExtraAuthParams {
+		p.authParams = append(p.authParams, oauth2.SetAuthURLParam(k, v))
+	}
+	return p, nil
+}
+
+// AuthorizationURL starts an authorization of t at its provider: a new
+// single-use state bound to t and its account, expiring after StateTTL, and
+// a PKCE (S256) verifier kept sealed beside it.
+func (f *Flow) AuthorizationURL(ctx context.Context, t *store.Tool, e *catalog.Entry, _ *catalog.Step) (string, error) {
+	p, err := f.provider(t, e)
+	if err != nil {
+		return "", err
+	}
+	state, err := randomState()
+	if err != nil {
+		return "", err
+	}
+	verifier := oauth2.GenerateVerifier()
+	now := time.Now()
+	err = f.opts.Store.CreateOAuthState(ctx, &store.OAuthState{
+		StateHash: hashState(state), AccountID: t.AccountID, ToolID: t.ID,
+		Verifier: f.opts.Box.Seal([]byte(verifier)), CreatedAt: now, ExpiresAt: now.Add(f.opts.StateTTL),
+	})
+	if err != nil {
+		return "", fmt.Errorf("oauth: store state: %w", err)
+	}
+	opts := append([]oauth2.AuthCodeOption{oauth2.S256ChallengeOption(verifier)}, p.authParams...)
+	return p.cfg.AuthCodeURL(state, opts...), nil
+}
+
+func randomState() (string, error) {
+	b := make([]byte, 32)
+	if _, err := rand.Read(b); err != nil {
+		return "", err
+	}
+	return base64.RawURLEncoding.EncodeToString(b), nil
+}
+
+// hashState is how a state is stored: a leaked table row cannot complete
+// an authorization.
+func hashState(state string) string {
+	sum := sha256.Sum256([]byte(state))
+	return hex.EncodeToString(sum[:])
+}
+
+// clientCtx makes oauth2 use the flow's HTTP client.
+func (f *Flow) clientCtx(ctx context.Context) context.Context {
+	return context.WithValue(ctx, oauth2.HTTPClient, f.opts.HTTPClient)
+}
+
+// safeError describes a provider error without anything it may carry
+// (a RetrieveError's body, a URL with a code in its query).
+func safeError(err error) string {
+	var re *oauth2.RetrieveError
+	if errors.As(err, &re) {
+		code := re.ErrorCode
+		if code == "" {
+			code = "unknown_error"
+		}
+		status := 0
+		if re.Response != nil {
+			status = re.Response.StatusCode
+		}
+		return fmt.Sprintf("provider answered %s (HTTP %d)", sanitizeCode(code), status)
+	}
+	var ue interface{ Timeout() bool }
+	if errors.As(err, &ue) && ue.Timeout() {
+		return "provider timed out"
+	}
+	if egress.IsBlocked(err) {
+		return "provider address is not allowed"
+	}
+	if egress.IsConnectFailure(err) {
+		return "provider unreachable"
+	}
+	return "provider request failed"
+}
+
+// sanitizeCode keeps an OAuth error code to its RFC 6749 alphabet.
+func sanitizeCode(code string) string {
+	var b strings.Builder
+	for _, r := range code {
+		if r == '_' || r == '-' || r == '.' || (r >= 'a' && r <= 'z') || (r >= 'A' && r <= 'Z') || (r >= '0' && r <= '9') {
+			b.WriteRune(r)
+		}
+		if b.Len() >= 64 {
+			break
+		}
+	}
+	return b.String()
+}
+
+// toToken converts an oauth2 token to the stored form.
+func toToken(t *oauth2.Token) *toolconfig.Token {
+	return &toolconfig.Token{AccessToken: t.AccessToken, RefreshToken: t.RefreshToken, TokenType: t.TokenType,
+		Expiry: t.Expiry.UTC(), IssuedAt: time.Now().UTC()}
+}

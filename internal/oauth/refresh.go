@@ -1,0 +1,127 @@
+package oauth
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+
+	"golang.org/x/oauth2"
+
+	"github.com/quiverhq/quiver/internal/store"
+	"github.com/quiverhq/quiver/internal/toolconfig"
+)
+
+// Refresh makes sure the tool holds a usable token; see
+// toolconfig.TokenRefresher.
+//
+// Exactly one refresh per expiry, however many calls and replicas want one:
+//
+//	process mutex (per tool) ─▶ row lock (Postgres: SELECT … FOR UPDATE)
+//	  ─▶ re-read the token: fresh, or not the stale one? use it, done
+//	  ─▶ refresh at the provider ─▶ save the new tokens (rotated refresh
+//	     token included) before anyone uses them ─▶ unlock
+//
+// Rotating refresh tokens die once used, so two refreshes with one refresh
+// token would leave the loser with invalid_grant and a dead connection; the
+// lock makes the second caller read the first one's result instead. An
+// invalid_grant is judged only against the token read under the lock (and
+// read once more), so a refresh another replica completed is never taken
+// for a revoked grant.
+func (f *Flow) Refresh(ctx context.Context, accountID, id int64, stale string) (*store.Tool, error) {
+	mu := f.lock(id)
+	mu.Lock()
+	defer mu.Unlock()
+	// The refresh must finish once started, even if this caller leaves: a
+	// rotated refresh token that was spent and not stored is a dead grant.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), DefaultRequestTimeout+5*time.Second)
+	defer cancel()
+
+	var out *store.Tool
+	revoked := false
+	err := f.opts.Store.LockTool(ctx, accountID, id, func(t *store.Tool, save store.SaveToolFunc) error {
+		out = t
+		if t.OAuthToken == "" || toolconfig.State(t.State) != toolconfig.Configured {
+			return nil // not connected: the caller reports the tool's step
+		}
+		tok, err := toolconfig.OpenToken(f.opts.Box, t.OAuthToken)
+		if err != nil {
+			return err
+		}
+		switch {
+		case stale != "" && tok.AccessToken != stale:
+			return nil // another call refreshed since the refused token was issued
+		case stale == "" && !tok.Expiring(time.Now()):
+			return nil // another call refreshed while this one waited
+		case tok.RefreshToken == "":
+			if stale == "" && time.Now().Before(tok.Expiry) {
+				return nil // about to expire and cannot be refreshed: use it while it lasts
+			}
+			revoked = true
+			return f.revoke(t, save)
+		}
+		e, _, err := f.opts.Tools.Entry(t)
+		if err != nil {
+			return err
+		}
+		p, err := f.provider(t, e)
+		if err != nil {
+			return err
+		}
+		nt, err := p.cfg.TokenSource(f.clientCtx(ctx), &oauth2.Token{RefreshToken: tok.RefreshToken, Expiry: time.Unix(1, 0)}).Token()
+		if err != nil {
+			var re *oauth2.RetrieveError
+			if !errors.As(err, &re) || re.ErrorCode != "invalid_grant" {
+				f.opts.Logger.WarnContext(ctx, "oauth refresh failed", "tool", id, "provider", p.name, "error", safeError(err))
+				return errRefreshFailed
+			}
+			// Before calling the grant dead, read the token once more: on a
+			// database without row locks another process may have refreshed.
+			if cur, err := f.opts.Store.GetTool(ctx, accountID, id); err == nil && cur.OAuthToken != t.OAuthToken {
+				out = cur
+				return nil
+			}
+			f.opts.Logger.WarnContext(ctx, "oauth grant revoked: the tool must be connected again", "tool", id, "provider", p.name)
+			revoked = true
+			return f.revoke(t, save)
+		}
+		next := toToken(nt)
+		if next.RefreshToken == "" {
+			next.RefreshToken = tok.RefreshToken // the provider does not rotate
+		}
+		sealed, err := toolconfig.SealToken(f.opts.Box, next)
+		if err != nil {
+			return err
+		}
+		t.OAuthToken = sealed
+		if err := save(t); err != nil {
+			return err
+		}
+		f.opts.Logger.InfoContext(ctx, "oauth token refreshed", "tool", id, "provider", p.name, "version", t.Version)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	if revoked {
+		return out, toolconfig.ErrGrantRevoked
+	}
+	return out, nil
+}
+
+// errRefreshFailed is a refresh that failed for a reason other than a
+// refused grant (the provider was down, timed out): the grant may be fine.
+var errRefreshFailed = errors.New("oauth: the provider could not refresh the token")
+
+// revoke stores t back at its oauth step, without a token.
+func (f *Flow) revoke(t *store.Tool, save store.SaveToolFunc) error {
+	if err := f.opts.Tools.Revoke(t); err != nil {
+		return err
+	}
+	return save(t)
+}
+
+func (f *Flow) lock(id int64) *sync.Mutex {
+	mu, _ := f.locks.LoadOrStore(id, &sync.Mutex{})
+	return mu.(*sync.Mutex)
+}

@@ -1,0 +1,150 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"gorm.io/gorm"
+	"gorm.io/gorm/clause"
+)
+
+// Errors of ConsumeOAuthState besides ErrNotFound.
+var (
+	// ErrStateUsed: the authorization state was already used once.
+	ErrStateUsed = errors.New("store: oauth state already used")
+	// ErrStateExpired: the authorization state is past its expiry.
+	ErrStateExpired = errors.New("store: oauth state expired")
+)
+
+// OAuthState is a pending authorization: single use, expiring, bound to one
+// tool of one account. Only a hash of the state is stored; Verifier (the
+// PKCE code verifier) is sealed by the caller.
+type OAuthState struct {
+	StateHash string `gorm:"primaryKey"`
+	AccountID int64
+	ToolID    int64
+	Verifier  string
+	CreatedAt time.Time
+	ExpiresAt time.Time
+	UsedAt    *time.Time
+}
+
+// TableName is the table of OAuthState.
+func (OAuthState) TableName() string { return "oauth_states" }
+
+// CreateOAuthState stores a new authorization state, and drops the tool's
+// states that expired more than an hour ago (a state is made each time the
+// tool's oauth step is shown, so they must not pile up).
+func (s *Store) CreateOAuthState(ctx context.Context, st *OAuthState) error {
+	db := s.db.WithContext(ctx)
+	if err := db.Where("tool_id = ? AND expires_at < ?", st.ToolID, time.Now().UTC().Add(-time.Hour)).
+		Delete(&OAuthState{}).Error; err != nil {
+		return interpret(err)
+	}
+	if st.CreatedAt.IsZero() {
+		st.CreatedAt = time.Now()
+	}
+	// UTC throughout: SQLite compares these times as text.
+	st.CreatedAt, st.ExpiresAt = st.CreatedAt.UTC(), st.ExpiresAt.UTC()
+	return interpret(db.Create(st).Error)
+}
+
+// ConsumeOAuthState marks the state used and returns it. It answers
+// ErrNotFound for a state it never issued (or whose tool is gone),
+// ErrStateUsed for a replay and ErrStateExpired for a late one.
+//
+// The conditional UPDATE is the arbiter: of two concurrent callbacks with
+// one state, exactly one sees a row affected.
+func (s *Store) ConsumeOAuthState(ctx context.Context, stateHash string, now time.Time) (*OAuthState, error) {
+	db := s.db.WithContext(ctx)
+	now = now.UTC()
+	res := db.Model(&OAuthState{}).
+		Where("state_hash = ? AND used_at IS NULL AND expires_at > ?", stateHash, now).
+		Update("used_at", now)
+	if res.Error != nil {
+		return nil, interpret(res.Error)
+	}
+	var st OAuthState
+	if err := db.Where("state_hash = ?", stateHash).Take(&st).Error; err != nil {
+		return nil, interpret(err)
+	}
+	switch {
+	case res.RowsAffected == 1:
+		return &st, nil
+	case st.UsedAt != nil:
+		return &st, ErrStateUsed
+	default:
+		return &st, ErrStateExpired
+	}
+}
+
+// ExpireOAuthStates moves every state of the tool into the past; tests use
+// it to prove late callbacks are refused.
+func (s *Store) ExpireOAuthStates(ctx context.Context, toolID int64) error {
+	return interpret(s.db.WithContext(ctx).Model(&OAuthState{}).Where("tool_id = ?", toolID).
+		Update("expires_at", time.Now().UTC().Add(-time.Minute)).Error)
+}
+
+// CountOAuthStates returns how many states of the tool are stored.
+func (s *Store) CountOAuthStates(ctx context.Context, toolID int64) (int64, error) {
+	var n int64
+	err := s.db.WithContext(ctx).Model(&OAuthState{}).Where("tool_id = ?", toolID).Count(&n).Error
+	return n, interpret(err)
+}
+
+// SaveToolFunc writes a tool's configuration fields and token, bumping its
+// version, under the lock LockTool holds.
+type SaveToolFunc func(t *Tool) error
+
+// LockTool runs fn with the account's tool as stored now, under a lock that
+// serializes token refreshes across replicas.
+//
+// On Postgres, fn runs inside a transaction that holds the row with SELECT …
+// FOR UPDATE: a second replica refreshing the same tool blocks on the row
+// and then reads what the first one wrote, so a refresh token is never spent
+// twice. On SQLite (the embedded default, one process) the caller's own
+// mutex is the lock; fn runs without a transaction, since the single
+// connection must not be held across the provider's round trip.
+//
+// save is conditional on the version fn was given; it returns ErrConflict if
+// the row changed (only possible on SQLite, from a configuration change).
+func (s *Store) LockTool(ctx context.Context, accountID, id int64, fn func(t *Tool, save SaveToolFunc) error) error {
+	if s.dialect != Postgres {
+		t, err := s.GetTool(ctx, accountID, id)
+		if err != nil {
+			return err
+		}
+		state, version := t.State, t.Version
+		return fn(t, func(nt *Tool) error { return s.UpdateToolConfig(ctx, nt, state, version) })
+	}
+	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		var t Tool
+		if err := tx.Clauses(clause.Locking{Strength: "UPDATE"}).
+			Where("id = ? AND account_id = ?", id, accountID).Take(&t).Error; err != nil {
+			return interpret(err)
+		}
+		state, version := t.State, t.Version
+		return fn(&t, func(nt *Tool) error { return updateTool(tx, nt, state, version) })
+	})
+	return interpret(err)
+}
+
+// updateTool is UpdateToolConfig on a given handle (a transaction).
+func updateTool(db *gorm.DB, t *Tool, wantState string, wantVersion int64) error {
+	t.UpdatedAt = time.Now().UTC()
+	res := db.Model(&Tool{}).
+		Where("id = ? AND account_id = ? AND state = ? AND version = ?", t.ID, t.AccountID, wantState, wantVersion).
+		Updates(map[string]any{
+			"state": t.State, "step_index": t.StepIndex, "config": t.Config, "secrets": t.Secrets,
+			"oauth_token": t.OAuthToken, "version": gorm.Expr("version + 1"), "updated_at": t.UpdatedAt,
+		})
+	if res.Error != nil {
+		return interpret(res.Error)
+	}
+	if res.RowsAffected == 0 {
+		return ErrConflict
+	}
+	t.Version = wantVersion + 1
+	return nil
+}

@@ -1,0 +1,120 @@
+package toolconfig
+
+// Discovered oauth steps. A custom MCP server may answer its first contact
+// with 401 and a pointer to its OAuth protected-resource metadata (RFC
+// 9728). Its form step is then accepted, and the tool gains an oauth step
+// found from that metadata: the provider's data is kept in the tool's plain
+// config under DiscoveredKey (the client secret sealed), and toolSteps
+// returns the catalog's steps plus that step. Reset forgets it with the rest
+// of the configuration.
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/url"
+
+	"github.com/quiverhq/quiver/catalog"
+	"github.com/quiverhq/quiver/internal/problem"
+	"github.com/quiverhq/quiver/internal/store"
+)
+
+// DiscoveredKey is the reserved plain-config key of a discovered provider.
+// It is never shown in a tool's config.
+const DiscoveredKey = "_oauth"
+
+// DiscoveredOAuth is an OAuth provider found from a server's metadata.
+type DiscoveredOAuth struct {
+	Issuer           string   `json:"issuer"`
+	AuthorizationURL string   `json:"authorization_endpoint"`
+	TokenURL         string   `json:"token_endpoint"`
+	Scopes           []string `json:"scopes,omitempty"`
+	// Resource is the protected resource (RFC 8707 resource indicator).
+	Resource string `json:"resource,omitempty"`
+	ClientID string `json:"client_id"`
+	// ClientSecret is sealed with the server's box; empty for a public client.
+	ClientSecret string `json:"client_secret_sealed,omitempty"`
+	// AuthMethod is how the client authenticates at the token endpoint:
+	// client_secret_basic, client_secret_post or none.
+	AuthMethod string `json:"token_endpoint_auth_method,omitempty"`
+}
+
+// Discovered returns the provider discovered for a tool, if any.
+func Discovered(t *store.Tool) (*DiscoveredOAuth, bool) {
+	if t == nil || t.Config == "" {
+		return nil, false
+	}
+	var c struct {
+		D *DiscoveredOAuth `json:"_oauth"`
+	}
+	if json.Unmarshal([]byte(t.Config), &c) != nil || c.D == nil {
+		return nil, false
+	}
+	return c.D, true
+}
+
+// discoveredStep is the oauth step a discovered provider adds.
+func discoveredStep(d *DiscoveredOAuth) catalog.Step {
+	host := d.Issuer
+	if u, err := url.Parse(d.Issuer); err == nil && u.Host != "" {
+		host = u.Host
+	}
+	return catalog.Step{ID: "oauth", Type: catalog.StepOAuth, Title: "Authorize " + host,
+		Description: "This MCP server uses OAuth: sign in at " + host + " and authorize Quiver."}
+}
+
+// stepsWith returns e's steps plus the step of a discovered provider held
+// in plain.
+func stepsWith(e *catalog.Entry, plain map[string]any) []catalog.Step {
+	raw, ok := plain[DiscoveredKey]
+	if !ok {
+		return e.Steps
+	}
+	b, _ := json.Marshal(raw)
+	var d DiscoveredOAuth
+	if json.Unmarshal(b, &d) != nil || d.AuthorizationURL == "" {
+		return e.Steps
+	}
+	return append(append([]catalog.Step(nil), e.Steps...), discoveredStep(&d))
+}
+
+// toolSteps returns the steps of a stored tool.
+func (s *Service) toolSteps(t *store.Tool, e *catalog.Entry) []catalog.Step {
+	if d, ok := Discovered(t); ok && d.AuthorizationURL != "" {
+		return append(append([]catalog.Step(nil), e.Steps...), discoveredStep(d))
+	}
+	return e.Steps
+}
+
+// stepAt returns step i of steps, or nil.
+func stepAt(steps []catalog.Step, i int) *catalog.Step {
+	if i < 0 || i >= len(steps) {
+		return nil
+	}
+	return &steps[i]
+}
+
+// discover turns a verify refusal that points at OAuth into a discovered
+// provider stored in plain. handled is false when err is something else.
+func (s *Service) discover(ctx context.Context, verifyErr error, plain map[string]any) (handled bool, err error) {
+	d, ok := s.opts.OAuth.(Discoverer)
+	if !ok {
+		return false, nil
+	}
+	serverURL, _ := plain["url"].(string)
+	found, ok, err := d.Discover(ctx, verifyErr, serverURL)
+	if !ok {
+		return false, nil
+	}
+	if err != nil {
+		var p *problem.Error
+		if errors.As(err, &p) {
+			return true, p
+		}
+		s.opts.Logger.WarnContext(ctx, "oauth discovery failed", "error", err)
+		return true, problem.Validation("The server asks for OAuth authorization, but its OAuth metadata could not be used.",
+			map[string]string{"url": "the server requires OAuth, and its authorization server could not be set up: " + err.Error()})
+	}
+	plain[DiscoveredKey] = found
+	return true, nil
+}

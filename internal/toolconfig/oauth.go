@@ -1,0 +1,259 @@
+package toolconfig
+
+// OAuth tokens of connected tools: how they are stored, how a call gets a
+// fresh one, and the two state changes the OAuth flow causes (authorized,
+// credentials revoked). The flow itself (providers, states, the exchange,
+// the refresh at the provider) lives in internal/oauth behind the
+// interfaces below; this file decides what the tool's state becomes.
+//
+//	Resolve ──▶ token within TokenLeeway of expiry? ──no──▶ use it
+//	                      │ yes
+//	                      ▼
+//	        TokenRefresher.Refresh (single flight, row lock)
+//	                      │
+//	       ok ◀───────────┴──────────▶ ErrGrantRevoked: the tool is back at
+//	  (new token, version+1)              its oauth step → tool_not_configured
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/quiverhq/quiver/catalog"
+	"github.com/quiverhq/quiver/internal/problem"
+	"github.com/quiverhq/quiver/internal/secrets"
+	"github.com/quiverhq/quiver/internal/store"
+)
+
+// TokenLeeway is how close to its expiry an access token is refreshed
+// before a call uses it.
+const TokenLeeway = 60 * time.Second
+
+// Token is a tool's OAuth grant as stored (sealed) in store.Tool.OAuthToken.
+// Its String method hides the values, so a stray log line shows nothing.
+type Token struct {
+	AccessToken  string    `json:"access_token"`
+	RefreshToken string    `json:"refresh_token,omitempty"`
+	TokenType    string    `json:"token_type,omitempty"`
+	Expiry       time.Time `json:"expiry,omitzero"`
+	// IssuedAt is when this server received the token.
+	IssuedAt time.Time `json:"issued_at,omitzero"`
+}
+
+func (t *Token) String() string { return "oauth token (redacted)" }
+
+// LogValue keeps the token out of structured logs.
+func (t *Token) LogValue() any { return "[redacted]" }
+
+// Expiring reports whether the access token expires within TokenLeeway of
+// now. A token without an expiry never does.
+func (t *Token) Expiring(now time.Time) bool {
+	return !t.Expiry.IsZero() && now.Add(TokenLeeway).After(t.Expiry)
+}
+
+// SealToken encrypts a token for store.Tool.OAuthToken.
+func SealToken(box *secrets.Box, t *Token) (string, error) {
+	b, err := json.Marshal(t)
+	if err != nil {
+		return "", err
+	}
+	return box.Seal(b), nil
+}
+
+// OpenToken decrypts store.Tool.OAuthToken.
+func OpenToken(box *secrets.Box, sealed string) (*Token, error) {
+	pt, err := box.Open(sealed)
+	if err != nil {
+		return nil, errors.New("toolconfig: the stored OAuth token cannot be opened")
+	}
+	var t Token
+	if err := json.Unmarshal(pt, &t); err != nil {
+		return nil, errors.New("toolconfig: the stored OAuth token is not valid")
+	}
+	return &t, nil
+}
+
+// ErrGrantRevoked is returned by a TokenRefresher when the provider refused
+// the refresh token for good: the tool was put back at its oauth step.
+var ErrGrantRevoked = errors.New("toolconfig: the OAuth grant was revoked")
+
+// TokenRefresher is implemented by an OAuthFlow that refreshes tokens.
+type TokenRefresher interface {
+	// Refresh makes sure the account's tool id holds a usable token and
+	// returns the row as stored afterwards. It refreshes at the provider
+	// only when, read under the refresh lock, the stored access token is
+	// within TokenLeeway of expiry or (stale non-empty) is still stale, the
+	// token a server just refused; otherwise another call already did it.
+	// When the provider refuses the grant for good it stores the tool back
+	// at its oauth step and returns that row with ErrGrantRevoked.
+	Refresh(ctx context.Context, accountID, id int64, stale string) (*store.Tool, error)
+}
+
+// Discoverer is implemented by an OAuthFlow that can find an oauth step
+// from a server's refusal (an MCP server pointing at its OAuth
+// protected-resource metadata).
+type Discoverer interface {
+	// Discover returns the OAuth provider a verify error points at; ok is
+	// false when err is not such a refusal. serverURL is the tool's url.
+	Discover(ctx context.Context, verifyErr error, serverURL string) (d *DiscoveredOAuth, ok bool, err error)
+}
+
+// attachToken fills r's access token from the stored grant.
+func (s *Service) attachToken(r *Resolved) error {
+	if r.Row.OAuthToken == "" {
+		return nil
+	}
+	tok, err := OpenToken(s.opts.Box, r.Row.OAuthToken)
+	if err != nil {
+		return fmt.Errorf("toolconfig: tool %d: %w", r.Row.ID, err)
+	}
+	r.Tool.AccessToken, r.tokenExpiry = tok.AccessToken, tok.Expiry
+	return nil
+}
+
+// fresh returns r, or r with a refreshed token when its token is about to
+// expire.
+func (s *Service) fresh(ctx context.Context, r *Resolved) (*Resolved, error) {
+	if r.Row.OAuthToken == "" || r.tokenExpiry.IsZero() || !(&Token{Expiry: r.tokenExpiry}).Expiring(time.Now()) {
+		return r, nil
+	}
+	return s.refresh(ctx, r, "")
+}
+
+// Reauthorize answers a server's refusal of r's access token (HTTP 401):
+// one refresh, shared with every concurrent caller and skipped when another
+// call refreshed since r's token was issued. It returns nil, nil when the
+// tool has no OAuth grant to refresh; a *problem.Error tool_not_configured
+// when the grant is dead.
+func (s *Service) Reauthorize(ctx context.Context, r *Resolved) (*Resolved, error) {
+	if r == nil || r.Row == nil || r.Row.OAuthToken == "" || r.Tool.AccessToken == "" {
+		return nil, nil
+	}
+	if _, ok := s.opts.OAuth.(TokenRefresher); !ok {
+		return nil, nil
+	}
+	return s.refresh(ctx, r, r.Tool.AccessToken)
+}
+
+func (s *Service) refresh(ctx context.Context, r *Resolved, stale string) (*Resolved, error) {
+	ref, ok := s.opts.OAuth.(TokenRefresher)
+	if !ok {
+		return r, nil
+	}
+	row, err := ref.Refresh(ctx, r.Row.AccountID, r.Row.ID, stale)
+	s.invalidate(r.Row.AccountID, r.Row.ID)
+	switch {
+	case errors.Is(err, ErrGrantRevoked) && row != nil:
+		return nil, s.notConfigured(ctx, row, r.Entry)
+	case errors.Is(err, store.ErrNotFound):
+		return nil, notFound(r.Row.ID)
+	case errors.Is(err, store.ErrUnavailable):
+		return nil, err
+	case err != nil:
+		s.opts.Logger.WarnContext(ctx, "oauth token refresh failed", "tool", r.Row.ID, "error", err)
+		return nil, problem.New(problem.ToolUnreachable,
+			"The tool's OAuth provider could not refresh its access token; nothing was sent to the tool. Retry shortly.")
+	}
+	if State(row.State) != Configured {
+		return nil, s.notConfigured(ctx, row, r.Entry)
+	}
+	out := &Resolved{Entry: r.Entry, Connector: r.Connector, Row: row}
+	tool := *r.Tool
+	tool.Version = row.Version
+	out.Tool = &tool
+	if err := s.attachToken(out); err != nil {
+		return nil, err
+	}
+	if s.opts.CacheTTL > 0 {
+		s.mu.Lock()
+		s.cache[toolKey{row.AccountID, row.ID}] = cachedTool{resolved: out, expires: time.Now().Add(s.opts.CacheTTL)}
+		s.mu.Unlock()
+	}
+	return out, nil
+}
+
+// notConfigured is the tool_not_configured answer for a tool at a step.
+func (s *Service) notConfigured(ctx context.Context, t *store.Tool, e *catalog.Entry) *problem.Error {
+	p := problem.New(problem.ToolNotConfigured, "Tool %d needs to be connected again: its OAuth authorization was revoked or expired.", t.ID)
+	p.Extra = map[string]any{"next_configuration_step": s.stepView(ctx, t, e)}
+	return p
+}
+
+// Authorized records a successful OAuth exchange for the account's tool,
+// which must be waiting at an oauth step: it stores the sealed token and
+// advances the tool (EventAuthorized). A tool that moved on meanwhile (reset,
+// deleted, authorized by another callback) is ErrConflict or ErrNotFound.
+func (s *Service) Authorized(ctx context.Context, accountID, id int64, tok *Token) (*View, error) {
+	t, e, err := s.get(ctx, accountID, id)
+	if err != nil {
+		return nil, err
+	}
+	steps := s.toolSteps(t, e)
+	if State(t.State) != AwaitingAuthorization || t.StepIndex >= len(steps) || steps[t.StepIndex].Type != catalog.StepOAuth {
+		return nil, store.ErrConflict
+	}
+	var next *catalog.Step
+	if t.StepIndex+1 < len(steps) {
+		next = &steps[t.StepIndex+1]
+	}
+	to, err := Transition(State(t.State), EventAuthorized, next)
+	if err != nil {
+		return nil, err
+	}
+	if tok.IssuedAt.IsZero() {
+		tok.IssuedAt = time.Now().UTC()
+	}
+	sealed, err := SealToken(s.opts.Box, tok)
+	if err != nil {
+		return nil, err
+	}
+	from, version := t.State, t.Version
+	t.State, t.StepIndex, t.OAuthToken = string(to), t.StepIndex+1, sealed
+	if to == Configured {
+		t.StepIndex = len(steps)
+	}
+	err = s.opts.Store.UpdateToolConfig(ctx, t, from, version)
+	s.invalidate(accountID, id)
+	if err != nil {
+		return nil, err
+	}
+	return s.view(ctx, t, e)
+}
+
+// Revoke puts t (as read under the refresh lock) back at its oauth step
+// with no token (EventCredentialsRevoked). It changes t only; the caller
+// saves it.
+func (s *Service) Revoke(t *store.Tool) error {
+	e, ok := s.opts.Catalog.Get(t.CatalogName)
+	if !ok {
+		return fmt.Errorf("toolconfig: tool %d names unknown catalog entry %q", t.ID, t.CatalogName)
+	}
+	steps := s.toolSteps(t, e)
+	idx := -1
+	for i := range steps {
+		if steps[i].Type == catalog.StepOAuth {
+			idx = i
+		}
+	}
+	if idx < 0 {
+		return fmt.Errorf("toolconfig: tool %d has no oauth step", t.ID)
+	}
+	to, err := Transition(State(t.State), EventCredentialsRevoked, &steps[idx])
+	if err != nil {
+		return err
+	}
+	t.State, t.StepIndex, t.OAuthToken = string(to), idx, ""
+	return nil
+}
+
+// Entry returns the catalog entry and the steps of a stored tool, with a
+// discovered oauth step included.
+func (s *Service) Entry(t *store.Tool) (*catalog.Entry, []catalog.Step, error) {
+	e, ok := s.opts.Catalog.Get(t.CatalogName)
+	if !ok {
+		return nil, nil, fmt.Errorf("toolconfig: tool %d names unknown catalog entry %q", t.ID, t.CatalogName)
+	}
+	return e, s.toolSteps(t, e), nil
+}
