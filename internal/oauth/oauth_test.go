@@ -1,0 +1,231 @@
+package oauth
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/quiverhq/quiver/catalog"
+	"github.com/quiverhq/quiver/connectors"
+	"github.com/quiverhq/quiver/internal/secrets"
+	"github.com/quiverhq/quiver/internal/store"
+	"github.com/quiverhq/quiver/internal/toolconfig"
+)
+
+// tokenServer is a token endpoint with rotating refresh tokens.
+type tokenServer struct {
+	*httptest.Server
+	mu        sync.Mutex
+	live      map[string]bool
+	n         int
+	refreshes atomic.Int64
+}
+
+func startTokenServer(t *testing.T, first string) *tokenServer {
+	ts := &tokenServer{live: map[string]bool{first: true}}
+	ts.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_ = r.ParseForm()
+		w.Header().Set("Content-Type", "application/json")
+		time.Sleep(20 * time.Millisecond) // widen the window for a second refresh
+		ts.mu.Lock()
+		defer ts.mu.Unlock()
+		rt := r.PostForm.Get("refresh_token")
+		if !ts.live[rt] {
+			w.WriteHeader(http.StatusBadRequest)
+			w.Write([]byte(`{"error":"invalid_grant","error_description":"` + rt + `"}`))
+			return
+		}
+		delete(ts.live, rt)
+		ts.n++
+		ts.refreshes.Add(1)
+		next := "rt-" + string(rune('a'+ts.n))
+		ts.live[next] = true
+		json.NewEncoder(w).Encode(map[string]any{"access_token": "at-" + string(rune('a'+ts.n)), "token_type": "Bearer",
+			"expires_in": 3600, "refresh_token": next})
+	}))
+	t.Cleanup(ts.Close)
+	return ts
+}
+
+type setup struct {
+	st    *store.Store
+	tools *toolconfig.Service
+	flow  *Flow
+	box   *secrets.Box
+	tool  *store.Tool
+	logs  *bytes.Buffer
+}
+
+func newSetup(t *testing.T, tokenURL string, tok *toolconfig.Token) *setup {
+	ctx := context.Background()
+	st, err := store.Open(ctx, store.Options{DataDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	if _, err := st.MigrateUp(ctx); err != nil {
+		t.Fatal(err)
+	}
+	cat, err := catalog.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	box, err := secrets.New(bytes.Repeat([]byte{7}, 32))
+	if err != nil {
+		t.Fatal(err)
+	}
+	logs := &bytes.Buffer{}
+	logger := slog.New(slog.NewTextHandler(&lockedWriter{w: logs}, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	tools := toolconfig.New(toolconfig.Options{Store: st, Catalog: cat, Box: box, Connectors: connectors.Registry{}, Logger: logger})
+	flow := New(Options{Store: st, Tools: tools, Box: box, Clients: map[string]Client{"github": {ID: "id", Secret: "client-secret"}},
+		Endpoints: map[string]Endpoint{"github": {TokenURL: tokenURL}}, PublicURL: "http://quiver.test", AllowPrivate: true, Logger: logger})
+	tools.SetOAuth(flow)
+	acct, err := st.EnsureAccount(ctx, "a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sealed, err := toolconfig.SealToken(box, tok)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tool := &store.Tool{AccountID: acct.ID, CatalogName: "github-mcp", Name: "gh", State: string(toolconfig.Configured),
+		StepIndex: 1, Config: "{}", OAuthToken: sealed}
+	if err := st.CreateTool(ctx, tool); err != nil {
+		t.Fatal(err)
+	}
+	return &setup{st: st, tools: tools, flow: flow, box: box, tool: tool, logs: logs}
+}
+
+type lockedWriter struct {
+	mu sync.Mutex
+	w  *bytes.Buffer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
+}
+
+func (s *setup) stored(t *testing.T) (*store.Tool, *toolconfig.Token) {
+	row, err := s.st.GetTool(context.Background(), s.tool.AccountID, s.tool.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if row.OAuthToken == "" {
+		return row, nil
+	}
+	tok, err := toolconfig.OpenToken(s.box, row.OAuthToken)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return row, tok
+}
+
+func TestRefreshSingleFlight(t *testing.T) {
+	ts := startTokenServer(t, "rt-first")
+	s := newSetup(t, ts.URL, &toolconfig.Token{AccessToken: "at-first", RefreshToken: "rt-first", Expiry: time.Now().Add(10 * time.Second)})
+	var wg sync.WaitGroup
+	for range 30 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if _, err := s.flow.Refresh(context.Background(), s.tool.AccountID, s.tool.ID, ""); err != nil {
+				t.Error(err)
+			}
+		}()
+	}
+	wg.Wait()
+	if n := ts.refreshes.Load(); n != 1 {
+		t.Fatalf("refreshes = %d, want 1", n)
+	}
+	row, tok := s.stored(t)
+	if tok.AccessToken != "at-b" || tok.RefreshToken != "rt-b" || row.Version != s.tool.Version+1 {
+		t.Fatalf("stored %q/%q version %d", tok.AccessToken, tok.RefreshToken, row.Version)
+	}
+
+	// A refused token that is no longer the stored one: no refresh.
+	if _, err := s.flow.Refresh(context.Background(), s.tool.AccountID, s.tool.ID, "at-first"); err != nil || ts.refreshes.Load() != 1 {
+		t.Fatalf("stale refusal refreshed: %v, %d", err, ts.refreshes.Load())
+	}
+	// The stored token refused: one refresh with the rotated refresh token.
+	if _, err := s.flow.Refresh(context.Background(), s.tool.AccountID, s.tool.ID, "at-b"); err != nil || ts.refreshes.Load() != 2 {
+		t.Fatalf("refusal: %v, %d", err, ts.refreshes.Load())
+	}
+	if strings.Contains(s.logs.String(), "rt-") || strings.Contains(s.logs.String(), "at-") {
+		t.Fatalf("logs carry a token:\n%s", s.logs.String())
+	}
+}
+
+func TestRefreshInvalidGrantRevokes(t *testing.T) {
+	ts := startTokenServer(t, "rt-other")
+	s := newSetup(t, ts.URL, &toolconfig.Token{AccessToken: "at-old", RefreshToken: "rt-dead", Expiry: time.Now().Add(-time.Minute)})
+	row, err := s.flow.Refresh(context.Background(), s.tool.AccountID, s.tool.ID, "")
+	if !errors.Is(err, toolconfig.ErrGrantRevoked) {
+		t.Fatalf("err = %v", err)
+	}
+	if row.State != string(toolconfig.AwaitingAuthorization) || row.StepIndex != 0 || row.OAuthToken != "" {
+		t.Fatalf("row after revocation: state %s step %d token %t", row.State, row.StepIndex, row.OAuthToken != "")
+	}
+	stored, tok := s.stored(t)
+	if stored.State != string(toolconfig.AwaitingAuthorization) || tok != nil {
+		t.Fatal("revocation not stored")
+	}
+	// Resolve now answers tool_not_configured with the oauth step.
+	_, err = s.tools.Resolve(context.Background(), s.tool.AccountID, s.tool.ID)
+	if err == nil || !strings.Contains(err.Error(), "tool_not_configured") {
+		t.Fatalf("resolve: %v", err)
+	}
+	if strings.Contains(s.logs.String(), "rt-dead") {
+		t.Fatal("logs carry the refresh token from the provider's error")
+	}
+}
+
+func TestAuthorizationURLAndState(t *testing.T) {
+	s := newSetup(t, "http://127.0.0.1:1/token", &toolconfig.Token{AccessToken: "x"})
+	e, steps, err := s.tools.Entry(s.tool)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u, err := s.flow.AuthorizationURL(context.Background(), s.tool, e, &steps[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"code_challenge_method=S256", "code_challenge=", "state=", "client_id=id",
+		"redirect_uri=http%3A%2F%2Fquiver.test%2Fapi%2Fv1%2Foauth%2Fcallback"} {
+		if !strings.Contains(u, want) {
+			t.Errorf("authorization URL %s lacks %s", u, want)
+		}
+	}
+	if strings.Contains(u, "client-secret") {
+		t.Error("authorization URL carries the client secret")
+	}
+	// A provider without a client is reported as such.
+	delete(s.flow.opts.Clients, "github")
+	if _, err := s.flow.AuthorizationURL(context.Background(), s.tool, e, &steps[0]); !errors.Is(err, toolconfig.ErrProviderNotConfigured) {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+func TestEndpointsFromEnv(t *testing.T) {
+	got := EndpointsFromEnv([]string{"QUIVER_OAUTH_GITHUB_AUTH_URL=http://a", "QUIVER_OAUTH_GITHUB_TOKEN_URL=http://t",
+		"QUIVER_OAUTH_GITHUB_CLIENT_ID=x", "QUIVER_OAUTH_MY_IDP_TOKEN_URL=http://m", "OTHER=1"})
+	if len(got) != 2 || got["github"] != (Endpoint{AuthURL: "http://a", TokenURL: "http://t"}) || got["my_idp"].TokenURL != "http://m" {
+		t.Fatalf("got %v", got)
+	}
+}
+
+func TestSanitizeCode(t *testing.T) {
+	if got := sanitizeCode(`access_denied<script>"x"`); got != "access_deniedscriptx" {
+		t.Fatalf("got %q", got)
+	}
+}
