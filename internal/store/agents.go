@@ -108,18 +108,15 @@ func (s *Store) GetAgent(ctx context.Context, accountID, id int64) (*Agent, erro
 // ListAgents returns one page of the account's agents and the next cursor.
 func (s *Store) ListAgents(ctx context.Context, accountID int64, p Page) ([]Agent, string, error) {
 	var as []Agent
-	err := s.db.WithContext(ctx).Where("account_id = ? AND id > ?", accountID, p.After).Order("id").Limit(p.Limit).Find(&as).Error
+	err := s.db.WithContext(ctx).Where("account_id = ? AND id > ?", accountID, p.After).Order("id").Limit(p.Limit + 1).Find(&as).Error
 	if err != nil {
 		return nil, "", interpret(err)
 	}
+	as, next := trim(as, p.Limit, func(a *Agent) int64 { return a.ID })
 	if err := s.fillAgentTools(ctx, as); err != nil {
 		return nil, "", err
 	}
-	var last int64
-	if len(as) > 0 {
-		last = as[len(as)-1].ID
-	}
-	return as, nextCursor(len(as), p.Limit, last), nil
+	return as, next, nil
 }
 
 func (s *Store) fillAgentTools(ctx context.Context, as []Agent) error {

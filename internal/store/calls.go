@@ -56,12 +56,9 @@ func (s *Store) ListCalls(ctx context.Context, accountID int64, toolID *int64, p
 		q = q.Where("tool_id = ?", *toolID)
 	}
 	var cs []CallLog
-	if err := q.Order("id").Limit(p.Limit).Find(&cs).Error; err != nil {
+	if err := q.Order("id").Limit(p.Limit + 1).Find(&cs).Error; err != nil {
 		return nil, "", interpret(err)
 	}
-	var last int64
-	if len(cs) > 0 {
-		last = cs[len(cs)-1].ID
-	}
-	return cs, nextCursor(len(cs), p.Limit, last), nil
+	cs, next := trim(cs, p.Limit, func(c *CallLog) int64 { return c.ID })
+	return cs, next, nil
 }

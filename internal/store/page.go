@@ -37,12 +37,12 @@ func DecodeCursor(c string) (int64, error) {
 	return id, nil
 }
 
-// nextCursor returns the cursor after a page of n rows whose last ID is
-// lastID, or "" when the page was not full. A full page whose successor is
-// empty costs one more request; that is cheaper than counting.
-func nextCursor(n, limit int, lastID int64) string {
-	if n < limit || n == 0 {
-		return ""
+// trim cuts a page fetched with Limit+1 rows back to Limit and returns the
+// cursor after it: set only when the extra row shows there is more.
+func trim[T any](rows []T, limit int, id func(*T) int64) ([]T, string) {
+	if len(rows) <= limit {
+		return rows, ""
 	}
-	return EncodeCursor(lastID)
+	rows = rows[:limit]
+	return rows, EncodeCursor(id(&rows[limit-1]))
 }

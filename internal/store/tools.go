@@ -52,15 +52,12 @@ func (s *Store) ToolsByCatalogName(ctx context.Context, accountID int64, name st
 func (s *Store) ListTools(ctx context.Context, accountID int64, p Page) ([]Tool, string, error) {
 	var ts []Tool
 	err := s.db.WithContext(ctx).Where("account_id = ? AND id > ?", accountID, p.After).
-		Order("id").Limit(p.Limit).Find(&ts).Error
+		Order("id").Limit(p.Limit + 1).Find(&ts).Error
 	if err != nil {
 		return nil, "", interpret(err)
 	}
-	var last int64
-	if len(ts) > 0 {
-		last = ts[len(ts)-1].ID
-	}
-	return ts, nextCursor(len(ts), p.Limit, last), nil
+	ts, next := trim(ts, p.Limit, func(t *Tool) int64 { return t.ID })
+	return ts, next, nil
 }
 
 // UpdateToolConfig writes the configuration fields of t if the row is still
