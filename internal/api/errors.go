@@ -2,7 +2,6 @@ package api
 
 import (
 	"errors"
-	"net/http"
 	"strconv"
 
 	"github.com/gin-gonic/gin"
@@ -11,34 +10,6 @@ import (
 	"github.com/quiverhq/quiver/internal/problem"
 	"github.com/quiverhq/quiver/internal/store"
 )
-
-// statusOf is the one place an error code becomes an HTTP status.
-func statusOf(code problem.Code) int {
-	switch code {
-	case problem.InvalidJSON, problem.InvalidIdempotencyKey, problem.IdempotencyKeyRequired, problem.BadRequest:
-		return http.StatusBadRequest
-	case problem.Unauthorized:
-		return http.StatusUnauthorized
-	case problem.Forbidden:
-		return http.StatusForbidden
-	case problem.NotFound:
-		return http.StatusNotFound
-	case problem.IdempotencyKeyReused, problem.RequestInProgress, problem.OutcomeUnknownConflict,
-		problem.ToolNotConfigured, problem.AlreadyConfigured:
-		return http.StatusConflict
-	case problem.PayloadTooLarge:
-		return http.StatusRequestEntityTooLarge
-	case problem.ValidationError, problem.InvalidArguments:
-		return http.StatusUnprocessableEntity
-	case problem.RateLimited:
-		return http.StatusTooManyRequests
-	case problem.ToolUnreachable, problem.UpstreamAuthFailed:
-		return http.StatusBadGateway
-	case problem.Unavailable:
-		return http.StatusServiceUnavailable
-	}
-	return http.StatusInternalServerError
-}
 
 // writeError writes err as the error envelope and stops the chain.
 func (s *Server) writeError(c *gin.Context, err error) {
@@ -53,10 +24,7 @@ func (s *Server) writeError(c *gin.Context, err error) {
 			p = problem.New(problem.Internal, "Something went wrong on our side; the request ID helps us find it.")
 		}
 	}
-	status := p.Status
-	if status == 0 {
-		status = statusOf(p.Code)
-	}
+	status := p.HTTPStatus()
 	body := gin.H{"error": p.Code, "message": p.Message}
 	if p.Fields != nil {
 		body["fields"] = p.Fields

@@ -171,17 +171,7 @@ func (s *Server) writeError(c *gin.Context, err error) {
 	if !ok {
 		p = internalProblem(c.Request.Context(), s.log, err)
 	}
-	status := p.Status
-	if status == 0 {
-		switch p.Code {
-		case problem.NotFound:
-			status = http.StatusNotFound
-		case problem.Unavailable:
-			status = http.StatusServiceUnavailable
-		default:
-			status = http.StatusInternalServerError
-		}
-	}
+	status := p.HTTPStatus()
 	if p.RetryAfter > 0 {
 		c.Header("Retry-After", strconv.Itoa(p.RetryAfter))
 	}

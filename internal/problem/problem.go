@@ -7,6 +7,7 @@ package problem
 import (
 	"errors"
 	"fmt"
+	"net/http"
 )
 
 // Code is a stable error code, as listed in API.md.
@@ -76,4 +77,36 @@ func As(err error) (*Error, bool) {
 	var p *Error
 	ok := errors.As(err, &p)
 	return p, ok
+}
+
+// HTTPStatus is the one place an error code becomes an HTTP status (or
+// the Status override, when set).
+func (e *Error) HTTPStatus() int {
+	if e.Status != 0 {
+		return e.Status
+	}
+	switch e.Code {
+	case InvalidJSON, InvalidIdempotencyKey, IdempotencyKeyRequired, BadRequest:
+		return http.StatusBadRequest
+	case Unauthorized:
+		return http.StatusUnauthorized
+	case Forbidden:
+		return http.StatusForbidden
+	case NotFound:
+		return http.StatusNotFound
+	case IdempotencyKeyReused, RequestInProgress, OutcomeUnknownConflict,
+		ToolNotConfigured, AlreadyConfigured:
+		return http.StatusConflict
+	case PayloadTooLarge:
+		return http.StatusRequestEntityTooLarge
+	case ValidationError, InvalidArguments:
+		return http.StatusUnprocessableEntity
+	case RateLimited:
+		return http.StatusTooManyRequests
+	case ToolUnreachable, UpstreamAuthFailed:
+		return http.StatusBadGateway
+	case Unavailable:
+		return http.StatusServiceUnavailable
+	}
+	return http.StatusInternalServerError
 }
