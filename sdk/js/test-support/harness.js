@@ -234,11 +234,10 @@ export async function buildBinary() {
 /** A `quiver serve` on a free port with its own data dir and two accounts' keys. */
 export async function startQuiver(bin, tavilyUrl) {
   const dataDir = mkdtempSync(path.join(os.tmpdir(), "quiver-sdk-js-"));
-  const port = await freePort();
+  const firstPort = await freePort();
   const env = {
     ...process.env,
     QUIVER_DATA_DIR: dataDir,
-    QUIVER_ADDR: `127.0.0.1:${port}`,
     QUIVER_EGRESS_ALLOW_PRIVATE: "true",
     QUIVER_TAVILY_BASE_URL: tavilyUrl,
   };
@@ -253,13 +252,6 @@ export async function startQuiver(bin, tavilyUrl) {
   const apiKey = await createKey("sdk-test");
   const otherApiKey = await createKey("sdk-other");
   const logPath = path.join(dataDir, "server.log");
-  const logFd = openSync(logPath, "w");
-  const proc = spawn(bin, ["serve"], { env, stdio: ["ignore", logFd, logFd] });
-  let exited = null;
-  proc.on("exit", (code) => {
-    exited = code ?? -1;
-  });
-  const baseUrl = `http://127.0.0.1:${port}`;
   const logTail = () => {
     try {
       return readFileSync(logPath, "utf8").slice(-4000);
@@ -267,52 +259,77 @@ export async function startQuiver(bin, tavilyUrl) {
       return "";
     }
   };
-  const stop = async () => {
-    if (exited === null) {
-      proc.kill("SIGTERM");
-      const done = new Promise((r) => proc.once("exit", r));
-      const t = setTimeout(() => proc.kill("SIGKILL"), 10_000);
-      await done;
-      clearTimeout(t);
+  // A port from freePort() can be taken by someone else before the server binds it: retry on a new one.
+  for (let attempt = 1; ; attempt++) {
+    const port = attempt === 1 ? firstPort : await freePort();
+    env.QUIVER_ADDR = `127.0.0.1:${port}`;
+    const logFd = openSync(logPath, "w");
+    const proc = spawn(bin, ["serve"], { env, stdio: ["ignore", logFd, logFd] });
+    let exited = null;
+    const exitedP = new Promise((r) =>
+      proc.once("exit", (code) => {
+        exited = code ?? -1;
+        r();
+      }),
+    );
+    const baseUrl = `http://127.0.0.1:${port}`;
+    const stop = async () => {
+      if (exited === null) {
+        proc.kill("SIGTERM");
+        const t = setTimeout(() => proc.kill("SIGKILL"), 10_000);
+        await exitedP;
+        clearTimeout(t);
+      }
+      try {
+        closeSync(logFd);
+      } catch {}
+    };
+    const deadline = Date.now() + 30_000;
+    let failure = null;
+    for (;;) {
+      if (exited !== null) {
+        failure = `quiver serve exited with ${exited}`;
+        break;
+      }
+      try {
+        const res = await fetch(baseUrl + "/healthz", { signal: AbortSignal.timeout(2000) });
+        if (res.status === 200) break;
+      } catch {}
+      if (Date.now() > deadline) {
+        failure = "quiver serve not healthy within 30s";
+        break;
+      }
+      await sleep(200);
     }
-    try {
-      closeSync(logFd);
-    } catch {}
-    rmSync(dataDir, { recursive: true, force: true });
-  };
-  const deadline = Date.now() + 30_000;
-  for (;;) {
-    if (exited !== null) {
-      const tail = logTail();
-      await stop();
-      throw new Error(`quiver serve exited with ${exited}:\n${tail}`);
+    if (failure === null) {
+      const stopAll = async () => {
+        await stop();
+        rmSync(dataDir, { recursive: true, force: true });
+      };
+      return { baseUrl, apiKey, otherApiKey, stop: stopAll, logTail };
     }
-    try {
-      const res = await fetch(baseUrl + "/healthz");
-      if (res.status === 200) break;
-    } catch {}
-    if (Date.now() > deadline) {
-      const tail = logTail();
-      await stop();
-      throw new Error(`quiver serve not healthy within 30s:\n${tail}`);
+    const tail = logTail();
+    await stop();
+    if (attempt >= 3) {
+      rmSync(dataDir, { recursive: true, force: true });
+      throw new Error(`${failure}:\n${tail}`);
     }
-    await sleep(200);
   }
-  return { baseUrl, apiKey, otherApiKey, stop, logTail };
 }
 
 /** Everything an integration test file needs; call close() in after(). */
 export async function startEnv() {
   const tavily = await fakeTavily();
   const target = await targetServer();
-  const { bin, cleanup } = await buildBinary();
+  let built = null;
   let server;
   try {
-    server = await startQuiver(bin, tavily.url);
+    built = await buildBinary();
+    server = await startQuiver(built.bin, tavily.url);
   } catch (err) {
     await tavily.close();
     await target.close();
-    cleanup();
+    built?.cleanup();
     throw err;
   }
   return {
@@ -327,7 +344,7 @@ export async function startEnv() {
       await server.stop();
       await tavily.close();
       await target.close();
-      cleanup();
+      built.cleanup();
     },
   };
 }

@@ -34,7 +34,7 @@ before(async () => {
   ENV = await startEnv();
   client = new AgentClient({ apiKey: ENV.apiKey, baseUrl: ENV.baseUrl, timeout: 30_000 });
   httpTool = await httpToolFor(client);
-});
+}, { timeout: 20 * 60_000 });
 
 after(async () => {
   await ENV?.close();

@@ -287,9 +287,22 @@ class QuiverServer:
         self.api_key = self._create_key("sdk-test")
         self.other_api_key = self._create_key("sdk-other")
         self.log_path = os.path.join(self.tmp, "server.log")
-        self._log = open(self.log_path, "wb")
-        self.proc = subprocess.Popen([binary, "serve"], env=self.env, stdout=self._log, stderr=subprocess.STDOUT)
-        self._wait_healthy()
+        # A port from free_port() can be taken by someone else before the server binds it: retry.
+        for attempt in range(1, 4):
+            if attempt > 1:
+                self.port = free_port()
+                self.base_url = f"http://127.0.0.1:{self.port}"
+            self.env["QUIVER_ADDR"] = f"127.0.0.1:{self.port}"
+            self._log = open(self.log_path, "wb")
+            self.proc = subprocess.Popen([binary, "serve"], env=self.env, stdout=self._log, stderr=subprocess.STDOUT)
+            try:
+                self._wait_healthy()
+                return
+            except RuntimeError:
+                self._stop_process()
+                if attempt == 3:
+                    shutil.rmtree(self.tmp, ignore_errors=True)
+                    raise
 
     def _create_key(self, account: str) -> str:
         out = subprocess.run([self.binary, "keys", "create", "--account", account], env=self.env,
@@ -313,7 +326,6 @@ class QuiverServer:
             except OSError:
                 pass
             time.sleep(0.2)
-        self.stop()
         raise RuntimeError(f"quiver serve not healthy within 30s:\n{self.log_tail()}")
 
     def log_tail(self, n: int = 4000) -> str:
@@ -323,7 +335,7 @@ class QuiverServer:
         except OSError:
             return ""
 
-    def stop(self) -> None:
+    def _stop_process(self) -> None:
         if self.proc.poll() is None:
             self.proc.terminate()
             try:
@@ -332,6 +344,9 @@ class QuiverServer:
                 self.proc.kill()
                 self.proc.wait()
         self._log.close()
+
+    def stop(self) -> None:
+        self._stop_process()
         shutil.rmtree(self.tmp, ignore_errors=True)
 
 
