@@ -39,3 +39,12 @@ func (s *Server) authenticate(c *gin.Context) {
 }
 
 func account(c *gin.Context) int64 { return c.GetInt64(accountKey) }
+
+// authenticateAPI authenticates requests under /api/v1 (but the OAuth
+// callback, which its state authenticates) and lets others through.
+func (s *Server) authenticateAPI(c *gin.Context) {
+	p := c.Request.URL.Path
+	if strings.HasPrefix(p, "/api/v1/") && !strings.HasPrefix(p, "/api/v1/oauth/") {
+		s.authenticate(c)
+	}
+}

@@ -5,6 +5,7 @@ import (
 
 	"github.com/quiverhq/quiver/catalog"
 	"github.com/quiverhq/quiver/internal/problem"
+	"github.com/quiverhq/quiver/internal/store"
 )
 
 // availableTool is a catalog entry in a list.
@@ -22,13 +23,26 @@ func (s *Server) registerCatalog(rg *gin.RouterGroup) {
 	handle(rg, "GET", "/agents/tools/available/:name", s.getCatalog)
 }
 
+// listCatalog pages through the catalog like every other list; the cursor
+// is the position after the last entry shown.
 func (s *Server) listCatalog(c *gin.Context) {
-	entries := s.Tools.Catalog().List(c.Query("category"))
-	out := make([]availableTool, len(entries))
-	for i, e := range entries {
-		out[i] = availableTool{e.Name, e.Type, e.Title, e.Description, e.Categories, e.Auth}
+	p, err := page(c)
+	if err != nil {
+		s.writeError(c, err)
+		return
 	}
-	c.JSON(200, gin.H{"tools": out})
+	entries := s.Tools.Catalog().List(c.Query("category"))
+	start := min(int(p.After), len(entries))
+	end := min(start+p.Limit, len(entries))
+	out := make([]availableTool, 0, end-start)
+	for _, e := range entries[start:end] {
+		out = append(out, availableTool{e.Name, e.Type, e.Title, e.Description, e.Categories, e.Auth})
+	}
+	var next string
+	if end < len(entries) {
+		next = store.EncodeCursor(int64(end))
+	}
+	c.JSON(200, gin.H{"tools": out, "next_cursor": cursor(next)})
 }
 
 func (s *Server) getCatalog(c *gin.Context) {

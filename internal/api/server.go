@@ -61,8 +61,10 @@ func New(d Deps) *Server {
 	r.HandleMethodNotAllowed = true
 	r.ContextWithFallback = true
 	r.Use(s.requestID, s.observe, s.recover)
-	r.NoRoute(func(c *gin.Context) { s.writeError(c, problem.New(problem.NotFound, "No such route.")) })
-	r.NoMethod(func(c *gin.Context) {
+	// Under /api/v1 a request without a valid key learns nothing, not even
+	// which routes exist: 401 comes first there too.
+	r.NoRoute(s.authenticateAPI, func(c *gin.Context) { s.writeError(c, problem.New(problem.NotFound, "No such route.")) })
+	r.NoMethod(s.authenticateAPI, func(c *gin.Context) {
 		s.writeError(c, &problem.Error{Code: problem.BadRequest, Status: http.StatusMethodNotAllowed, Message: "This route does not take that method."})
 	})
 

@@ -1,7 +1,7 @@
 // Package problem holds the typed errors the domain packages return to the
 // API: each carries a stable code (the "error" field of the HTTP envelope), a
-// sentence for a person, and optional extra fields. Only internal/api maps a
-// code to an HTTP status; domain packages never pick one.
+// sentence for a person, and optional extra fields. Error.HTTPStatus is the one
+// mapping of a code to an HTTP status; domain packages never pick one.
 package problem
 
 import (
