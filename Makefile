@@ -2,7 +2,7 @@
 GO ?= go
 export GOFLAGS ?= -buildvcs=false
 
-.PHONY: help run build test test-go test-sdk lint bench bench-mcp
+.PHONY: help run build test test-go test-sdk lint bench
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
@@ -27,5 +27,6 @@ lint: ## gofmt, go vet and staticcheck
 	$(GO) vet ./...
 	$(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2 ./...
 
-bench: ## load test: first calls and replays against an echo baseline (Postgres + Redis)
+bench: ## load test of the call endpoint vs an echo baseline, and MCP calls direct vs through Quiver
 	$(GO) run ./internal/bench
+	$(GO) test -run '^$$' -bench 'MCPReadCount' -benchtime 2s ./internal/e2e
