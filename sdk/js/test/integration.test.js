@@ -182,6 +182,24 @@ describe("errors", () => {
   });
 });
 
+describe("unreachable tool", () => {
+  test("closed port is 502 tool_unreachable", async () => {
+    const { freePort } = await import("../test-support/harness.js");
+    const closed = `http://127.0.0.1:${await freePort()}`;
+    let tool = await client.tools.create({ mcpTool: "http-request" });
+    tool = await client.tools.provideConfig(tool.id, { userResponse: { base_url: closed } });
+    tool = await client.tools.provideConfig(tool.id, { userResponse: { auth_type: "none" } });
+    const err = await client.tools.call(tool.id, { action: "get", arguments: { path: "/x" } }).catch((e) => e);
+    assert.ok(err instanceof quiver.ToolUnreachableError, String(err));
+    assert.equal(err.status, 502);
+    assert.equal(err.code, "tool_unreachable");
+    const k = key();
+    for (let i = 0; i < 2; i++) {
+      await assert.rejects(client.tools.call(tool.id, { action: "post", arguments: { path: "/x" }, idempotencyKey: k }), quiver.ToolUnreachableError);
+    }
+  });
+});
+
 describe("agents", () => {
   test("lifecycle", async () => {
     const t1 = await client.tools.create({ mcpTool: "browser" });

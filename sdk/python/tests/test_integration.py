@@ -186,6 +186,23 @@ class TestErrors(Base):
         self.assertIn("tools", ctx.exception.fields)
 
 
+class TestUnreachable(Base):
+    def test_closed_port_is_502_tool_unreachable(self) -> None:
+        closed = f"http://127.0.0.1:{support.free_port()}"
+        tool = self.client.tools.create(mcp_tool="http-request")
+        tool = self.client.tools.provide_config(tool.id, user_response={"base_url": closed})
+        tool = self.client.tools.provide_config(tool.id, user_response={"auth_type": "none"})
+        with self.assertRaises(quiver.ToolUnreachableError) as ctx:
+            self.client.tools.call(tool.id, action="get", arguments={"path": "/x"})
+        self.assertEqual(ctx.exception.status, 502)
+        self.assertEqual(ctx.exception.code, "tool_unreachable")
+        # A typed rejection before dispatch releases the key: the same key may be used again.
+        k = key()
+        for _ in range(2):
+            with self.assertRaises(quiver.ToolUnreachableError):
+                self.client.tools.call(tool.id, action="post", arguments={"path": "/x"}, idempotency_key=k)
+
+
 class TestAgents(Base):
     def test_agent_lifecycle(self) -> None:
         t1 = self.client.tools.create(mcp_tool="browser")
