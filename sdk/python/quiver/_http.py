@@ -19,6 +19,7 @@ from ._errors import (
     APITimeoutError,
     InvalidIdempotencyKeyError,
     QuiverError,
+    error_from_response,
 )
 from ._version import __version__
 
@@ -205,8 +206,6 @@ def _should_retry(error: APIStatusError, mode: str) -> bool:
 
 
 def _error(response: Response) -> APIStatusError:
-    from ._errors import error_from_response
-
     return error_from_response(response.status, response.headers, response.body)
 
 
