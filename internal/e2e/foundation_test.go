@@ -458,11 +458,10 @@ func fdTestCatalog(t *testing.T, c *fdClient) {
 
 	cm := c.ok(200, "GET", "/api/v1/agents/tools/available/custom-mcp", nil)
 	cmFields := map[string]map[string]any{}
-	for _, s := range fdList(t, cm, "config_steps") {
-		for _, f := range fdList(t, s, "fields") {
+	if steps := fdList(t, cm, "config_steps"); len(steps) > 0 {
+		for _, f := range fdList(t, steps[0], "fields") {
 			cmFields[f["name"].(string)] = f
 		}
-		break
 	}
 	if f := cmFields["url"]; f == nil || f["required"] != true || f["secret"] != false {
 		t.Errorf("custom-mcp url field: %v", f)

@@ -142,7 +142,7 @@ func (s *Server) build(ctx context.Context, account, agentID int64, prev map[int
 	disambiguate(tools)
 
 	srv := mcp.NewServer(&mcp.Implementation{Name: "quiver-agent-" + strconv.FormatInt(agentID, 10),
-		Title: ag.Name, Version: s.opts.Version}, &mcp.ServerOptions{HasTools: true, Logger: s.log})
+		Title: ag.Name, Version: s.opts.Version}, &mcp.ServerOptions{Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{}}, Logger: s.log})
 	seen := map[string]bool{}
 	actions := make(map[int64][]connectors.Action, len(tools))
 	for _, t := range tools {

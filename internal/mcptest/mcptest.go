@@ -131,7 +131,7 @@ func (s *Server) swap() {
 }
 
 func (s *Server) newMCPServer() *mcp.Server {
-	opts := &mcp.ServerOptions{PageSize: s.opts.PageSize, HasTools: true}
+	opts := &mcp.ServerOptions{PageSize: s.opts.PageSize, Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: true}}}
 	srv := mcp.NewServer(&mcp.Implementation{Name: "mcptest-" + string(s.kind), Version: "1.0.0"}, opts)
 	switch s.kind {
 	case Mail:
