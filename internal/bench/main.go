@@ -17,6 +17,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"runtime/pprof"
 	"sort"
 	"strings"
 	"sync"
@@ -34,12 +35,29 @@ func main() {
 	dur := flag.Duration("duration", 5*time.Second, "how long each scenario runs")
 	pgURL := flag.String("postgres", envOr("QUIVER_BENCH_POSTGRES", "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable"), "admin URL of the Postgres server")
 	redisURL := flag.String("redis", envOr("QUIVER_BENCH_REDIS", "redis://127.0.0.1:6379/0"), "Redis URL")
+	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the whole run (server and load) to this file")
+	only := flag.String("only", "", "run only scenarios whose name contains this (echo always runs)")
 	flag.Parse()
+	onlyScenario = *only
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "bench:", err)
+			os.Exit(1)
+		}
+		pprof.StartCPUProfile(f)
+		defer pprof.StopCPUProfile()
+	}
 	if err := run(*dur, *pgURL, *redisURL); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
+		pprof.StopCPUProfile()
 		os.Exit(1)
 	}
 }
+
+var onlyScenario string
+
+func want(name string) bool { return onlyScenario == "" || strings.Contains(name, onlyScenario) }
 
 func envOr(k, def string) string {
 	if v := os.Getenv(k); v != "" {
@@ -78,27 +96,35 @@ func run(dur time.Duration, adminURL, redisURL string) error {
 			return post(echo+"/echo", "", body(i))
 		})
 		var seq atomic.Int64
-		first := load(dur, conns, func(c *http.Client, i int64) (*http.Request, error) {
-			n := seq.Add(1)
-			return post(q+"/api/v1/agents/custom-tools/call/", key, body(n), "Idempotency-Key", fmt.Sprintf("first-%d-%d", conns, n))
-		})
+		var first, replay result
+		if want("first") {
+			first = load(dur, conns, func(c *http.Client, i int64) (*http.Request, error) {
+				n := seq.Add(1)
+				return post(q+"/api/v1/agents/custom-tools/call/", key, body(n), "Idempotency-Key", fmt.Sprintf("first-%d-%d", conns, n))
+			})
+		}
 		// Replays: a fixed set of keys, each called once before.
 		const replayKeys = 256
-		for n := int64(0); n < replayKeys; n++ {
-			req, _ := post(q+"/api/v1/agents/custom-tools/call/", key, body(n), "Idempotency-Key", fmt.Sprintf("replay-%d-%d", conns, n))
-			if resp, err := http.DefaultClient.Do(req); err == nil {
-				io.Copy(io.Discard, resp.Body)
-				resp.Body.Close()
+		if want("replay") {
+			for n := int64(0); n < replayKeys; n++ {
+				req, _ := post(q+"/api/v1/agents/custom-tools/call/", key, body(n), "Idempotency-Key", fmt.Sprintf("replay-%d-%d", conns, n))
+				if resp, err := http.DefaultClient.Do(req); err == nil {
+					io.Copy(io.Discard, resp.Body)
+					resp.Body.Close()
+				}
 			}
+			replay = load(dur, conns, func(c *http.Client, i int64) (*http.Request, error) {
+				n := i % replayKeys
+				return post(q+"/api/v1/agents/custom-tools/call/", key, body(n), "Idempotency-Key", fmt.Sprintf("replay-%d-%d", conns, n))
+			})
 		}
-		replay := load(dur, conns, func(c *http.Client, i int64) (*http.Request, error) {
-			n := i % replayKeys
-			return post(q+"/api/v1/agents/custom-tools/call/", key, body(n), "Idempotency-Key", fmt.Sprintf("replay-%d-%d", conns, n))
-		})
 		for _, r := range []struct {
 			name string
 			res  result
 		}{{"echo", echoRes}, {"first call", first}, {"replay", replay}} {
+			if len(r.res.lat) == 0 {
+				continue
+			}
 			fmt.Printf("%-14s %5d %10.0f %9s %9s %8.3f×\n", r.name, conns, r.res.rps(), fmtDur(r.res.pct(50)), fmtDur(r.res.pct(99)), r.res.rps()/echoRes.rps())
 			if r.res.errors > 0 {
 				fmt.Printf("%-14s %5s %d errors (first: %s)\n", "", "", r.res.errors, r.res.firstErr)
