@@ -115,7 +115,7 @@ func New(ctx context.Context, cfg *config.Config, logger *slog.Logger) (*App, er
 			return nil, fmt.Errorf("REDIS_URL: %w", err)
 		}
 		a.closers = append(a.closers, func() { a.redis.Close() })
-		cache = replaycache.NewRedis(a.redis, cfg.RedisPrefix)
+		cache = replaycache.NewTiered(replaycache.NewMemory(), replaycache.NewRedis(a.redis, cfg.RedisPrefix))
 	}
 
 	a.mcp = mcp.New(&mcp.Options{AllowPrivate: cfg.AllowPrivate, Logger: logger})

@@ -248,24 +248,34 @@ func (c *call) fromRow(r *store.IdemRecord) (*Response, error) {
 		if r.StatusCode != nil {
 			status = *r.StatusCode
 		}
-		c.cacheOutcome(r.CallID, replaycache.StateSucceeded, status, ct, r.Response)
+		c.cacheOutcome(r.CallID, replaycache.StateSucceeded, status, ct, r.Response, rowTTL(r))
 		return c.replay(status, ct, r.Response), nil
 	case r.State == store.IdemOutcomeUnknown || r.LeaseExpired():
-		c.cacheOutcome(r.CallID, replaycache.StateOutcomeUnknown, 0, "", nil)
+		c.cacheOutcome(r.CallID, replaycache.StateOutcomeUnknown, 0, "", nil, rowTTL(r))
 		return nil, c.conflict(problem.OutcomeUnknownConflict)
 	default:
 		return nil, c.conflict(problem.RequestInProgress)
 	}
 }
 
-// cacheOutcome puts a terminal outcome in the replay cache (best effort).
-func (c *call) cacheOutcome(callID string, state byte, status int, ct string, b []byte) {
+// rowTTL is how long the key of a row read from the database has left.
+func rowTTL(r *store.IdemRecord) time.Duration {
+	return time.Duration(r.ExpiresAt-r.NowMS) * time.Millisecond
+}
+
+// freshTTL is how long a key this call reserved has left: the row's TTL
+// began a moment after the call started, so this errs on the short side.
+func (c *call) freshTTL() time.Duration { return c.e.opts.IdempotencyTTL - time.Since(c.start) }
+
+// cacheOutcome puts a terminal outcome in the replay cache for the rest of
+// its key's life (best effort).
+func (c *call) cacheOutcome(callID string, state byte, status int, ct string, b []byte, ttl time.Duration) {
 	e := c.e
-	if e.opts.Cache == nil {
+	if e.opts.Cache == nil || ttl <= 0 {
 		return
 	}
-	en := &replaycache.Entry{Fingerprint: c.fp, State: state, Status: status, ContentType: ct, Body: b, CallID: callID}
-	ttl := e.opts.IdempotencyTTL - time.Since(c.start)
+	en := &replaycache.Entry{Fingerprint: c.fp, State: state, Status: status, ContentType: ct, Body: b, CallID: callID,
+		ExpiresAt: time.Now().Add(ttl).UnixMilli()}
 	e.cacheDo(func(ctx context.Context) error { return e.opts.Cache.Finish(ctx, c.req.AccountID, c.req.Key, en, ttl) })
 	c.locked = false
 }
@@ -444,7 +454,7 @@ func (c *call) dispatch(ctx context.Context, rt *toolconfig.Resolved, action *co
 			}
 			return c.fromRow(r)
 		} else {
-			c.cacheOutcome(callID, replaycache.StateSucceeded, 200, ContentType, respBody)
+			c.cacheOutcome(callID, replaycache.StateSucceeded, 200, ContentType, respBody, c.freshTTL())
 		}
 	}
 	e.opts.Metrics.Calls.WithLabelValues(outcome).Inc()
@@ -463,7 +473,7 @@ func (c *call) unknown(ctx context.Context, rt *toolconfig.Resolved, action *con
 		if _, err := e.opts.Store.MarkUnknown(ctx, c.req.AccountID, c.req.Key, c.token); err != nil {
 			e.opts.Logger.ErrorContext(ctx, "recording an unknown outcome failed; the sweeper will", "call_id", callID, "error", err)
 		}
-		c.cacheOutcome(callID, replaycache.StateOutcomeUnknown, 0, "", nil)
+		c.cacheOutcome(callID, replaycache.StateOutcomeUnknown, 0, "", nil, c.freshTTL())
 	}
 	return nil, &problem.Error{Code: problem.OutcomeUnknownConflict, Status: 504, Err: cause,
 		Message: "The call was sent to the tool and no outcome came back; it will not be run again for this key. Check the tool before trying a new key."}

@@ -7,18 +7,23 @@ import (
 	"time"
 )
 
-// Memory is the in-process cache of the embedded default: the same rules on
-// one process. It holds at most MaxEntries outcomes; the database keeps the
-// rest.
+// Memory is the in-process cache: the whole cache of the embedded default
+// (the same rules on one process), and the near tier in front of Redis. It
+// keeps at most MaxEntries outcomes and MaxBytes of bodies; the database
+// keeps everything, so an evicted outcome only costs a slower replay.
 type Memory struct {
 	mu       sync.Mutex
 	outcomes map[memKey]memOutcome
 	locks    map[memKey]memLock
+	bytes    int
 	now      func() time.Time
 }
 
-// MaxEntries bounds the outcomes Memory keeps.
-const MaxEntries = 50_000
+// Bounds of Memory.
+const (
+	MaxEntries = 50_000
+	MaxBytes   = 64 << 20
+)
 
 type memKey struct {
 	account int64
@@ -46,11 +51,8 @@ func (m *Memory) Begin(_ context.Context, account int64, key string, fingerprint
 	now := m.now()
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if o, ok := m.outcomes[k]; ok {
-		if now.Before(o.expires) {
-			return BeginResult{Entry: o.e}, nil
-		}
-		delete(m.outcomes, k)
+	if e := m.getLocked(k, now); e != nil {
+		return BeginResult{Entry: e}, nil
 	}
 	if l, ok := m.locks[k]; ok && now.Before(l.expires) {
 		return BeginResult{HolderFingerprint: []byte(l.value[:32])}, nil
@@ -66,24 +68,70 @@ func (m *Memory) Finish(_ context.Context, account int64, key string, e *Entry, 
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	delete(m.locks, k)
-	if len(e.Body) > MaxBody || ttl <= 0 {
+	if ttl > 0 {
+		m.putLocked(k, e, now.Add(ttl), now)
+	}
+	return nil
+}
+
+// Get returns the outcome of (account, key) if this process holds it.
+func (m *Memory) Get(account int64, key string) *Entry {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.getLocked(memKey{account, key}, m.now())
+}
+
+// Put keeps an outcome until expires.
+func (m *Memory) Put(account int64, key string, e *Entry, expires time.Time) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.putLocked(memKey{account, key}, e, expires, m.now())
+}
+
+func (m *Memory) getLocked(k memKey, now time.Time) *Entry {
+	o, ok := m.outcomes[k]
+	if !ok {
 		return nil
 	}
-	if len(m.outcomes) >= MaxEntries {
-		for k, o := range m.outcomes { // drop expired ones, else any one
-			if now.After(o.expires) || len(m.outcomes) >= MaxEntries {
-				delete(m.outcomes, k)
-			}
-			if len(m.outcomes) < MaxEntries*9/10 {
+	if now.Before(o.expires) {
+		return o.e
+	}
+	m.dropLocked(k)
+	return nil
+}
+
+func (m *Memory) dropLocked(k memKey) {
+	if o, ok := m.outcomes[k]; ok {
+		m.bytes -= len(o.e.Body)
+		delete(m.outcomes, k)
+	}
+}
+
+func (m *Memory) putLocked(k memKey, e *Entry, expires, now time.Time) {
+	if len(e.Body) > MaxBody || !now.Before(expires) {
+		return
+	}
+	m.dropLocked(k)
+	// Over a bound, drop expired outcomes first, then any (map order is
+	// random enough for a cache whose misses only cost a database read).
+	for len(m.outcomes) >= MaxEntries || m.bytes+len(e.Body) > MaxBytes {
+		victim, found := memKey{}, false
+		for vk, o := range m.outcomes {
+			victim, found = vk, true
+			if !now.Before(o.expires) {
 				break
 			}
 		}
+		if !found {
+			break
+		}
+		m.dropLocked(victim)
 	}
 	cp := *e
 	cp.Body = bytes.Clone(e.Body)
 	cp.Fingerprint = bytes.Clone(e.Fingerprint)
-	m.outcomes[k] = memOutcome{e: &cp, expires: now.Add(ttl)}
-	return nil
+	m.outcomes[k] = memOutcome{e: &cp, expires: expires}
+	m.bytes += len(cp.Body)
 }
 
 // Unlock implements Cache.

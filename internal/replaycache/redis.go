@@ -105,6 +105,9 @@ func (r *Redis) Begin(ctx context.Context, account int64, key string, fingerprin
 // Finish implements Cache.
 func (r *Redis) Finish(ctx context.Context, account int64, key string, e *Entry, ttl time.Duration) error {
 	o, l := r.names(account, key)
+	if e.ExpiresAt == 0 {
+		e.ExpiresAt = time.Now().Add(ttl).UnixMilli()
+	}
 	_, err := r.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
 		if len(e.Body) <= MaxBody && ttl > 0 {
 			p.Set(ctx, o, encode(e), ttl)

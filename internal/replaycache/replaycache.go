@@ -26,6 +26,9 @@ type Entry struct {
 	ContentType string
 	Body        []byte
 	CallID      string
+	// ExpiresAt (unix milliseconds) is when the key expires; a cached copy
+	// must not outlive it. Zero means unknown.
+	ExpiresAt int64
 }
 
 // BeginResult is what Begin found.
@@ -58,12 +61,13 @@ const MaxBody = 1 << 20
 var errCorrupt = errors.New("replaycache: corrupt entry")
 
 // encode lays an entry out as: fingerprint(32) state(1) status(2)
-// len(ct)(2) ct len(callID)(1) callID body.
+// expiresAt(8) len(ct)(2) ct len(callID)(1) callID body.
 func encode(e *Entry) []byte {
-	b := make([]byte, 0, 38+len(e.ContentType)+len(e.CallID)+len(e.Body))
+	b := make([]byte, 0, 46+len(e.ContentType)+len(e.CallID)+len(e.Body))
 	b = append(b, e.Fingerprint...)
 	b = append(b, e.State)
 	b = binary.BigEndian.AppendUint16(b, uint16(e.Status))
+	b = binary.BigEndian.AppendUint64(b, uint64(e.ExpiresAt))
 	b = binary.BigEndian.AppendUint16(b, uint16(len(e.ContentType)))
 	b = append(b, e.ContentType...)
 	b = append(b, byte(len(e.CallID)))
@@ -72,12 +76,13 @@ func encode(e *Entry) []byte {
 }
 
 func decode(b []byte) (*Entry, error) {
-	if len(b) < 37 {
+	if len(b) < 45 {
 		return nil, errCorrupt
 	}
-	e := &Entry{Fingerprint: b[:32], State: b[32], Status: int(binary.BigEndian.Uint16(b[33:35]))}
-	n := int(binary.BigEndian.Uint16(b[35:37]))
-	b = b[37:]
+	e := &Entry{Fingerprint: b[:32], State: b[32], Status: int(binary.BigEndian.Uint16(b[33:35])),
+		ExpiresAt: int64(binary.BigEndian.Uint64(b[35:43]))}
+	n := int(binary.BigEndian.Uint16(b[43:45]))
+	b = b[45:]
 	if len(b) < n+1 {
 		return nil, errCorrupt
 	}

@@ -1,0 +1,106 @@
+package replaycache
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/quiverhq/quiver/internal/testdb"
+)
+
+func fp(b byte) []byte { return bytes.Repeat([]byte{b}, 32) }
+
+func TestEncodeDecode(t *testing.T) {
+	e := &Entry{Fingerprint: fp(1), State: StateSucceeded, Status: 200, ContentType: "application/json",
+		Body: []byte(`{"x":"<&>"}`), CallID: "c_1", ExpiresAt: 1234567890123}
+	got, err := decode(encode(e))
+	if err != nil || !bytes.Equal(got.Body, e.Body) || got.ExpiresAt != e.ExpiresAt || got.CallID != e.CallID || got.Status != 200 {
+		t.Fatalf("round trip: %+v, %v", got, err)
+	}
+	if _, err := decode([]byte("short")); err == nil {
+		t.Fatal("a short value decoded")
+	}
+}
+
+// caches returns each Cache implementation, the Redis ones on the
+// machine's Redis under a prefix of this test's own.
+func caches(t *testing.T) map[string]Cache {
+	rdb, err := ParseURL("redis://" + testdb.RedisAddr() + "/0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { rdb.Close() })
+	prefix := fmt.Sprintf("quivertest:rc:%d:", time.Now().UnixNano())
+	return map[string]Cache{
+		"memory": NewMemory(),
+		"redis":  NewRedis(rdb, prefix),
+		"tiered": NewTiered(NewMemory(), NewRedis(rdb, prefix+"t:")),
+	}
+}
+
+func TestCacheRules(t *testing.T) {
+	ctx := context.Background()
+	for name, c := range caches(t) {
+		t.Run(name, func(t *testing.T) {
+			r, err := c.Begin(ctx, 1, "k", fp(1), "tok1", time.Minute)
+			if err != nil || !r.Locked {
+				t.Fatalf("first Begin: %+v %v", r, err)
+			}
+			r, _ = c.Begin(ctx, 1, "k", fp(2), "tok2", time.Minute)
+			if r.Locked || !bytes.Equal(r.HolderFingerprint, fp(1)) {
+				t.Fatalf("second Begin: %+v", r)
+			}
+			if r, _ := c.Begin(ctx, 2, "k", fp(1), "tok3", time.Minute); !r.Locked {
+				t.Fatal("keys of another account collided")
+			}
+			c.Unlock(ctx, 1, "k", "not-the-holder")
+			if r, _ := c.Begin(ctx, 1, "k", fp(1), "tok4", time.Minute); r.Locked {
+				t.Fatal("Unlock by a non-holder dropped the lock")
+			}
+			e := &Entry{Fingerprint: fp(1), State: StateSucceeded, Status: 200, ContentType: "application/json", Body: []byte("{}\n"), CallID: "c"}
+			if err := c.Finish(ctx, 1, "k", e, time.Minute); err != nil {
+				t.Fatal(err)
+			}
+			r, _ = c.Begin(ctx, 1, "k", fp(9), "tok5", time.Minute)
+			if r.Entry == nil || !bytes.Equal(r.Entry.Body, e.Body) || r.Entry.CallID != "c" {
+				t.Fatalf("after Finish: %+v", r)
+			}
+			// An outcome expires with its key.
+			c.Finish(ctx, 1, "short", &Entry{Fingerprint: fp(1), State: StateOutcomeUnknown}, 50*time.Millisecond)
+			time.Sleep(100 * time.Millisecond)
+			if r, _ := c.Begin(ctx, 1, "short", fp(1), "tok6", time.Minute); r.Entry != nil {
+				t.Fatalf("expired outcome still served: %+v", r.Entry)
+			}
+		})
+	}
+}
+
+func TestMemoryBounds(t *testing.T) {
+	m := NewMemory()
+	body := bytes.Repeat([]byte("a"), MaxBody)
+	for i := 0; i < MaxBytes/MaxBody+10; i++ {
+		m.Put(1, fmt.Sprint(i), &Entry{Fingerprint: fp(1), Body: body}, time.Now().Add(time.Hour))
+	}
+	if m.bytes > MaxBytes {
+		t.Fatalf("memory holds %d bytes, over %d", m.bytes, MaxBytes)
+	}
+	m.Put(1, "huge", &Entry{Fingerprint: fp(1), Body: make([]byte, MaxBody+1)}, time.Now().Add(time.Hour))
+	if m.Get(1, "huge") != nil {
+		t.Fatal("a body over MaxBody was kept")
+	}
+}
+
+func TestTieredServesFromMemoryAfterRedisLosesIt(t *testing.T) {
+	ctx := context.Background()
+	near := NewMemory()
+	far := NewMemory() // stands in for Redis: what matters is that it forgets
+	c := NewTiered(near, far)
+	c.Begin(ctx, 1, "k", fp(1), "t", time.Minute)
+	c.Finish(ctx, 1, "k", &Entry{Fingerprint: fp(1), State: StateSucceeded, Body: []byte("x")}, time.Minute)
+	far.dropLocked(memKey{1, "k"})
+	if r, _ := c.Begin(ctx, 1, "k", fp(1), "t2", time.Minute); r.Entry == nil {
+		t.Fatal("the near copy was not used")
+	}
+}
