@@ -75,6 +75,12 @@ func run(dur time.Duration, adminURL, redisURL string) error {
 	defer drop()
 
 	echo := serve(echoHandler())
+	minH, closeMin, err := minimalHandler(ctx, dbURL, redisURL)
+	if err != nil {
+		return err
+	}
+	defer closeMin()
+	minimal := serve(minH)
 	tool := serve(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		io.Copy(io.Discard, r.Body)
 		w.Header().Set("Content-Type", "application/json")
@@ -95,6 +101,12 @@ func run(dur time.Duration, adminURL, redisURL string) error {
 		echoRes := load(dur, conns, func(c *http.Client, i int64) (*http.Request, error) {
 			return post(echo+"/echo", "", body(i))
 		})
+		var minRes result
+		if want("first") {
+			minRes = load(dur, conns, func(c *http.Client, i int64) (*http.Request, error) {
+				return post(minimal+"/minimal", "", body(i))
+			})
+		}
 		var seq atomic.Int64
 		var first, replay result
 		if want("first") {
@@ -121,11 +133,15 @@ func run(dur time.Duration, adminURL, redisURL string) error {
 		for _, r := range []struct {
 			name string
 			res  result
-		}{{"echo", echoRes}, {"first call", first}, {"replay", replay}} {
+		}{{"echo", echoRes}, {"minimal path", minRes}, {"first call", first}, {"replay", replay}} {
 			if len(r.res.lat) == 0 {
 				continue
 			}
 			fmt.Printf("%-14s %5d %10.0f %9s %9s %8.3f×\n", r.name, conns, r.res.rps(), fmtDur(r.res.pct(50)), fmtDur(r.res.pct(99)), r.res.rps()/echoRes.rps())
+			if r.name == "first call" && len(minRes.lat) > 0 {
+				fmt.Printf("%-14s %5s %10s %9s %9s %8.3f× minimal path's throughput, %.2f× its p50\n", "", "", "", "", "",
+					r.res.rps()/minRes.rps(), float64(r.res.pct(50))/float64(minRes.pct(50)))
+			}
 			if r.res.errors > 0 {
 				fmt.Printf("%-14s %5s %d errors (first: %s)\n", "", "", r.res.errors, r.res.firstErr)
 			}
