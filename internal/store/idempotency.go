@@ -15,6 +15,10 @@ package store
 
 import (
 	"context"
+	"database/sql"
+	"errors"
+	"strconv"
+	"strings"
 	"time"
 )
 
@@ -55,28 +59,72 @@ func (r *IdemRecord) LeaseExpired() bool {
 const idemColumns = `account_id, key, fingerprint, state, lease_token, lease_expires_at, tool_id, action,
 	call_id, status_code, content_type, response, created_at, expires_at`
 
+// idemSQL holds the hot statements, rendered once for the store's dialect
+// (placeholders and clock). They run on database/sql directly: they are
+// the whole database cost of a call, and GORM's reflection would add to it.
+type idemSQL struct {
+	reserve, get, expire, complete, markUnknown, release string
+}
+
+func newIdemSQL(d Dialect, now string) idemSQL {
+	q := func(s string) string { return rebind(d, strings.ReplaceAll(s, "{now}", now)) }
+	return idemSQL{
+		// ON CONFLICT DO NOTHING RETURNING returns a row only when this
+		// statement inserted it: one round trip tells "new" from "taken".
+		reserve: q(`INSERT INTO idempotency_keys
+			(account_id, key, fingerprint, state, lease_token, lease_expires_at, tool_id, action, call_id, created_at, expires_at)
+			VALUES (?, ?, ?, 'dispatched', ?, {now} + ?, ?, ?, ?, {now}, {now} + ?)
+			ON CONFLICT (account_id, key) DO NOTHING
+			RETURNING created_at`),
+		get: q(`SELECT ` + idemColumns + `, {now} FROM idempotency_keys WHERE account_id = ? AND key = ?`),
+		// A key past its TTL is new again; a dispatched row with a live
+		// lease never is, whatever the TTL says.
+		expire: q(`DELETE FROM idempotency_keys WHERE account_id = ? AND key = ? AND expires_at <= {now}
+			AND (state <> 'dispatched' OR lease_expires_at <= {now})`),
+		complete: q(`UPDATE idempotency_keys
+			SET state = 'succeeded', status_code = ?, content_type = ?, response = ?, lease_token = NULL, lease_expires_at = NULL
+			WHERE account_id = ? AND key = ? AND state = 'dispatched' AND lease_token = ?`),
+		markUnknown: q(`UPDATE idempotency_keys
+			SET state = 'outcome_unknown', lease_token = NULL, lease_expires_at = NULL
+			WHERE account_id = ? AND key = ? AND state = 'dispatched' AND lease_token = ?`),
+		release: q(`DELETE FROM idempotency_keys
+			WHERE account_id = ? AND key = ? AND state = 'dispatched' AND lease_token = ?`),
+	}
+}
+
+// rebind turns ? placeholders into Postgres's $1, $2, …
+func rebind(d Dialect, q string) string {
+	if d != Postgres {
+		return q
+	}
+	var b strings.Builder
+	n := 0
+	for _, r := range q {
+		if r == '?' {
+			n++
+			b.WriteString("$" + strconv.Itoa(n))
+			continue
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
 // Reserve inserts r in state dispatched with a lease, unless the key exists.
 // It returns (nil, nil) when this call created the row, and the existing
 // row otherwise. A row past its TTL is deleted and the insert tried again.
 func (s *Store) Reserve(ctx context.Context, r *IdemRecord, lease, ttl time.Duration) (*IdemRecord, error) {
-	db := s.db.WithContext(ctx)
 	for attempt := 0; ; attempt++ {
-		// ON CONFLICT DO NOTHING RETURNING returns a row only when this
-		// statement inserted it: one round trip tells "new" from "taken".
-		var created []int64
-		err := db.Raw(`INSERT INTO idempotency_keys
-			(account_id, key, fingerprint, state, lease_token, lease_expires_at, tool_id, action, call_id, created_at, expires_at)
-			VALUES (?, ?, ?, 'dispatched', ?, `+s.nowMS+` + ?, ?, ?, ?, `+s.nowMS+`, `+s.nowMS+` + ?)
-			ON CONFLICT (account_id, key) DO NOTHING
-			RETURNING created_at`,
+		var created int64
+		err := s.sql.QueryRowContext(ctx, s.idem.reserve,
 			r.AccountID, r.Key, r.Fingerprint, r.LeaseToken, lease.Milliseconds(), r.ToolID, r.Action, r.CallID, ttl.Milliseconds(),
-		).Scan(&created).Error
-		if err != nil {
-			return nil, interpret(err)
-		}
-		if len(created) == 1 {
-			r.State, r.CreatedAt = IdemDispatched, created[0]
+		).Scan(&created)
+		if err == nil {
+			r.State, r.CreatedAt = IdemDispatched, created
 			return nil, nil
+		}
+		if !errors.Is(err, sql.ErrNoRows) {
+			return nil, interpret(err)
 		}
 		existing, err := s.GetIdem(ctx, r.AccountID, r.Key)
 		if err == ErrNotFound && attempt < 3 {
@@ -88,10 +136,7 @@ func (s *Store) Reserve(ctx context.Context, r *IdemRecord, lease, ttl time.Dura
 		if existing.ExpiresAt > existing.NowMS || attempt > 0 {
 			return existing, nil
 		}
-		// The key outlived its TTL: it is new again. A dispatched row with a
-		// live lease is never expired here, whatever the TTL says.
-		if err := db.Exec(`DELETE FROM idempotency_keys WHERE account_id = ? AND key = ? AND expires_at <= `+s.nowMS+`
-			AND (state <> 'dispatched' OR lease_expires_at <= `+s.nowMS+`)`, r.AccountID, r.Key).Error; err != nil {
+		if _, err := s.sql.ExecContext(ctx, s.idem.expire, r.AccountID, r.Key); err != nil {
 			return nil, interpret(err)
 		}
 	}
@@ -99,45 +144,46 @@ func (s *Store) Reserve(ctx context.Context, r *IdemRecord, lease, ttl time.Dura
 
 // GetIdem reads one key with the database clock.
 func (s *Store) GetIdem(ctx context.Context, accountID int64, key string) (*IdemRecord, error) {
-	var rs []IdemRecord
-	err := s.db.WithContext(ctx).Raw(`SELECT `+idemColumns+`, `+s.nowMS+` AS now_ms
-		FROM idempotency_keys WHERE account_id = ? AND key = ?`, accountID, key).Scan(&rs).Error
+	var r IdemRecord
+	err := s.sql.QueryRowContext(ctx, s.idem.get, accountID, key).Scan(
+		&r.AccountID, &r.Key, &r.Fingerprint, &r.State, &r.LeaseToken, &r.LeaseExpiresAt, &r.ToolID, &r.Action,
+		&r.CallID, &r.StatusCode, &r.ContentType, &r.Response, &r.CreatedAt, &r.ExpiresAt, &r.NowMS)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, ErrNotFound
+	}
 	if err != nil {
 		return nil, interpret(err)
 	}
-	if len(rs) == 0 {
-		return nil, ErrNotFound
+	return &r, nil
+}
+
+// affectedOne runs a conditional statement and reports whether it changed
+// its one row.
+func (s *Store) affectedOne(ctx context.Context, q string, args ...any) (bool, error) {
+	res, err := s.sql.ExecContext(ctx, q, args...)
+	if err != nil {
+		return false, interpret(err)
 	}
-	return &rs[0], nil
+	n, err := res.RowsAffected()
+	return n == 1, interpret(err)
 }
 
 // Complete stores a known outcome: the exact response bytes. It returns
 // false when the lease was lost (the row is no longer ours to decide).
 func (s *Store) Complete(ctx context.Context, accountID int64, key, leaseToken string, status int, contentType string, body []byte) (bool, error) {
-	res := s.db.WithContext(ctx).Exec(`UPDATE idempotency_keys
-		SET state = 'succeeded', status_code = ?, content_type = ?, response = ?, lease_token = NULL, lease_expires_at = NULL
-		WHERE account_id = ? AND key = ? AND state = 'dispatched' AND lease_token = ?`,
-		status, contentType, body, accountID, key, leaseToken)
-	return res.RowsAffected == 1, interpret(res.Error)
+	return s.affectedOne(ctx, s.idem.complete, status, contentType, body, accountID, key, leaseToken)
 }
 
 // MarkUnknown records that a dispatched call has no known outcome. The key
 // is terminal from then on.
 func (s *Store) MarkUnknown(ctx context.Context, accountID int64, key, leaseToken string) (bool, error) {
-	res := s.db.WithContext(ctx).Exec(`UPDATE idempotency_keys
-		SET state = 'outcome_unknown', lease_token = NULL, lease_expires_at = NULL
-		WHERE account_id = ? AND key = ? AND state = 'dispatched' AND lease_token = ?`,
-		accountID, key, leaseToken)
-	return res.RowsAffected == 1, interpret(res.Error)
+	return s.affectedOne(ctx, s.idem.markUnknown, accountID, key, leaseToken)
 }
 
 // Release deletes a reservation whose call provably never reached the tool,
 // so the key can be used again.
 func (s *Store) Release(ctx context.Context, accountID int64, key, leaseToken string) (bool, error) {
-	res := s.db.WithContext(ctx).Exec(`DELETE FROM idempotency_keys
-		WHERE account_id = ? AND key = ? AND state = 'dispatched' AND lease_token = ?`,
-		accountID, key, leaseToken)
-	return res.RowsAffected == 1, interpret(res.Error)
+	return s.affectedOne(ctx, s.idem.release, accountID, key, leaseToken)
 }
 
 // SweptKey is a key the sweeper declared outcome_unknown.

@@ -7,6 +7,7 @@ package store
 
 import (
 	"context"
+	"database/sql"
 	"database/sql/driver"
 	"errors"
 	"fmt"
@@ -47,6 +48,8 @@ const (
 // Store is the database handle. It is safe for concurrent use.
 type Store struct {
 	db      *gorm.DB
+	sql     *sql.DB // the same pool, for the hot statements
+	idem    idemSQL
 	dialect Dialect
 	// nowMS is the SQL expression for the database clock in milliseconds.
 	nowMS string
@@ -75,7 +78,8 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 		sqlDB.SetMaxOpenConns(32)
 		sqlDB.SetMaxIdleConns(32)
 		sqlDB.SetConnMaxIdleTime(5 * time.Minute)
-		s := &Store{db: db, dialect: Postgres, nowMS: "(extract(epoch from clock_timestamp()) * 1000)::bigint"}
+		s := &Store{db: db, sql: sqlDB, dialect: Postgres, nowMS: "(extract(epoch from clock_timestamp()) * 1000)::bigint"}
+		s.idem = newIdemSQL(s.dialect, s.nowMS)
 		return s, s.Ping(ctx)
 	}
 	if err := os.MkdirAll(opts.DataDir, 0o700); err != nil {
@@ -94,7 +98,8 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 	// SQLite has one writer; a single connection serializes writes without
 	// "database is locked" errors. No transaction is held across a tool call.
 	sqlDB.SetMaxOpenConns(1)
-	s := &Store{db: db, dialect: SQLite, nowMS: "CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER)"}
+	s := &Store{db: db, sql: sqlDB, dialect: SQLite, nowMS: "CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER)"}
+	s.idem = newIdemSQL(s.dialect, s.nowMS)
 	return s, s.Ping(ctx)
 }
 
