@@ -26,6 +26,7 @@ Usage:
   quiver serve                        run the API (migrates first)
   quiver migrate up|down|status       database migrations
   quiver keys create --account NAME   create the account if needed and a new API key for it
+  quiver keys revoke KEY              revoke an API key (every replica refuses it within QUIVER_CACHE_TTL)
   quiver catalog check                validate the embedded catalog
   quiver help                         this text
 
@@ -162,8 +163,20 @@ func migrate(ctx context.Context, cfg *config.Config, logger *slog.Logger, verb 
 }
 
 func keys(ctx context.Context, cfg *config.Config, logger *slog.Logger, args []string, stdout io.Writer) error {
+	if len(args) == 2 && args[0] == "revoke" {
+		s, err := app.OpenStore(ctx, cfg, logger)
+		if err != nil {
+			return err
+		}
+		defer s.Close()
+		if err := accounts.New(s, 0).Revoke(ctx, args[1]); err != nil {
+			return fmt.Errorf("revoke: %w", err)
+		}
+		fmt.Fprintln(stdout, "revoked")
+		return nil
+	}
 	if len(args) == 0 || args[0] != "create" {
-		return errors.New("usage: quiver keys create --account NAME")
+		return errors.New("usage: quiver keys create --account NAME | quiver keys revoke KEY")
 	}
 	fs := flag.NewFlagSet("keys create", flag.ContinueOnError)
 	name := fs.String("account", "", "account name")
