@@ -23,7 +23,9 @@ import (
 	"encoding/json"
 	"errors"
 	"log/slog"
+	"net"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -31,6 +33,7 @@ import (
 	"github.com/oklog/ulid/v2"
 
 	"github.com/quiverhq/quiver/connectors"
+	"github.com/quiverhq/quiver/internal/egress"
 	"github.com/quiverhq/quiver/internal/metrics"
 	"github.com/quiverhq/quiver/internal/problem"
 	"github.com/quiverhq/quiver/internal/replaycache"
@@ -500,7 +503,11 @@ func connectorProblem(err error) error {
 	}
 	switch ce.Kind {
 	case connectors.KindUnreachable:
-		return &problem.Error{Code: problem.ToolUnreachable, Message: "The tool's server could not be reached; nothing was sent. " + ce.Message, Err: err}
+		msg := "The tool's server could not be reached; nothing was sent."
+		if ce.Err != nil {
+			msg = strings.TrimSuffix(msg, ".") + " (" + rootCause(ce.Err) + ")."
+		}
+		return &problem.Error{Code: problem.ToolUnreachable, Message: msg, Err: err}
 	case connectors.KindUpstreamAuth:
 		return &problem.Error{Code: problem.UpstreamAuthFailed, Message: "The tool's server refused our credentials before running anything. " + ce.Message, Err: err}
 	case connectors.KindUnknownAction:
@@ -510,6 +517,26 @@ func connectorProblem(err error) error {
 			Fields: map[string]string{"arguments": ce.Message}, Err: err}
 	}
 	return &problem.Error{Code: problem.OutcomeUnknownConflict, Status: 504, Message: ce.Message, Err: err}
+}
+
+// rootCause is the innermost message of err: "connect: connection refused"
+// rather than the whole chain. Dial errors name a host and port, never a
+// URL with its query, so no credential can show here.
+func rootCause(err error) string {
+	var dns *net.DNSError
+	if errors.As(err, &dns) {
+		return "the name " + dns.Name + " does not resolve" // not which resolver said so
+	}
+	for {
+		next := errors.Unwrap(err)
+		if next == nil {
+			return err.Error()
+		}
+		if _, ok := next.(*egress.BlockedError); ok {
+			return next.Error()
+		}
+		err = next
+	}
 }
 
 func (c *call) entry(rt *toolconfig.Resolved, action *connectors.Action, callID, outcome string, dur time.Duration) store.CallLog {
