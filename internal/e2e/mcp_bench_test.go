@@ -7,7 +7,10 @@ import (
 	"io"
 	"net/http"
 	"runtime"
+	"slices"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -76,22 +79,47 @@ func BenchmarkMCPReadCount(b *testing.B) {
 		v.call(b) // warm: sessions, discovery, caches
 		b.Run(v.name, func(b *testing.B) {
 			b.ReportAllocs()
+			lat := make([]time.Duration, 0, b.N)
 			for b.Loop() {
+				start := time.Now()
 				v.call(b)
+				lat = append(lat, time.Since(start))
 			}
+			mqReportLatency(b, lat)
 		})
 	}
 	for _, v := range variants {
 		b.Run(v.name+"-parallel16", func(b *testing.B) {
 			b.ReportAllocs()
 			b.SetParallelism((16 + runtime.GOMAXPROCS(0) - 1) / runtime.GOMAXPROCS(0))
+			var mu sync.Mutex
+			var lat []time.Duration
 			b.RunParallel(func(pb *testing.PB) {
+				var mine []time.Duration
 				for pb.Next() {
+					start := time.Now()
 					v.call(b)
+					mine = append(mine, time.Since(start))
 				}
+				mu.Lock()
+				lat = append(lat, mine...)
+				mu.Unlock()
 			})
+			mqReportLatency(b, lat)
 		})
 	}
+}
+
+// mqReportLatency reports the median and 99th percentile of one call's
+// latency, in microseconds (ns/op of a parallel run is wall time divided by
+// calls, not a latency).
+func mqReportLatency(b *testing.B, lat []time.Duration) {
+	if len(lat) == 0 {
+		return
+	}
+	slices.Sort(lat)
+	b.ReportMetric(float64(lat[len(lat)/2].Nanoseconds())/1e3, "p50-µs")
+	b.ReportMetric(float64(lat[len(lat)*99/100].Nanoseconds())/1e3, "p99-µs")
 }
 
 func mqBenchSession(b *testing.B, endpoint, key string, transport http.RoundTripper) *mcp.ClientSession {

@@ -22,6 +22,16 @@
 // The SDK handler runs stateless (no Mcp-Session-Id): any replica answers any
 // request, as replicas are stateless (DESIGN.md, "Scale"). GET and DELETE get
 // the SDK's 405. Answers are plain JSON, not SSE: nothing is streamed.
+// Stateful mode is not an option: the SDK answers 404 to a session ID it did
+// not create (so a second replica cannot serve a session), refuses the
+// 2026-07-28 protocol when stateful, and would pin a session to the
+// *mcp.Server it started on, so its tool list would stop following attaches.
+//
+// A plain tools/call, the hot path, skips the SDK's stateless machinery
+// (a session per request and several JSON decodes of the same body): fast.go
+// answers it with exactly the bytes the SDK would, and hands everything else
+// (initialize, tools/list, notifications, batches, anything unusual) to the
+// SDK.
 //
 // # Idempotency over MCP
 //
@@ -37,6 +47,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/gin-gonic/gin"
@@ -104,6 +115,12 @@ type Server struct {
 	log     *slog.Logger
 	handler *mcp.StreamableHTTPHandler
 	sets    *toolsets
+	// maxBody is the SDK handler's body limit; negative means none.
+	maxBody int64
+	// sdkOnly turns the tools/call fast path off (tests compare both).
+	sdkOnly bool
+	// fastCalls counts the tools/call requests the fast path answered.
+	fastCalls atomic.Int64
 }
 
 type serverKey struct{}
@@ -122,7 +139,10 @@ func New(opts Options) *Server {
 	if opts.Version == "" {
 		opts.Version = "1"
 	}
-	s := &Server{opts: opts, log: opts.Logger}
+	s := &Server{opts: opts, log: opts.Logger, maxBody: opts.MaxBodyBytes, sdkOnly: fastOff()}
+	if s.maxBody == 0 {
+		s.maxBody = mcp.DefaultMaxRequestBodyBytes
+	}
 	s.sets = newToolsets(s)
 	s.handler = mcp.NewStreamableHTTPHandler(func(r *http.Request) *mcp.Server {
 		srv, _ := r.Context().Value(serverKey{}).(*mcp.Server)
@@ -157,12 +177,15 @@ func (s *Server) serve(c *gin.Context) {
 		return
 	}
 	ctx := c.Request.Context()
-	srv, err := s.sets.get(ctx, c.GetInt64(AccountKey), id)
+	ts, err := s.sets.get(ctx, c.GetInt64(AccountKey), id)
 	if err != nil {
 		s.writeError(c, err)
 		return
 	}
-	s.handler.ServeHTTP(c.Writer, c.Request.WithContext(context.WithValue(ctx, serverKey{}, srv)))
+	if s.fastCall(c.Writer, c.Request, ts) {
+		return
+	}
+	s.handler.ServeHTTP(c.Writer, c.Request.WithContext(context.WithValue(ctx, serverKey{}, ts.srv)))
 }
 
 // writeError answers a request refused before MCP with the API's envelope.

@@ -28,8 +28,13 @@ type agentKey struct{ account, agent int64 }
 // toolset is one build of an agent's MCP server. done closes when srv and
 // err are set; a build is shared by every request that arrives meanwhile.
 type toolset struct {
-	done    chan struct{}
-	srv     *mcp.Server
+	done chan struct{}
+	srv  *mcp.Server
+	// impl is srv's Implementation, which the SDK puts in each result's
+	// _meta under the 2026-07-28 protocol; tools holds the handler of each
+	// tool srv lists, for the tools/call fast path (fast.go).
+	impl    *mcp.Implementation
+	tools   map[string]fastTool
 	err     error
 	expires time.Time
 	// actions holds what each tool listed, reused for a tool whose
@@ -48,8 +53,8 @@ type toolsets struct {
 
 func newToolsets(s *Server) *toolsets { return &toolsets{s: s, m: map[agentKey]*toolset{}} }
 
-// get returns the agent's MCP server, building it if the cached one expired.
-func (ts *toolsets) get(ctx context.Context, account, agent int64) (*mcp.Server, error) {
+// get returns the agent's toolset, building it if the cached one expired.
+func (ts *toolsets) get(ctx context.Context, account, agent int64) (*toolset, error) {
 	key := agentKey{account, agent}
 	now := time.Now()
 	ts.mu.Lock()
@@ -59,7 +64,7 @@ func (ts *toolsets) get(ctx context.Context, account, agent int64) (*mcp.Server,
 		case <-cur.done:
 			if cur.err == nil && now.Before(cur.expires) {
 				ts.mu.Unlock()
-				return cur.srv, nil
+				return cur, nil
 			}
 		default:
 			ts.mu.Unlock()
@@ -79,7 +84,7 @@ func (ts *toolsets) get(ctx context.Context, account, agent int64) (*mcp.Server,
 	}
 	// The build is shared, so it must not end with the first caller.
 	bctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), ts.s.opts.BuildTimeout)
-	next.srv, next.actions, next.err = ts.s.build(bctx, account, agent, prev)
+	next.err = ts.s.build(bctx, next, account, agent, prev)
 	cancel()
 	next.expires = time.Now().Add(ts.s.opts.ListTTL)
 	close(next.done)
@@ -91,14 +96,18 @@ func (ts *toolsets) get(ctx context.Context, account, agent int64) (*mcp.Server,
 			delete(ts.m, key)
 		}
 		ts.mu.Unlock()
+		return nil, next.err
 	}
-	return next.srv, next.err
+	return next, nil
 }
 
-func (t *toolset) wait(ctx context.Context) (*mcp.Server, error) {
+func (t *toolset) wait(ctx context.Context) (*toolset, error) {
 	select {
 	case <-t.done:
-		return t.srv, t.err
+		if t.err != nil {
+			return nil, t.err
+		}
+		return t, nil
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
@@ -124,13 +133,13 @@ type agentTool struct {
 	actions []connectors.Action
 }
 
-// build reads the agent and its tools and makes its MCP server. A tool that
-// is not configured is left out; one whose actions cannot be listed now is
-// listed as it was last time, or left out.
-func (s *Server) build(ctx context.Context, account, agentID int64, prev map[int64][]connectors.Action) (*mcp.Server, map[int64][]connectors.Action, error) {
+// build reads the agent and its tools and makes its MCP server into ts. A
+// tool that is not configured is left out; one whose actions cannot be
+// listed now is listed as it was last time, or left out.
+func (s *Server) build(ctx context.Context, ts *toolset, account, agentID int64, prev map[int64][]connectors.Action) error {
 	ag, err := s.opts.Agents.Get(ctx, account, agentID)
 	if err != nil {
-		return nil, nil, err
+		return err
 	}
 	tools := make([]agentTool, len(ag.Tools))
 	var wg sync.WaitGroup
@@ -141,8 +150,9 @@ func (s *Server) build(ctx context.Context, account, agentID int64, prev map[int
 	tools = slices.DeleteFunc(tools, func(t agentTool) bool { return t.actions == nil })
 	disambiguate(tools)
 
-	srv := mcp.NewServer(&mcp.Implementation{Name: "quiver-agent-" + strconv.FormatInt(agentID, 10),
-		Title: ag.Name, Version: s.opts.Version}, &mcp.ServerOptions{Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{}}, Logger: s.log})
+	impl := &mcp.Implementation{Name: "quiver-agent-" + strconv.FormatInt(agentID, 10), Title: ag.Name, Version: s.opts.Version}
+	srv := mcp.NewServer(impl, &mcp.ServerOptions{Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{}}, Logger: s.log})
+	fast := map[string]fastTool{}
 	seen := map[string]bool{}
 	actions := make(map[int64][]connectors.Action, len(tools))
 	for _, t := range tools {
@@ -161,10 +171,13 @@ func (s *Server) build(ctx context.Context, account, agentID int64, prev map[int
 				continue
 			}
 			seen[name] = true
-			srv.AddTool(tool, s.handle(account, t.id, a.Name, !a.Retryable))
+			h := s.handle(account, t.id, a.Name, !a.Retryable)
+			srv.AddTool(tool, h)
+			fast[name] = fastTool{handler: h, headerBound: headerBound(tool)}
 		}
 	}
-	return srv, actions, nil
+	ts.srv, ts.impl, ts.tools, ts.actions = srv, impl, fast, actions
+	return nil
 }
 
 // discover resolves one attached tool and lists its actions; nil actions

@@ -1,0 +1,421 @@
+package mcpserver
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io"
+	"mime"
+	"net/http"
+	"os"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// The tools/call fast path.
+//
+// In stateless mode the SDK handles every POST by reading the body, decoding
+// it as a batch and then as a message (twice: once to set up a session, once
+// to serve it), connecting a fresh ServerSession, decoding params._meta two
+// more times and the params once more, and answering through a jsonrpc2
+// connection and a goroutine; each decode allocates a 32 KiB buffer. For a
+// plain tools/call that is most of the agent endpoint's cost.
+//
+// fastCall answers one such request itself: one decode, the same tool
+// handler the SDK would call, and the response the SDK would write, byte
+// for byte (TestMCPFastPathMatchesSDK compares them). It takes only what it
+// can prove the SDK would accept and answer with the handler's result; any
+// other request (other methods, notifications, batches, unknown tools, odd
+// ids, anything unusual in headers, _meta or JSON) goes to the SDK untouched,
+// so every error and edge case keeps the SDK's answer.
+
+// SDK protocol versions (mcp/shared.go).
+const (
+	protocolStateless = "2026-07-28" // SEP-2575: per-request _meta, no session
+	headerProtocol    = "Mcp-Protocol-Version"
+	headerMethod      = "Mcp-Method"
+	headerName        = "Mcp-Name"
+	methodToolsCall   = "tools/call"
+)
+
+// legacyVersions are the protocol versions before SEP-2575 that the SDK
+// server supports; a request carrying one (or none) runs on a synthesized
+// session, with no per-request _meta.
+var legacyVersions = map[string]bool{"": true, "2025-11-25": true, "2025-06-18": true, "2025-03-26": true, "2024-11-05": true}
+
+// fastTool is what the fast path needs of one listed tool.
+type fastTool struct {
+	handler mcp.ToolHandler
+	// headerBound is set when the input schema binds an argument to an
+	// Mcp-Param-* header (x-mcp-header), which the SDK checks: such a tool's
+	// calls go through the SDK.
+	headerBound bool
+}
+
+// headerBound reports whether a tool's schema mentions x-mcp-header.
+func headerBound(t *mcp.Tool) bool {
+	b, err := json.Marshal(t.InputSchema)
+	return err != nil || bytes.Contains(b, []byte("x-mcp-header"))
+}
+
+// fastOff is set by MCPGODEBUG, whose compatibility switches change what
+// the SDK answers: with any of them, everything goes through the SDK.
+func fastOff() bool { return os.Getenv("MCPGODEBUG") != "" }
+
+// fastRequest is a tools/call the fast path takes. Its _meta is checked but
+// not handed to the tool handler, which does not read it (handle: no
+// progress notifications, nothing per client).
+type fastRequest struct {
+	id        jsonrpc.ID
+	name      string
+	arguments json.RawMessage
+	stateless bool // protocol 2026-07-28
+}
+
+// fastCall answers r if it is a tools/call the fast path takes, and reports
+// whether it did. If not, r is left as it came (its body restored) for the
+// SDK.
+func (s *Server) fastCall(w http.ResponseWriter, r *http.Request, ts *toolset) bool {
+	if s.sdkOnly || r.Method != http.MethodPost || len(r.Header.Values("Last-Event-ID")) > 0 ||
+		!jsonContent(r.Header.Get("Content-Type")) || !acceptsBoth(r.Header.Values("Accept")) {
+		return false
+	}
+	version := r.Header.Get(headerProtocol)
+	if !legacyVersions[version] && version != protocolStateless {
+		return false
+	}
+	if r.Body == nil {
+		return false
+	}
+	body, err := s.readBody(r)
+	if err != nil {
+		return false
+	}
+	req, ok := parseCall(body, version)
+	if !ok {
+		return false
+	}
+	tool, ok := ts.tools[req.name]
+	if !ok || (req.stateless && (tool.headerBound || r.Header.Get(headerMethod) != methodToolsCall || r.Header.Get(headerName) != req.name)) {
+		return false
+	}
+
+	// From here on the request is answered here: the handler runs once.
+	s.fastCalls.Add(1)
+	res, err := tool.handler(r.Context(), &mcp.CallToolRequest{
+		Params: &mcp.CallToolParamsRaw{Name: req.name, Arguments: req.arguments},
+		Extra:  &mcp.RequestExtra{Header: r.Header},
+	})
+	resp := &jsonrpc.Response{ID: req.id}
+	if err == nil && res == nil {
+		err = errors.New("the tool handler returned no result")
+	}
+	if err == nil {
+		resp.Result, err = encodeResult(res, req.stateless, ts.impl)
+	}
+	if err != nil {
+		resp.Result, resp.Error = nil, wireError(err)
+	}
+	data, err := jsonrpc.EncodeMessage(resp)
+	if err != nil {
+		s.log.ErrorContext(r.Context(), "mcp: encoding a tools/call answer", "error", err)
+		data, _ = jsonrpc.EncodeMessage(&jsonrpc.Response{ID: req.id, Error: &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: err.Error()}})
+	}
+	h := w.Header()
+	h.Set("Cache-Control", "no-cache, no-transform")
+	h.Set("Content-Type", "application/json")
+	if status := errorStatus(resp, req.stateless); status != 0 {
+		w.WriteHeader(status)
+	}
+	_, _ = w.Write(data)
+	return true
+}
+
+// readBody reads r's body up to the SDK's limit and puts what it read back
+// in front of the rest, so the SDK sees the same body (and, over the limit,
+// answers its 413). An error means the body was not read whole.
+func (s *Server) readBody(r *http.Request) ([]byte, error) {
+	src := r.Body
+	var rd io.Reader = src
+	if s.maxBody > 0 {
+		rd = io.LimitReader(src, s.maxBody+1)
+	}
+	body, err := io.ReadAll(rd)
+	r.Body = struct {
+		io.Reader
+		io.Closer
+	}{io.MultiReader(bytes.NewReader(body), src), src}
+	if err != nil {
+		return nil, err
+	}
+	if s.maxBody > 0 && int64(len(body)) > s.maxBody {
+		return nil, errors.New("over the limit")
+	}
+	return body, nil
+}
+
+// parseCall decodes a body that is one tools/call request the fast path
+// takes, under the Mcp-Protocol-Version header version. Anything it is not
+// sure the SDK reads the same way is refused.
+func parseCall(body []byte, version string) (*fastRequest, bool) {
+	// The SDK refuses nesting deeper than 1000 and reads its JSON with
+	// another decoder; keep to plain, valid UTF-8 objects.
+	if !utf8.Valid(body) || tooDeep(body, 1000) {
+		return nil, false
+	}
+	trimmed := bytes.TrimLeft(body, " \t\r\n")
+	if len(trimmed) == 0 || trimmed[0] != '{' {
+		return nil, false
+	}
+	var msg map[string]json.RawMessage
+	if json.Unmarshal(body, &msg) != nil {
+		return nil, false
+	}
+	for k := range msg {
+		if k != "jsonrpc" && k != "id" && k != "method" && k != "params" {
+			return nil, false
+		}
+	}
+	if string(msg["jsonrpc"]) != `"2.0"` || string(msg["method"]) != `"`+methodToolsCall+`"` {
+		return nil, false
+	}
+	id, ok := parseID(msg["id"])
+	if !ok {
+		return nil, false
+	}
+	var params map[string]json.RawMessage
+	if p := msg["params"]; len(p) == 0 || p[0] != '{' || json.Unmarshal(p, &params) != nil {
+		return nil, false
+	}
+	for k := range params {
+		if k != "name" && k != "arguments" && k != "_meta" {
+			return nil, false
+		}
+	}
+	name, ok := plainString(params["name"])
+	if !ok {
+		return nil, false
+	}
+	req := &fastRequest{id: id, name: name, arguments: params["arguments"]}
+	var meta map[string]json.RawMessage
+	if raw, ok := params["_meta"]; ok {
+		if len(raw) == 0 || raw[0] != '{' || json.Unmarshal(raw, &meta) != nil {
+			return nil, false
+		}
+	}
+	pv, hasPV := meta[mcp.MetaKeyProtocolVersion]
+	switch {
+	case !hasPV && legacyVersions[version]:
+		// A pre-SEP-2575 request: the SDK synthesizes its session.
+	case hasPV && version == protocolStateless && string(pv) == `"`+protocolStateless+`"`:
+		// SEP-2575: the header and _meta agree; clientCapabilities must be
+		// there and clientInfo, if there, must read as the SDK reads them.
+		if !metaReads(meta[mcp.MetaKeyClientCapabilities], new(clientCapabilities)) {
+			return nil, false
+		}
+		if ci, ok := meta[mcp.MetaKeyClientInfo]; ok && !metaReads(ci, new(mcp.Implementation)) {
+			return nil, false
+		}
+		req.stateless = true
+	default:
+		return nil, false
+	}
+	return req, true
+}
+
+// clientCapabilities mirrors the SDK's clientCapabilitiesV2, the shape of
+// _meta's clientCapabilities under SEP-2575.
+type clientCapabilities struct {
+	mcp.ClientCapabilities
+	Roots *mcp.RootCapabilities `json:"roots,omitempty"`
+}
+
+// metaReads reports whether a _meta value is an object that decodes into v.
+// encoding/json matches keys case-insensitively where the SDK does not, so
+// it refuses more, never less.
+func metaReads(raw json.RawMessage, v any) bool {
+	return len(raw) > 0 && raw[0] == '{' && json.Unmarshal(raw, v) == nil
+}
+
+// parseID reads a request ID the SDK reads the same way: an integer that a
+// float64 holds exactly (the SDK decodes it as one), or a string without
+// escapes. A missing or null ID (a notification) is refused.
+func parseID(raw json.RawMessage) (jsonrpc.ID, bool) {
+	if s, ok := plainString(raw); ok {
+		id, err := jsonrpc.MakeID(s)
+		return id, err == nil
+	}
+	n := len(raw)
+	if n == 0 || n > 16 {
+		return jsonrpc.ID{}, false
+	}
+	i := 0
+	if raw[0] == '-' {
+		i = 1
+	}
+	if i == n || (raw[i] == '0' && n > i+1) {
+		return jsonrpc.ID{}, false
+	}
+	var v int64
+	for ; i < n; i++ {
+		if raw[i] < '0' || raw[i] > '9' {
+			return jsonrpc.ID{}, false
+		}
+		v = v*10 + int64(raw[i]-'0')
+	}
+	if raw[0] == '-' {
+		v = -v
+	}
+	if v > 1<<53 || v < -(1<<53) {
+		return jsonrpc.ID{}, false
+	}
+	id, err := jsonrpc.MakeID(float64(v)) // as the SDK makes it
+	return id, err == nil
+}
+
+// plainString reads a JSON string of printable ASCII without escapes.
+func plainString(raw json.RawMessage) (string, bool) {
+	if len(raw) < 2 || raw[0] != '"' || raw[len(raw)-1] != '"' {
+		return "", false
+	}
+	s := raw[1 : len(raw)-1]
+	for _, c := range s {
+		if c < 0x20 || c > 0x7e || c == '"' || c == '\\' {
+			return "", false
+		}
+	}
+	return string(s), true
+}
+
+// tooDeep is the SDK's nesting check (internal/json.checkMaxDepth).
+func tooDeep(data []byte, max int) bool {
+	depth, inString, escaped := 0, false, false
+	for _, b := range data {
+		if inString {
+			switch {
+			case escaped:
+				escaped = false
+			case b == '\\':
+				escaped = true
+			case b == '"':
+				inString = false
+			}
+			continue
+		}
+		switch b {
+		case '"':
+			inString = true
+		case '{', '[':
+			depth++
+			if depth > max {
+				return true
+			}
+		case '}', ']':
+			if depth > 0 {
+				depth--
+			}
+		}
+	}
+	return false
+}
+
+// encodeResult is the result as the SDK sends it: Server.callTool turns nil
+// content into [], and under SEP-2575 ServerSession.handle marks the result
+// complete and names the server in its _meta.
+func encodeResult(res *mcp.CallToolResult, stateless bool, impl *mcp.Implementation) (json.RawMessage, error) {
+	if res.Content == nil {
+		res2 := *res
+		res2.Content = []mcp.Content{}
+		res = &res2
+	}
+	if stateless {
+		if res.Meta == nil {
+			res.Meta = mcp.Meta{}
+		}
+		if _, ok := res.Meta[mcp.MetaKeyServerInfo]; !ok {
+			res.Meta[mcp.MetaKeyServerInfo] = impl
+		}
+	}
+	// jsonrpc2.marshalToRaw: an encoder without HTML escaping.
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(res); err != nil {
+		return nil, err
+	}
+	b := bytes.TrimRight(buf.Bytes(), "\n")
+	if stateless {
+		// The result type is unexported; CallToolResult.MarshalJSON writes
+		// it after every other field (the handler leaves it unset, and
+		// sets no inputRequests).
+		if res.InputRequests != nil || bytes.Contains(b, []byte(`"resultType"`)) || len(b) < 2 || b[len(b)-1] != '}' {
+			return nil, errors.New("mcp: unexpected tool result shape")
+		}
+		out := make([]byte, 0, len(b)+24)
+		out = append(out, b[:len(b)-1]...)
+		if len(b) > 2 {
+			out = append(out, ',')
+		}
+		out = append(append(out, `"resultType":"complete"`...), '}')
+		b = out
+	}
+	return b, nil
+}
+
+// wireError is jsonrpc2's toWireError: a handler's error as the SDK sends
+// it.
+func wireError(err error) error {
+	var w *jsonrpc.Error
+	if errors.As(err, &w) {
+		if e, ok := err.(*jsonrpc.Error); ok {
+			return e
+		}
+		return &jsonrpc.Error{Code: w.Code, Message: err.Error()}
+	}
+	return &jsonrpc.Error{Message: err.Error()}
+}
+
+// errorStatus is the SDK's extractErrorStatus: under SEP-2575 some JSON-RPC
+// errors carry an HTTP status.
+func errorStatus(resp *jsonrpc.Response, stateless bool) int {
+	var w *jsonrpc.Error
+	if !stateless || resp.Error == nil || !errors.As(resp.Error, &w) {
+		return 0
+	}
+	switch w.Code {
+	case jsonrpc.CodeMethodNotFound:
+		return http.StatusNotFound
+	case jsonrpc.CodeInvalidParams, -32022, -32021: // unsupported protocol version, missing client capabilities
+		return http.StatusBadRequest
+	}
+	return 0
+}
+
+// jsonContent is the SDK's Content-Type check.
+func jsonContent(v string) bool {
+	mt, _, err := mime.ParseMediaType(v)
+	return err == nil && mt == "application/json"
+}
+
+// acceptsBoth is the SDK's Accept check (streamableAccepts): the client
+// takes both JSON and an event stream.
+func acceptsBoth(values []string) bool {
+	var jsonOK, streamOK bool
+	for _, value := range values {
+		for _, raw := range strings.Split(value, ",") {
+			base, _, _ := strings.Cut(strings.TrimSpace(raw), ";")
+			switch strings.ToLower(strings.TrimSpace(base)) {
+			case "application/json", "application/*":
+				jsonOK = true
+			case "text/event-stream", "text/*":
+				streamOK = true
+			case "*/*":
+				jsonOK, streamOK = true, true
+			}
+		}
+	}
+	return jsonOK && streamOK
+}
