@@ -1,18 +1,45 @@
 package calls
 
+// Canonical is a hand-rolled, single-pass scanner over the document's bytes.
+// It guarantees:
+//
+//   - it accepts exactly one RFC 8259 JSON value, optionally surrounded by
+//     whitespace, nested at most maxCanonicalDepth deep; anything else is an
+//     error, and a repeated object key (compared after decoding) is an error
+//     wrapping errDuplicateKey;
+//   - its output is byte-identical to decoding the document with
+//     encoding/json (UseNumber) and re-encoding it with json.Marshal with
+//     object keys sorted: strings by their decoded value (invalid UTF-8 and
+//     lone surrogates become U+FFFD) re-encoded as json.Marshal encodes them
+//     (<, > and & as \u003c…, U+2028/U+2029 escaped), numbers by their
+//     literal text, never through float64;
+//   - strings that need no escaping are copied through, and for a typical
+//     body the only allocation is the returned slice.
+
 import (
 	"bytes"
 	"crypto/sha256"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"sort"
-	"strconv"
+	"slices"
+	"unicode/utf16"
+	"unicode/utf8"
 )
 
 // errDuplicateKey is returned for an object with the same key twice.
 var errDuplicateKey = errors.New("duplicate object key")
+
+const (
+	// maxCanonicalDepth is encoding/json's nesting limit.
+	maxCanonicalDepth = 10000
+
+	// strSafeLo and strSafeHi are bitsets of the ASCII bytes json.Marshal
+	// writes unchanged inside a string: 0x00–0x3F and 0x40–0x7F.
+	strSafeLo uint64 = (1<<64 - 1<<0x20) &^ (1<<'"' | 1<<'&' | 1<<'<' | 1<<'>')
+	strSafeHi uint64 = (1<<64 - 1) &^ (1 << ('\\' - 0x40))
+
+	hexDigits = "0123456789abcdef"
+)
 
 // Canonical returns the canonical form of a JSON document: object keys
 // sorted, no insignificant whitespace, strings by their decoded value
@@ -20,107 +47,502 @@ var errDuplicateKey = errors.New("duplicate object key")
 // float64, so 12345678901234567890 and 12345678901234567891 stay apart. A
 // duplicate object key or trailing data is an error.
 func Canonical(doc []byte) ([]byte, error) {
-	d := json.NewDecoder(bytes.NewReader(doc))
-	d.UseNumber()
-	var out bytes.Buffer
-	out.Grow(len(doc))
-	if err := canonValue(d, &out); err != nil {
+	c := canonicalizer{doc: doc, out: make([]byte, 0, 2*len(doc))}
+	if err := c.value(); err != nil {
 		return nil, err
 	}
-	if _, err := d.Token(); err != io.EOF {
-		return nil, errors.New("unexpected data after the JSON value")
+	c.skipSpace()
+	if c.pos != len(doc) {
+		return nil, fmt.Errorf("unexpected data after the JSON value (offset %d)", c.pos)
 	}
-	return out.Bytes(), nil
-}
-
-func canonValue(d *json.Decoder, out *bytes.Buffer) error {
-	tok, err := d.Token()
-	if err != nil {
-		return err
-	}
-	return canonToken(d, tok, out)
-}
-
-func canonToken(d *json.Decoder, tok json.Token, out *bytes.Buffer) error {
-	switch t := tok.(type) {
-	case json.Delim:
-		switch t {
-		case '{':
-			return canonObject(d, out)
-		case '[':
-			out.WriteByte('[')
-			for i := 0; d.More(); i++ {
-				if i > 0 {
-					out.WriteByte(',')
-				}
-				if err := canonValue(d, out); err != nil {
-					return err
-				}
-			}
-			_, err := d.Token() // ']'
-			out.WriteByte(']')
-			return err
-		}
-		return fmt.Errorf("unexpected %v", t)
-	case string:
-		writeString(out, t)
-	case json.Number:
-		out.WriteString(string(t))
-	case bool:
-		out.WriteString(strconv.FormatBool(t))
-	case nil:
-		out.WriteString("null")
-	}
-	return nil
-}
-
-func canonObject(d *json.Decoder, out *bytes.Buffer) error {
-	type member struct {
-		key string
-		val []byte
-	}
-	var members []member
-	seen := map[string]bool{}
-	for d.More() {
-		kt, err := d.Token()
-		if err != nil {
-			return err
-		}
-		key := kt.(string)
-		if seen[key] {
-			return fmt.Errorf("%w %q", errDuplicateKey, key)
-		}
-		seen[key] = true
-		var v bytes.Buffer
-		if err := canonValue(d, &v); err != nil {
-			return err
-		}
-		members = append(members, member{key, v.Bytes()})
-	}
-	if _, err := d.Token(); err != nil { // '}'
-		return err
-	}
-	sort.Slice(members, func(i, j int) bool { return members[i].key < members[j].key })
-	out.WriteByte('{')
-	for i, m := range members {
-		if i > 0 {
-			out.WriteByte(',')
-		}
-		writeString(out, m.key)
-		out.WriteByte(':')
-		out.Write(m.val)
-	}
-	out.WriteByte('}')
-	return nil
-}
-
-func writeString(out *bytes.Buffer, s string) {
-	b, _ := json.Marshal(s) // one encoding per decoded value
-	out.Write(b)
+	return c.out, nil
 }
 
 // Fingerprint is the SHA-256 of a body's canonical JSON.
 func Fingerprint(canonical []byte) []byte {
 	sum := sha256.Sum256(canonical)
 	return sum[:]
+}
+
+// canonMember is one member of an object being canonicalized.
+type canonMember struct {
+	// key is its decoded key: its canonical text in out or, if that differs,
+	// its decoding in keys. Neither is overwritten while the object is open
+	// (an append that grows them leaves the old bytes in place).
+	key  []byte
+	s, e int // its canonical `"key":value`: out[s:e]
+}
+
+// canonicalizer is one run of Canonical. The output buffer is allocated
+// twice the document's size so that reordering an object's members, which
+// uses the free tail of out as scratch, does not usually grow it.
+type canonicalizer struct {
+	doc   []byte
+	pos   int // next byte of doc to read
+	depth int
+	out   []byte
+	keys  []byte // decoded keys, of the open objects' members, that differ from their canonical text
+}
+
+func (c *canonicalizer) skipSpace() {
+	for c.pos < len(c.doc) {
+		switch c.doc[c.pos] {
+		case ' ', '\t', '\n', '\r':
+			c.pos++
+		default:
+			return
+		}
+	}
+}
+
+func (c *canonicalizer) errEOF() error {
+	return errors.New("unexpected end of JSON input")
+}
+
+func (c *canonicalizer) errChar(context string) error {
+	return fmt.Errorf("invalid character %q %s (offset %d)", c.doc[c.pos:c.pos+1], context, c.pos)
+}
+
+func (c *canonicalizer) value() error {
+	c.skipSpace()
+	if c.pos >= len(c.doc) {
+		return c.errEOF()
+	}
+	switch b := c.doc[c.pos]; {
+	case b == '{':
+		return c.object()
+	case b == '[':
+		return c.array()
+	case b == '"':
+		_, err := c.str(false)
+		return err
+	case b == 't':
+		return c.literal("true")
+	case b == 'f':
+		return c.literal("false")
+	case b == 'n':
+		return c.literal("null")
+	case b == '-' || '0' <= b && b <= '9':
+		return c.number()
+	}
+	return c.errChar("looking for beginning of value")
+}
+
+func (c *canonicalizer) enter() error {
+	if c.depth++; c.depth > maxCanonicalDepth {
+		return fmt.Errorf("exceeded max depth %d (offset %d)", maxCanonicalDepth, c.pos)
+	}
+	return nil
+}
+
+func (c *canonicalizer) array() error {
+	if err := c.enter(); err != nil {
+		return err
+	}
+	c.pos++ // [
+	c.out = append(c.out, '[')
+	c.skipSpace()
+	if c.pos < len(c.doc) && c.doc[c.pos] == ']' {
+		c.pos++
+		c.out = append(c.out, ']')
+		c.depth--
+		return nil
+	}
+	for {
+		if err := c.value(); err != nil {
+			return err
+		}
+		c.skipSpace()
+		if c.pos >= len(c.doc) {
+			return c.errEOF()
+		}
+		switch c.doc[c.pos] {
+		case ',':
+			c.pos++
+			c.out = append(c.out, ',')
+		case ']':
+			c.pos++
+			c.out = append(c.out, ']')
+			c.depth--
+			return nil
+		default:
+			return c.errChar("after array element")
+		}
+	}
+}
+
+func (c *canonicalizer) object() error {
+	if err := c.enter(); err != nil {
+		return err
+	}
+	c.pos++ // {
+	c.out = append(c.out, '{')
+	keyBase, start := len(c.keys), len(c.out)
+	c.skipSpace()
+	if c.pos < len(c.doc) && c.doc[c.pos] == '}' {
+		c.pos++
+		c.out = append(c.out, '}')
+		c.depth--
+		return nil
+	}
+	var small [12]canonMember // enough for most objects without allocating
+	ms := small[:0]
+	for {
+		c.skipSpace()
+		if c.pos >= len(c.doc) {
+			return c.errEOF()
+		}
+		if c.doc[c.pos] != '"' {
+			return c.errChar("looking for beginning of object key string")
+		}
+		if len(ms) > 0 {
+			c.out = append(c.out, ',')
+		}
+		m := canonMember{s: len(c.out)}
+		ks := len(c.keys)
+		escaped, err := c.str(true)
+		if err != nil {
+			return err
+		}
+		if escaped {
+			m.key = c.keys[ks:len(c.keys):len(c.keys)]
+		} else {
+			m.key = c.out[m.s+1 : len(c.out)-1 : len(c.out)-1]
+		}
+		c.skipSpace()
+		if c.pos >= len(c.doc) {
+			return c.errEOF()
+		}
+		if c.doc[c.pos] != ':' {
+			return c.errChar("after object key")
+		}
+		c.pos++
+		c.out = append(c.out, ':')
+		if err := c.value(); err != nil {
+			return err
+		}
+		m.e = len(c.out)
+		ms = append(ms, m)
+		c.skipSpace()
+		if c.pos >= len(c.doc) {
+			return c.errEOF()
+		}
+		if c.doc[c.pos] == ',' {
+			c.pos++
+			continue
+		}
+		if c.doc[c.pos] != '}' {
+			return c.errChar("after object key:value pair")
+		}
+		c.pos++
+		break
+	}
+	if err := c.sortMembers(ms, start); err != nil {
+		return err
+	}
+	c.out = append(c.out, '}')
+	c.keys = c.keys[:keyBase]
+	c.depth--
+	return nil
+}
+
+// sortMembers puts the members of one object, written to out[start:] in
+// document order and separated by commas, in key order, and refuses a
+// duplicate key.
+func (c *canonicalizer) sortMembers(ms []canonMember, start int) error {
+	sorted := true
+	for i := 1; i < len(ms); i++ {
+		if string(ms[i-1].key) >= string(ms[i].key) {
+			sorted = false
+			break
+		}
+	}
+	if sorted {
+		return nil
+	}
+	if len(ms) <= 16 {
+		for i := 1; i < len(ms); i++ {
+			m := ms[i]
+			j := i
+			for ; j > 0 && string(ms[j-1].key) > string(m.key); j-- {
+				ms[j] = ms[j-1]
+			}
+			ms[j] = m
+		}
+	} else {
+		slices.SortFunc(ms, func(a, b canonMember) int { return bytes.Compare(a.key, b.key) })
+	}
+	for i := 1; i < len(ms); i++ {
+		if string(ms[i-1].key) == string(ms[i].key) {
+			return fmt.Errorf("%w %q", errDuplicateKey, ms[i].key)
+		}
+	}
+	// Copy the members to the free tail of out, then back in order.
+	mid := len(c.out)
+	c.out = append(c.out, c.out[start:]...)
+	tmp := c.out[mid:]
+	w := start
+	for i, m := range ms {
+		if i > 0 {
+			c.out[w] = ','
+			w++
+		}
+		w += copy(c.out[w:], tmp[m.s-start:m.e-start])
+	}
+	c.out = c.out[:mid]
+	return nil
+}
+
+func (c *canonicalizer) literal(lit string) error {
+	for i := 0; i < len(lit); i++ {
+		if c.pos >= len(c.doc) {
+			return c.errEOF()
+		}
+		if c.doc[c.pos] != lit[i] {
+			return c.errChar("in literal " + lit)
+		}
+		c.pos++
+	}
+	c.out = append(c.out, lit...)
+	return nil
+}
+
+// number copies a number's text after checking it against
+// -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?
+func (c *canonicalizer) number() error {
+	doc, start := c.doc, c.pos
+	if doc[c.pos] == '-' {
+		c.pos++
+	}
+	if c.pos >= len(doc) {
+		return c.errEOF()
+	}
+	switch {
+	case doc[c.pos] == '0':
+		c.pos++
+	case '1' <= doc[c.pos] && doc[c.pos] <= '9':
+		c.pos++
+		c.digits()
+	default:
+		return c.errChar("in numeric literal")
+	}
+	if c.pos < len(doc) && doc[c.pos] == '.' {
+		c.pos++
+		if err := c.someDigits(); err != nil {
+			return err
+		}
+	}
+	if c.pos < len(doc) && (doc[c.pos] == 'e' || doc[c.pos] == 'E') {
+		c.pos++
+		if c.pos < len(doc) && (doc[c.pos] == '+' || doc[c.pos] == '-') {
+			c.pos++
+		}
+		if err := c.someDigits(); err != nil {
+			return err
+		}
+	}
+	c.out = append(c.out, doc[start:c.pos]...)
+	return nil
+}
+
+func (c *canonicalizer) digits() {
+	for c.pos < len(c.doc) && '0' <= c.doc[c.pos] && c.doc[c.pos] <= '9' {
+		c.pos++
+	}
+}
+
+func (c *canonicalizer) someDigits() error {
+	if c.pos >= len(c.doc) {
+		return c.errEOF()
+	}
+	if c.doc[c.pos] < '0' || c.doc[c.pos] > '9' {
+		return c.errChar("in numeric literal")
+	}
+	c.digits()
+	return nil
+}
+
+// strSafe reports whether json.Marshal writes the ASCII byte b unchanged
+// inside a string.
+func strSafe(b byte) bool {
+	if b < 0x40 {
+		return strSafeLo>>b&1 != 0
+	}
+	return b < utf8.RuneSelf && strSafeHi>>(b-0x40)&1 != 0
+}
+
+// str writes the string starting at doc[pos] the way json.Marshal writes its
+// decoded value. Runs of bytes that json.Marshal writes unchanged are copied
+// as they are; escape sequences and other bytes are decoded and re-encoded.
+// If that changed anything (escaped reports it) and the string is a key, its
+// decoded value is appended to keys.
+func (c *canonicalizer) str(isKey bool) (escaped bool, err error) {
+	doc := c.doc
+	c.out = append(c.out, '"')
+	run := c.pos + 1 // start of the bytes to copy as they are
+	i := run
+	for {
+		for i < len(doc) {
+			b := doc[i]
+			if b < utf8.RuneSelf {
+				if !strSafe(b) {
+					break
+				}
+				i++
+				continue
+			}
+			r, size := utf8.DecodeRune(doc[i:])
+			if r == utf8.RuneError && size == 1 || r == '\u2028' || r == '\u2029' {
+				break
+			}
+			i += size
+		}
+		if i >= len(doc) {
+			return false, c.errEOF()
+		}
+		c.out = append(c.out, doc[run:i]...)
+		if escaped && isKey {
+			c.keys = append(c.keys, doc[run:i]...)
+		}
+		b := doc[i]
+		if b == '"' {
+			c.out = append(c.out, '"')
+			c.pos = i + 1
+			return escaped, nil
+		}
+		if !escaped && isKey {
+			c.keys = append(c.keys, doc[c.pos+1:i]...)
+		}
+		escaped = true
+		var r rune
+		switch {
+		case b < 0x20:
+			c.pos = i
+			return false, c.errChar("in string literal")
+		case b == '\\':
+			c.pos = i
+			if r, err = c.escape(); err != nil {
+				return false, err
+			}
+			i = c.pos
+		case b < utf8.RuneSelf:
+			r = rune(b)
+			i++
+		default:
+			var size int
+			r, size = utf8.DecodeRune(doc[i:]) // invalid UTF-8: U+FFFD, one byte
+			i += size
+		}
+		c.emit(r, isKey)
+		run = i
+	}
+}
+
+// escape decodes the escape sequence at doc[pos] like encoding/json: a
+// surrogate pair is one rune, any other surrogate U+FFFD.
+func (c *canonicalizer) escape() (rune, error) {
+	doc := c.doc
+	if c.pos+1 >= len(doc) {
+		return 0, c.errEOF()
+	}
+	c.pos++
+	switch doc[c.pos] {
+	case '"', '\\', '/':
+		c.pos++
+		return rune(doc[c.pos-1]), nil
+	case 'b':
+		c.pos++
+		return '\b', nil
+	case 'f':
+		c.pos++
+		return '\f', nil
+	case 'n':
+		c.pos++
+		return '\n', nil
+	case 'r':
+		c.pos++
+		return '\r', nil
+	case 't':
+		c.pos++
+		return '\t', nil
+	case 'u':
+		c.pos++
+		r, err := c.hex4()
+		if err != nil {
+			return 0, err
+		}
+		if !utf16.IsSurrogate(r) {
+			return r, nil
+		}
+		if c.pos+6 <= len(doc) && doc[c.pos] == '\\' && doc[c.pos+1] == 'u' {
+			save := c.pos
+			c.pos += 2
+			if r2, err := c.hex4(); err == nil {
+				if pair := utf16.DecodeRune(r, r2); pair != utf8.RuneError {
+					return pair, nil
+				}
+			}
+			c.pos = save
+		}
+		return utf8.RuneError, nil
+	}
+	return 0, c.errChar("in string escape code")
+}
+
+func (c *canonicalizer) hex4() (rune, error) {
+	var r rune
+	for range 4 {
+		if c.pos >= len(c.doc) {
+			return 0, c.errEOF()
+		}
+		b := c.doc[c.pos]
+		switch {
+		case '0' <= b && b <= '9':
+			b -= '0'
+		case 'a' <= b && b <= 'f':
+			b -= 'a' - 10
+		case 'A' <= b && b <= 'F':
+			b -= 'A' - 10
+		default:
+			return 0, c.errChar("in \\u hexadecimal character escape")
+		}
+		r = r<<4 | rune(b)
+		c.pos++
+	}
+	return r, nil
+}
+
+// emit writes the decoded rune r as json.Marshal does and, for a key,
+// appends it to keys.
+func (c *canonicalizer) emit(r rune, isKey bool) {
+	if isKey {
+		c.keys = utf8.AppendRune(c.keys, r)
+	}
+	if r >= utf8.RuneSelf {
+		if r == '\u2028' || r == '\u2029' {
+			c.out = append(c.out, '\\', 'u', '2', '0', '2', hexDigits[r&0xF])
+			return
+		}
+		c.out = utf8.AppendRune(c.out, r)
+		return
+	}
+	b := byte(r)
+	switch {
+	case strSafe(b):
+		c.out = append(c.out, b)
+	case b == '\\' || b == '"':
+		c.out = append(c.out, '\\', b)
+	case b == '\b':
+		c.out = append(c.out, '\\', 'b')
+	case b == '\f':
+		c.out = append(c.out, '\\', 'f')
+	case b == '\n':
+		c.out = append(c.out, '\\', 'n')
+	case b == '\r':
+		c.out = append(c.out, '\\', 'r')
+	case b == '\t':
+		c.out = append(c.out, '\\', 't')
+	default:
+		c.out = append(c.out, '\\', 'u', '0', '0', hexDigits[b>>4], hexDigits[b&0xF])
+	}
 }

@@ -2,7 +2,13 @@ package calls
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
+	"fmt"
+	"io"
+	"sort"
+	"strconv"
+	"strings"
 	"testing"
 )
 
@@ -66,4 +72,250 @@ func FuzzCanonicalIsStable(f *testing.F) {
 			t.Fatalf("canonical form is not stable: %s → %s (%v)", c1, c2, err)
 		}
 	})
+}
+
+// referenceCanonical is the original encoding/json-based implementation of
+// Canonical, kept as the oracle for FuzzCanonicalMatchesReference.
+func referenceCanonical(doc []byte) ([]byte, error) {
+	d := json.NewDecoder(bytes.NewReader(doc))
+	d.UseNumber()
+	var out bytes.Buffer
+	out.Grow(len(doc))
+	if err := refCanonValue(d, &out); err != nil {
+		return nil, err
+	}
+	if _, err := d.Token(); err != io.EOF {
+		return nil, errors.New("unexpected data after the JSON value")
+	}
+	return out.Bytes(), nil
+}
+
+func refCanonValue(d *json.Decoder, out *bytes.Buffer) error {
+	tok, err := d.Token()
+	if err != nil {
+		return err
+	}
+	return refCanonToken(d, tok, out)
+}
+
+func refCanonToken(d *json.Decoder, tok json.Token, out *bytes.Buffer) error {
+	switch t := tok.(type) {
+	case json.Delim:
+		switch t {
+		case '{':
+			return refCanonObject(d, out)
+		case '[':
+			out.WriteByte('[')
+			for i := 0; d.More(); i++ {
+				if i > 0 {
+					out.WriteByte(',')
+				}
+				if err := refCanonValue(d, out); err != nil {
+					return err
+				}
+			}
+			_, err := d.Token() // ']'
+			out.WriteByte(']')
+			return err
+		}
+		return fmt.Errorf("unexpected %v", t)
+	case string:
+		refWriteString(out, t)
+	case json.Number:
+		out.WriteString(string(t))
+	case bool:
+		out.WriteString(strconv.FormatBool(t))
+	case nil:
+		out.WriteString("null")
+	}
+	return nil
+}
+
+func refCanonObject(d *json.Decoder, out *bytes.Buffer) error {
+	type member struct {
+		key string
+		val []byte
+	}
+	var members []member
+	seen := map[string]bool{}
+	for d.More() {
+		kt, err := d.Token()
+		if err != nil {
+			return err
+		}
+		key := kt.(string)
+		if seen[key] {
+			return fmt.Errorf("%w %q", errDuplicateKey, key)
+		}
+		seen[key] = true
+		var v bytes.Buffer
+		if err := refCanonValue(d, &v); err != nil {
+			return err
+		}
+		members = append(members, member{key, v.Bytes()})
+	}
+	if _, err := d.Token(); err != nil { // '}'
+		return err
+	}
+	sort.Slice(members, func(i, j int) bool { return members[i].key < members[j].key })
+	out.WriteByte('{')
+	for i, m := range members {
+		if i > 0 {
+			out.WriteByte(',')
+		}
+		refWriteString(out, m.key)
+		out.WriteByte(':')
+		out.Write(m.val)
+	}
+	out.WriteByte('}')
+	return nil
+}
+
+func refWriteString(out *bytes.Buffer, s string) {
+	b, _ := json.Marshal(s) // one encoding per decoded value
+	out.Write(b)
+}
+
+// canonicalSeeds are inputs both valid and not, for the tests and the fuzzer.
+func canonicalSeeds() []string {
+	seeds := []string{
+		`{"tool":11,"action":"search","arguments":{"query":"latest AI research papers","max_results":5}}`,
+		`{"b":[1,{"c":"x"}],"a":-0.5e10}`,
+		`{"b":1,"a":2}`, `{ "a" : 2 , "b" : 1 }`, " \t\r\n{\n\"a\"\t:\r[ ]\n} \n",
+		`{}`, `[]`, `[{}]`, `{"a":{}}`, `[[],[[]]]`, `""`, `"x"`, `0`, `-0`, `1`, `true`, `false`, `null`, ` null `,
+		// strings
+		`{"a":"\u00e9"}`, `{"a":"é"}`, `{"a":"\/"}`, `"\"\\\/\b\f\n\r\t"`, `"\u0000\u001f\u007f\u0080"`,
+		`"<>&"`, `"\u003c\u003e\u0026"`, `"\u003C"`, `"a\u2028b\u2029c"`, "\"a\u2028b\u2029c\"", "\"\x7f\"",
+		`"\ud83d\ude00"`, `"\uD83D\uDE00"`, "\"😀\"", `"\ud83d"`, `"\ude00"`, `"\ude00\ud83d"`,
+		`"\ud83d\ud83d\ude00"`, `"\ud83dx"`, `"\ud83d\u0041"`, `"\ud83d\n"`, `"\ufffd"`, "\"\uFFFD\xef\xbf\xbd\"",
+		"\"\xff\"", "\"a\xc3\"", "\"\xed\xa0\x80\"", "\"\xf4\x90\x80\x80\"", "\"\xc0\xaf\"", "{\"\xff\":1,\"\xfe\":2}",
+		"{\"\xff\":1,\"\\ufffd\":2}", "\"\xe2\x80\xa8\"", `{"\u00e9":1,"é":2}`, `{"a":1,"\u0061":2}`,
+		`{"<":1,"=":2,";":3,"\u003c":4}`, `{"\u003c":1,"a":2,"&":3}`, `{"\"":1,"\\":2,"/":3}`,
+		`{"é":1,"e":2,"f":3,"z":4,"😀":5,"\ud83d":6}`,
+		// numbers
+		`{"n":12345678901234567890}`, `{"n":12345678901234567891}`, `{"n":1.0}`, `1e2`, `1E+2`, `1e-2`, `-1.5e-007`,
+		`0.000000000000000000000000000001`, `123456789012345678901234567890123456789e999999`, `[-0.0,0e0,0E-0]`,
+		// nesting, order
+		`{"z":{"y":{"x":[1,{"b":2,"a":1}]}},"a":[{"d":0,"c":0}]}`, `[3,2,1]`,
+		`{"k":[{"b":"x","a":"y"},{"b":"x","a":"y"}]}`, strings.Repeat("[", 100) + strings.Repeat("]", 100),
+		`{"m":1,"l":2,"k":3,"j":4,"i":5,"h":6,"g":7,"f":8,"e":9,"d":10,"c":11,"b":12,"a":13,"n":14,"o":15}`,
+		// duplicates
+		`{"a":1,"a":2}`, `{"x":{"k":1,"k":1}}`, `{"a":1,"b":2,"a":3}`, `[{"a":1},{"a":1}]`, `{"a":{"a":1},"b":{"a":1}}`,
+		// invalid
+		``, ` `, `{`, `}`, `[`, `]`, `{"a":`, `{"a":1]`, `[1}`, `{"a":1} {}`, `1 2`, `[1,]`, `[,1]`, `{"a":1,}`, `{,}`,
+		`{"a" 1}`, `{"a"::1}`, `{1:2}`, `{a:1}`, `{'a':1}`, `{"a":1 "b":2}`, `[1 2]`, `["a""b"]`, `[1"a"]`,
+		`01`, `-01`, `00`, `+1`, `.5`, `1.`, `1.e5`, `1e`, `1e+`, `-`, `--1`, `1ee2`, `0x10`, `NaN`, `Infinity`, `-Infinity`,
+		`tru`, `truex`, `nul`, `nulll`, `True`, `[true1]`, `"abc`, `"\"`, `"\x"`, `"\u12"`, `"\u12g4"`, `"\ud800\u12"`,
+		"\"a\nb\"", "\"\x00\"", "\"\x1f\"", "\xef\xbb\xbf{}", "{}\x00", "{} x", "[]]", "{}}", "\x00",
+		`{"a":1}garbage`, `"a"1`, `{"a":[}`, `{"a":{]}`,
+	}
+	return seeds
+}
+
+func FuzzCanonicalMatchesReference(f *testing.F) {
+	for _, s := range canonicalSeeds() {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, in []byte) {
+		want, wantErr := referenceCanonical(in)
+		got, err := Canonical(in)
+		if wantErr == nil && err != nil && nestingDepth(in) > maxCanonicalDepth {
+			return // the one deliberate difference: encoding/json's depth limit
+		}
+		if (err == nil) != (wantErr == nil) {
+			t.Fatalf("Canonical(%q): err = %v, reference err = %v", in, err, wantErr)
+		}
+		if err == nil && !bytes.Equal(got, want) {
+			t.Fatalf("Canonical(%q) = %q, reference %q", in, got, want)
+		}
+		if errors.Is(wantErr, errDuplicateKey) && !errors.Is(err, errDuplicateKey) && validWithoutDupCheck(in) {
+			t.Fatalf("Canonical(%q): err = %v, want a duplicate key error", in, err)
+		}
+	})
+}
+
+// nestingDepth is the deepest nesting of [ and { in a document.
+func nestingDepth(doc []byte) int {
+	depth, max, inString := 0, 0, false
+	for i := 0; i < len(doc); i++ {
+		switch b := doc[i]; {
+		case inString && b == '\\':
+			i++
+		case b == '"':
+			inString = !inString
+		case !inString && (b == '[' || b == '{'):
+			depth++
+			max = maxInt(max, depth)
+		case !inString && (b == ']' || b == '}'):
+			depth--
+		}
+	}
+	return max
+}
+
+func maxInt(a, b int) int {
+	if a > b {
+		return a
+	}
+	return b
+}
+
+// validWithoutDupCheck reports whether doc is valid JSON, duplicates aside.
+func validWithoutDupCheck(doc []byte) bool { return json.Valid(doc) }
+
+func TestCanonicalMatchesReference(t *testing.T) {
+	inputs := canonicalSeeds()
+	for _, c := range benchBodies() {
+		inputs = append(inputs, string(c.doc))
+	}
+	for _, in := range inputs {
+		want, wantErr := referenceCanonical([]byte(in))
+		got, err := Canonical([]byte(in))
+		if (err == nil) != (wantErr == nil) {
+			t.Errorf("Canonical(%q): err = %v, reference err = %v", in, err, wantErr)
+			continue
+		}
+		if !bytes.Equal(got, want) {
+			t.Errorf("Canonical(%q) = %q, reference %q", in, got, want)
+		}
+		if errors.Is(wantErr, errDuplicateKey) && !errors.Is(err, errDuplicateKey) {
+			t.Errorf("Canonical(%q): err = %v, want a duplicate key error", in, err)
+		}
+	}
+}
+
+func TestCanonicalExact(t *testing.T) {
+	for in, want := range map[string]string{
+		` { "b" : [ 1 , 2.50 , -1e+2 ] , "a" : "<&>" } `: `{"a":"\u003c\u0026\u003e","b":[1,2.50,-1e+2]}`,
+		`"\u00e9\u2028\/\u0001\ud83d\ude00\ud800"`:       "\"é\\u2028/\\u0001😀\ufffd\"",
+		"\"a\xffb\"":               "\"a\ufffdb\"",
+		`{"é":1,"\u003c":2,"z":3}`: `{"\u003c":2,"z":3,"é":1}`,
+	} {
+		got, err := Canonical([]byte(in))
+		if err != nil || string(got) != want {
+			t.Errorf("Canonical(%q) = %q, %v; want %q", in, got, err, want)
+		}
+	}
+}
+
+func TestCanonicalDepth(t *testing.T) {
+	for _, c := range []struct {
+		open, close string
+	}{{"[", "]"}, {`{"a":`, "}"}} {
+		ok := strings.Repeat(c.open, maxCanonicalDepth) + "1" + strings.Repeat(c.close, maxCanonicalDepth)
+		if _, err := Canonical([]byte(ok)); err != nil {
+			t.Errorf("depth %d refused: %v", maxCanonicalDepth, err)
+		}
+		deep := c.open + ok + c.close
+		if _, err := Canonical([]byte(deep)); err == nil {
+			t.Errorf("depth %d accepted", maxCanonicalDepth+1)
+		}
+	}
+}
+
+func TestCanonicalAllocs(t *testing.T) {
+	doc := benchBodies()[0].doc
+	if n := testing.AllocsPerRun(100, func() { _, _ = Canonical(doc) }); n > 1 {
+		t.Errorf("Canonical of a typical body allocates %v times, want 1", n)
+	}
 }
