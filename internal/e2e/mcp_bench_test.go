@@ -14,6 +14,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	quivermcp "github.com/quiverhq/quiver/connectors/mcp"
 	"github.com/quiverhq/quiver/internal/mcptest"
 	"github.com/quiverhq/quiver/internal/testserver"
 )
@@ -129,8 +130,10 @@ func mqBenchSession(b *testing.B, endpoint, key string, transport http.RoundTrip
 		rt = mqKeyTransport{key: key, base: transport}
 	}
 	c := mcp.NewClient(&mcp.Implementation{Name: "quiver-bench", Version: "1"}, nil)
+	// Both sessions speak the same protocol version, so the comparison
+	// measures Quiver and not a difference between protocol versions.
 	cs, err := c.Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: endpoint,
-		HTTPClient: &http.Client{Transport: rt}}, nil)
+		HTTPClient: &http.Client{Transport: rt}}, &mcp.ClientSessionOptions{ProtocolVersion: quivermcp.ProtocolVersion})
 	if err != nil {
 		b.Fatal(err)
 	}
