@@ -230,6 +230,7 @@ func parseCall(body []byte, version string) (*fastRequest, bool) {
 // _meta's clientCapabilities under SEP-2575.
 type clientCapabilities struct {
 	mcp.ClientCapabilities
+	//lint:ignore SA1019 the SDK still accepts roots during the deprecation window; refusing it here would differ from the SDK
 	Roots *mcp.RootCapabilities `json:"roots,omitempty"`
 }
 
