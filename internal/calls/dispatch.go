@@ -1,0 +1,209 @@
+package calls
+
+// Dispatch and record: calling the tool and storing what came back.
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"net"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/quiverhq/quiver/connectors"
+	"github.com/quiverhq/quiver/internal/egress"
+	"github.com/quiverhq/quiver/internal/problem"
+	"github.com/quiverhq/quiver/internal/replaycache"
+	"github.com/quiverhq/quiver/internal/store"
+	"github.com/quiverhq/quiver/internal/toolconfig"
+)
+
+// dispatch calls the tool on a context detached from the client and
+// records what came back.
+func (c *call) dispatch(ctx context.Context, rt *toolconfig.Resolved, action *connectors.Action, callID string) (*Response, error) {
+	e := c.e
+	e.opts.Metrics.InProgress.Inc()
+	defer e.opts.Metrics.InProgress.Dec()
+	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), e.opts.CallTimeout)
+	defer cancel()
+	args := c.b.Arguments
+	if len(args) == 0 || string(args) == "null" {
+		args = json.RawMessage("{}")
+	}
+	began := time.Now()
+	result, err := rt.Connector.Call(dctx, rt.Tool, action.Name, args)
+	var refused error // the answer of a failed reauthorization: nothing ran
+	if connectors.KindOf(err) == connectors.KindUpstreamAuth {
+		// The server refused our token before running anything: refresh
+		// once (shared with concurrent calls) and retry once.
+		if next, rerr := c.reauthorize(dctx, rt, err); next != nil {
+			rt = next
+			result, err = rt.Connector.Call(dctx, rt.Tool, action.Name, args)
+		} else if rerr != err {
+			refused = unavailable(rerr)
+		}
+	}
+	dur := time.Since(began)
+	// Recording must happen even if the client is gone.
+	rctx, rcancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer rcancel()
+	if refused != nil {
+		return c.rejected(rctx, rt, action, callID, dur, refused)
+	}
+	if err != nil {
+		kind := connectors.KindOf(err)
+		if kind == connectors.KindOutcomeUnknown {
+			return c.unknown(rctx, rt, action, callID, dur, err)
+		}
+		return c.rejected(rctx, rt, action, callID, dur, err)
+	}
+	outcome := "succeeded"
+	if result.IsError {
+		outcome = "tool_error"
+	}
+	respBody := encodeResult(callID, rt.Tool.ID, action.Name, result, dur)
+	if c.req.HasKey {
+		ok, err := e.opts.Store.Complete(rctx, c.req.AccountID, c.req.Key, c.token, 200, ContentType, respBody)
+		if err != nil {
+			// The outcome is known but could not be stored: the key stays
+			// dispatched and the sweeper will make it outcome_unknown. This
+			// caller still learns what happened.
+			e.opts.Logger.ErrorContext(ctx, "storing a call outcome failed", "call_id", callID, "error", err)
+		} else if !ok {
+			// The lease was lost (the sweeper already decided): answer
+			// what the row now says, so every caller sees one truth.
+			e.log.add(c.entry(rt, action, callID, "outcome_unknown", dur))
+			r, err := e.opts.Store.GetIdem(rctx, c.req.AccountID, c.req.Key)
+			if err != nil {
+				return nil, unavailable(err)
+			}
+			return c.fromRow(r)
+		} else {
+			c.cacheOutcome(callID, replaycache.StateSucceeded, 200, ContentType, respBody, c.freshTTL())
+		}
+	}
+	e.opts.Metrics.Calls.WithLabelValues(outcome).Inc()
+	e.opts.Metrics.CallDuration.WithLabelValues("first").Observe(time.Since(c.start).Seconds())
+	e.log.add(c.entry(rt, action, callID, outcome, dur))
+	return &Response{Status: 200, ContentType: ContentType, Body: respBody}, nil
+}
+
+// unknown records a dispatched call with no outcome: terminal for its key.
+func (c *call) unknown(ctx context.Context, rt *toolconfig.Resolved, action *connectors.Action, callID string, dur time.Duration, cause error) (*Response, error) {
+	e := c.e
+	e.opts.Metrics.Calls.WithLabelValues("outcome_unknown").Inc()
+	e.log.add(c.entry(rt, action, callID, "outcome_unknown", dur))
+	e.opts.Logger.WarnContext(ctx, "call outcome unknown", "call_id", callID, "tool", rt.Tool.ID, "action", action.Name, "error", cause)
+	if c.req.HasKey {
+		if _, err := e.opts.Store.MarkUnknown(ctx, c.req.AccountID, c.req.Key, c.token); err != nil {
+			e.opts.Logger.ErrorContext(ctx, "recording an unknown outcome failed; the sweeper will", "call_id", callID, "error", err)
+		}
+		c.cacheOutcome(callID, replaycache.StateOutcomeUnknown, 0, "", nil, c.freshTTL())
+	}
+	return nil, &problem.Error{Code: problem.OutcomeUnknownConflict, Status: 504, Err: cause,
+		Message: "The call was sent to the tool and no outcome came back; it will not be run again for this key. Check the tool before trying a new key."}
+}
+
+// rejected releases the key of a call the tool refused before running it.
+func (c *call) rejected(ctx context.Context, rt *toolconfig.Resolved, action *connectors.Action, callID string, dur time.Duration, cause error) (*Response, error) {
+	e := c.e
+	e.opts.Metrics.Calls.WithLabelValues("rejected").Inc()
+	e.log.add(c.entry(rt, action, callID, "rejected", dur))
+	if c.req.HasKey {
+		if _, err := e.opts.Store.Release(ctx, c.req.AccountID, c.req.Key, c.token); err != nil {
+			e.opts.Logger.ErrorContext(ctx, "releasing a key failed; it will end as outcome_unknown", "call_id", callID, "error", err)
+		}
+	}
+	return nil, connectorProblem(cause)
+}
+
+// connectorProblem maps a pre-effect connector error to its API error.
+func connectorProblem(err error) error {
+	var ce *connectors.Error
+	if !errors.As(err, &ce) {
+		return err
+	}
+	switch ce.Kind {
+	case connectors.KindUnreachable:
+		msg := "The tool's server could not be reached; nothing was sent."
+		if ce.Err != nil {
+			msg = strings.TrimSuffix(msg, ".") + " (" + rootCause(ce.Err) + ")."
+		}
+		return &problem.Error{Code: problem.ToolUnreachable, Message: msg, Err: err}
+	case connectors.KindUpstreamAuth:
+		return &problem.Error{Code: problem.UpstreamAuthFailed, Message: "The tool's server refused our credentials before running anything. " + ce.Message, Err: err}
+	case connectors.KindUnknownAction:
+		return &problem.Error{Code: problem.NotFound, Message: ce.Message, Err: err}
+	case connectors.KindRejected:
+		return &problem.Error{Code: problem.InvalidArguments, Message: "The tool refused the request before running it: " + ce.Message,
+			Fields: map[string]string{"arguments": ce.Message}, Err: err}
+	}
+	return &problem.Error{Code: problem.OutcomeUnknownConflict, Status: 504, Message: ce.Message, Err: err}
+}
+
+// rootCause is the innermost message of err: "connect: connection refused"
+// rather than the whole chain. Dial errors name a host and port, never a
+// URL with its query, so no credential can show here.
+func rootCause(err error) string {
+	var dns *net.DNSError
+	if errors.As(err, &dns) {
+		return "the name " + dns.Name + " does not resolve" // not which resolver said so
+	}
+	for {
+		next := errors.Unwrap(err)
+		if next == nil {
+			return err.Error()
+		}
+		if _, ok := next.(*egress.BlockedError); ok {
+			return next.Error()
+		}
+		err = next
+	}
+}
+
+func (c *call) entry(rt *toolconfig.Resolved, action *connectors.Action, callID, outcome string, dur time.Duration) store.CallLog {
+	var key *string
+	if c.req.HasKey {
+		k := c.req.Key
+		key = &k
+	}
+	return store.CallLog{CallID: callID, AccountID: c.req.AccountID, ToolID: rt.Tool.ID, Action: action.Name,
+		Outcome: outcome, DurationMS: dur.Milliseconds(), IdempotencyKey: key, CreatedAt: c.start.UTC()}
+}
+
+// encodeResult writes the 200 body once; these bytes are what is stored and
+// replayed.
+func encodeResult(callID string, toolID int64, action string, r connectors.Result, dur time.Duration) []byte {
+	content := r.Content
+	isError := r.IsError
+	if len(content) == 0 {
+		content = json.RawMessage("null")
+	}
+	if len(content) > MaxResult {
+		msg, _ := json.Marshal("The tool's result was " + strconv.Itoa(len(content)) + " bytes, over the 8 MiB limit; it was not kept.")
+		content = append(append([]byte(`{"error":"result_too_large","message":`), msg...), '}')
+		isError = true
+	} else if !json.Valid(content) {
+		s, _ := json.Marshal(string(content))
+		content = s
+	}
+	var buf bytes.Buffer
+	buf.Grow(len(content) + 160)
+	buf.WriteString(`{"call_id":`)
+	buf.WriteString(strconv.Quote(callID))
+	buf.WriteString(`,"tool":`)
+	buf.WriteString(strconv.FormatInt(toolID, 10))
+	buf.WriteString(`,"action":`)
+	a, _ := json.Marshal(action)
+	buf.Write(a)
+	buf.WriteString(`,"is_error":`)
+	buf.WriteString(strconv.FormatBool(isError))
+	buf.WriteString(`,"result":`)
+	buf.Write(content)
+	buf.WriteString(`,"duration_ms":`)
+	buf.WriteString(strconv.FormatInt(dur.Milliseconds(), 10))
+	buf.WriteString("}\n")
+	return buf.Bytes()
+}

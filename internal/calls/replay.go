@@ -1,0 +1,143 @@
+package calls
+
+// The replay side of a call: answering from the cache or from the row that
+// holds the key, and keeping the cache in step.
+
+import (
+	"bytes"
+	"context"
+	"time"
+
+	"github.com/quiverhq/quiver/internal/problem"
+	"github.com/quiverhq/quiver/internal/replaycache"
+	"github.com/quiverhq/quiver/internal/store"
+)
+
+// lookup asks the replay cache; done means it answered.
+func (c *call) lookup(ctx context.Context) (*Response, error, bool) {
+	e := c.e
+	if e.opts.Cache == nil || time.Now().UnixNano() < e.cacheDownUntil.Load() {
+		return nil, nil, false
+	}
+	res, err := e.opts.Cache.Begin(ctx, c.req.AccountID, c.req.Key, c.fp, c.token, e.opts.Lease)
+	if err != nil {
+		e.cacheFailed(err)
+		return nil, nil, false
+	}
+	switch {
+	case res.Entry != nil:
+		resp, err := c.fromEntry(res.Entry)
+		return resp, err, true
+	case res.Locked:
+		c.locked = true
+		return nil, nil, false
+	case res.HolderFingerprint != nil:
+		if !bytes.Equal(res.HolderFingerprint, c.fp) {
+			return nil, c.conflict(problem.IdempotencyKeyReused), true
+		}
+		return nil, c.conflict(problem.RequestInProgress), true
+	}
+	return nil, nil, false
+}
+
+// fromEntry answers from a cached terminal outcome.
+func (c *call) fromEntry(en *replaycache.Entry) (*Response, error) {
+	if !bytes.Equal(en.Fingerprint, c.fp) {
+		return nil, c.conflict(problem.IdempotencyKeyReused)
+	}
+	if en.State == replaycache.StateOutcomeUnknown {
+		return nil, c.conflict(problem.OutcomeUnknownConflict)
+	}
+	return c.replay(en.Status, en.ContentType, en.Body), nil
+}
+
+func (c *call) replay(status int, contentType string, b []byte) *Response {
+	c.e.opts.Metrics.Replays.Inc()
+	c.e.opts.Metrics.CallDuration.WithLabelValues("replay").Observe(time.Since(c.start).Seconds())
+	return &Response{Status: status, ContentType: contentType, Body: b, Replayed: true}
+}
+
+// conflict returns the 409 for a key in use.
+func (c *call) conflict(code problem.Code) *problem.Error {
+	c.e.opts.Metrics.Conflicts.WithLabelValues(string(code)).Inc()
+	switch code {
+	case problem.IdempotencyKeyReused:
+		return problem.New(code, "This Idempotency-Key was already used with a different request body.")
+	case problem.RequestInProgress:
+		p := problem.New(code, "A request with this Idempotency-Key is still running; retry after a moment.")
+		p.RetryAfter = 1
+		return p
+	default:
+		return problem.New(code, "The earlier request with this Idempotency-Key was dispatched and its outcome is unknown; it will not be run again. Check the tool, then use a new key for a new operation.")
+	}
+}
+
+// fromRow answers from the database row that holds the key.
+func (c *call) fromRow(r *store.IdemRecord) (*Response, error) {
+	if !bytes.Equal(r.Fingerprint, c.fp) {
+		return nil, c.conflict(problem.IdempotencyKeyReused)
+	}
+	switch {
+	case r.State == store.IdemSucceeded:
+		ct := ContentType
+		if r.ContentType != nil {
+			ct = *r.ContentType
+		}
+		status := 200
+		if r.StatusCode != nil {
+			status = *r.StatusCode
+		}
+		c.cacheOutcome(r.CallID, replaycache.StateSucceeded, status, ct, r.Response, rowTTL(r))
+		return c.replay(status, ct, r.Response), nil
+	case r.State == store.IdemOutcomeUnknown || r.LeaseExpired():
+		c.cacheOutcome(r.CallID, replaycache.StateOutcomeUnknown, 0, "", nil, rowTTL(r))
+		return nil, c.conflict(problem.OutcomeUnknownConflict)
+	default:
+		return nil, c.conflict(problem.RequestInProgress)
+	}
+}
+
+// rowTTL is how long the key of a row read from the database has left.
+func rowTTL(r *store.IdemRecord) time.Duration {
+	return time.Duration(r.ExpiresAt-r.NowMS) * time.Millisecond
+}
+
+// freshTTL is how long a key this call reserved has left: the row's TTL
+// began a moment after the call started, so this errs on the short side.
+func (c *call) freshTTL() time.Duration { return c.e.opts.IdempotencyTTL - time.Since(c.start) }
+
+// cacheOutcome puts a terminal outcome in the replay cache for the rest of
+// its key's life (best effort).
+func (c *call) cacheOutcome(callID string, state byte, status int, ct string, b []byte, ttl time.Duration) {
+	e := c.e
+	if e.opts.Cache == nil || ttl <= 0 {
+		return
+	}
+	en := &replaycache.Entry{Fingerprint: c.fp, State: state, Status: status, ContentType: ct, Body: b, CallID: callID,
+		ExpiresAt: time.Now().Add(ttl).UnixMilli()}
+	e.cacheDo(func(ctx context.Context) error { return e.opts.Cache.Finish(ctx, c.req.AccountID, c.req.Key, en, ttl) })
+	c.locked = false
+}
+
+// cacheDo runs a cache write on a context of its own: it must happen even
+// if the client left, and must not hold the answer up for long.
+func (e *Engine) cacheDo(fn func(ctx context.Context) error) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	if err := fn(ctx); err != nil {
+		e.cacheFailed(err)
+	}
+}
+
+// cacheBackoff is how long the replay cache is skipped after an error.
+const cacheBackoff = time.Second
+
+// cacheFailed records a cache error and skips the cache for cacheBackoff:
+// calls go to the database alone meanwhile, which is slower, never weaker.
+func (e *Engine) cacheFailed(err error) {
+	e.opts.Metrics.CacheErrors.Inc()
+	now := time.Now().UnixNano()
+	if prev := e.cacheDownUntil.Load(); now >= prev && e.cacheDownUntil.CompareAndSwap(prev, now+int64(cacheBackoff)) {
+		e.opts.Logger.Warn("replay cache unavailable; using the database alone for a moment", "error", err)
+	}
+}

@@ -1,0 +1,276 @@
+package e2e
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"os"
+	"os/exec"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/quiverhq/quiver/internal/testdb"
+	"github.com/quiverhq/quiver/internal/testserver"
+)
+
+// fdEnv is the process environment without any Quiver configuration of the
+// test's own, plus env.
+func fdEnv(env map[string]string) []string {
+	var out []string
+	for _, kv := range os.Environ() {
+		name, _, _ := strings.Cut(kv, "=")
+		if strings.HasPrefix(name, "QUIVER_") || name == "DATABASE_URL" || name == "REDIS_URL" {
+			continue
+		}
+		out = append(out, kv)
+	}
+	for k, v := range env {
+		out = append(out, k+"="+v)
+	}
+	return out
+}
+
+// fdRun runs the quiver binary to completion.
+func fdRun(t *testing.T, env map[string]string, args ...string) (stdout, stderr string, err error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, fdBinary(t), args...)
+	cmd.Env = fdEnv(env)
+	var o, e bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &o, &e
+	err = cmd.Run()
+	if ctx.Err() != nil {
+		t.Fatalf("quiver %v did not finish: %s", args, e.String())
+	}
+	return o.String(), e.String(), err
+}
+
+// fdLastLine is the last non-empty line of s.
+func fdLastLine(s string) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	return strings.TrimSpace(lines[len(lines)-1])
+}
+
+var fdKeyRE = regexp.MustCompile(`^qv_[A-Za-z0-9]+$`)
+
+// fdKeysCreate runs `quiver keys create` and returns the key.
+func fdKeysCreate(t *testing.T, env map[string]string, account string) string {
+	t.Helper()
+	out, errOut, err := fdRun(t, env, "keys", "create", "--account", account)
+	if err != nil {
+		t.Fatalf("keys create: %v\n%s", err, errOut)
+	}
+	key := fdLastLine(out)
+	if !fdKeyRE.MatchString(key) {
+		t.Fatalf("the last line of keys create is %q, want the key alone; stdout:\n%s", key, out)
+	}
+	return key
+}
+
+// fdServe runs `quiver serve` until the test ends and returns its base URL
+// and everything it printed before listening.
+func fdServe(t *testing.T, env map[string]string) (base, banner string) {
+	t.Helper()
+	env["QUIVER_ADDR"] = "127.0.0.1:0"
+	cmd := exec.Command(fdBinary(t), "serve")
+	cmd.Env = fdEnv(env)
+	var errOut bytes.Buffer
+	cmd.Stderr = &errOut
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	addr := make(chan string, 1)
+	var printed strings.Builder
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			line := sc.Text()
+			if a, ok := strings.CutPrefix(line, "Quiver listening on "); ok {
+				addr <- a
+			} else {
+				printed.WriteString(line + "\n")
+			}
+		}
+		exited <- cmd.Wait()
+	}()
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(os.Interrupt)
+		select {
+		case err := <-exited:
+			if err != nil {
+				t.Errorf("quiver serve did not stop cleanly on SIGINT: %v\n%s", err, errOut.String())
+			}
+		case <-time.After(30 * time.Second):
+			_ = cmd.Process.Kill()
+			t.Errorf("quiver serve did not stop within 30s of SIGINT")
+		}
+	})
+	select {
+	case a := <-addr:
+		return "http://" + a, printed.String()
+	case err := <-exited:
+		t.Fatalf("quiver serve exited: %v\n%s", err, errOut.String())
+	case <-time.After(60 * time.Second):
+		t.Fatalf("quiver serve did not listen within 60s:\n%s", errOut.String())
+	}
+	return "", ""
+}
+
+func TestFoundationCLI(t *testing.T) {
+	fdBinary(t)
+
+	t.Run("catalog check", func(t *testing.T) {
+		out, errOut, err := fdRun(t, nil, "catalog", "check")
+		if err != nil || !strings.Contains(out, "catalog ok") {
+			t.Fatalf("catalog check: %v\n%s%s", err, out, errOut)
+		}
+	})
+
+	t.Run("unknown command", func(t *testing.T) {
+		if _, _, err := fdRun(t, map[string]string{"QUIVER_DATA_DIR": t.TempDir()}, "frobnicate"); err == nil {
+			t.Fatal("an unknown command exited 0")
+		}
+		if _, errOut, err := fdRun(t, map[string]string{"QUIVER_DATA_DIR": t.TempDir()}, "keys", "create"); err == nil {
+			t.Fatalf("keys create without --account exited 0: %s", errOut)
+		}
+	})
+
+	t.Run("keys create against a served data dir", func(t *testing.T) {
+		env := map[string]string{"QUIVER_DATA_DIR": t.TempDir()}
+		k1 := fdKeysCreate(t, env, "x")
+		k2 := fdKeysCreate(t, env, "x")
+		if k1 == k2 {
+			t.Fatal("two keys create runs printed the same key")
+		}
+		base, banner := fdServe(t, env)
+		if strings.Contains(banner, "qv_") {
+			t.Errorf("serve printed a new key although an account exists:\n%s", banner)
+		}
+		r := testserver.Do(t, base, k1, "POST", "/api/v1/agents/", map[string]any{"name": "from the CLI key"})
+		if r.Status != 201 {
+			t.Fatalf("the created key does not work: %d %s", r.Status, r.Body)
+		}
+		agent := fdInt(t, fdObject(t, r)["id"])
+		// Both keys are account x's.
+		if r := testserver.Do(t, base, k2, "GET", fdPath("/api/v1/agents/%d/", agent), nil); r.Status != 200 {
+			t.Fatalf("the second key of account x: %d %s", r.Status, r.Body)
+		}
+		// A key made while the server runs works at once, for its own account.
+		k3 := fdKeysCreate(t, env, "y")
+		if r := testserver.Do(t, base, k3, "GET", "/api/v1/agents/", nil); r.Status != 200 {
+			t.Fatalf("a key made while serving: %d %s", r.Status, r.Body)
+		}
+		if r := testserver.Do(t, base, k3, "GET", fdPath("/api/v1/agents/%d/", agent), nil); r.Status != 404 {
+			t.Fatalf("account y sees account x's agent: %d %s", r.Status, r.Body)
+		}
+		if r := testserver.Do(t, base, "", "GET", "/api/v1/agents/", nil); r.Status != 401 {
+			t.Fatalf("no key: %d", r.Status)
+		}
+	})
+
+	t.Run("first serve prints a key", func(t *testing.T) {
+		env := map[string]string{"QUIVER_DATA_DIR": t.TempDir()}
+		base, banner := fdServe(t, env)
+		key := fdLastLine(banner)
+		if !fdKeyRE.MatchString(key) {
+			t.Fatalf("the first serve printed no key on its last line before listening:\n%s", banner)
+		}
+		if r := testserver.Do(t, base, key, "GET", "/api/v1/agents/", nil); r.Status != 200 {
+			t.Fatalf("the printed key: %d %s", r.Status, r.Body)
+		}
+	})
+
+	for _, backend := range []string{"sqlite", "postgres"} {
+		t.Run("migrate "+backend, func(t *testing.T) {
+			env := map[string]string{"QUIVER_DATA_DIR": t.TempDir()}
+			if backend == "postgres" {
+				env["DATABASE_URL"] = testdb.Postgres(t, "cli")
+				env["QUIVER_SECRET_KEY"] = testserver.TestSecretKey
+			}
+			status := func() []string {
+				t.Helper()
+				out, errOut, err := fdRun(t, env, "migrate", "status")
+				if err != nil {
+					t.Fatalf("migrate status: %v\n%s", err, errOut)
+				}
+				return strings.Split(strings.TrimSpace(out), "\n")
+			}
+			for _, l := range status() {
+				if !strings.HasSuffix(l, "pending") {
+					t.Errorf("before any migration: %q", l)
+				}
+			}
+			out, errOut, err := fdRun(t, env, "migrate", "up")
+			if err != nil || !strings.Contains(out, "applied ") {
+				t.Fatalf("migrate up: %v\n%s%s", err, out, errOut)
+			}
+			all := status()
+			for _, l := range all {
+				if !strings.HasSuffix(l, "applied") {
+					t.Errorf("after up: %q", l)
+				}
+			}
+			out, errOut, err = fdRun(t, env, "migrate", "down")
+			if err != nil || !strings.HasPrefix(out, "reverted ") {
+				t.Fatalf("migrate down: %v\n%s%s", err, out, errOut)
+			}
+			after := status()
+			if len(after) != len(all) || !strings.HasSuffix(after[len(after)-1], "pending") {
+				t.Errorf("after down: %v", after)
+			}
+			for _, l := range after[:len(after)-1] {
+				if !strings.HasSuffix(l, "applied") {
+					t.Errorf("down reverted more than the last migration: %v", after)
+				}
+			}
+			reverted := strings.Fields(strings.TrimPrefix(out, "reverted "))[0]
+			out, errOut, err = fdRun(t, env, "migrate", "up")
+			if err != nil || !strings.Contains(out, reverted) {
+				t.Fatalf("migrate up after down: %v\n%s%s (want %s applied again)", err, out, errOut, reverted)
+			}
+			if out, _, err := fdRun(t, env, "migrate", "up"); err != nil || !strings.Contains(out, "up to date") {
+				t.Errorf("migrate up when up to date: %v %s", err, out)
+			}
+			if _, _, err := fdRun(t, env, "migrate", "sideways"); err == nil {
+				t.Error("migrate sideways exited 0")
+			}
+			// The migrated database serves.
+			key := fdKeysCreate(t, env, "migrated")
+			base, _ := fdServe(t, env)
+			if r := testserver.Do(t, base, key, "POST", "/api/v1/agents/custom-tools/", map[string]any{"mcp_tool": "tavily"}); r.Status != 201 {
+				t.Fatalf("after up, down, up: %d %s", r.Status, r.Body)
+			}
+		})
+	}
+
+	t.Run("bad configuration names the variable", func(t *testing.T) {
+		for name, value := range map[string]string{
+			"QUIVER_CALL_TIMEOUT":         "soon",
+			"QUIVER_IDEMPOTENCY_TTL":      "-1h",
+			"QUIVER_EGRESS_ALLOW_PRIVATE": "maybe",
+			"DATABASE_URL":                "mysql://db/quiver",
+			"QUIVER_PUBLIC_URL":           "not a url",
+		} {
+			env := map[string]string{"QUIVER_DATA_DIR": t.TempDir(), "QUIVER_ADDR": "127.0.0.1:0", name: value}
+			_, errOut, err := fdRun(t, env, "serve")
+			if err == nil {
+				t.Errorf("serve with %s=%s exited 0", name, value)
+				continue
+			}
+			if !strings.Contains(errOut, name) {
+				t.Errorf("serve with %s=%s: the error does not name the variable:\n%s", name, value, errOut)
+			}
+			if strings.Contains(errOut, "goroutine ") {
+				t.Errorf("serve with %s=%s panicked:\n%s", name, value, errOut)
+			}
+		}
+	})
+}
