@@ -223,6 +223,16 @@ func (c *call) target(ctx context.Context) (*toolconfig.Resolved, *connectors.Ac
 		return nil, nil, err
 	}
 	actions, err := rt.Connector.Actions(ctx, rt.Tool)
+	if connectors.KindOf(err) == connectors.KindUpstreamAuth {
+		// Listing is read-only: a refused token gets the same one shared
+		// refresh as a refused call, then one more try.
+		if next, rerr := c.reauthorize(ctx, rt, err); next != nil {
+			rt = next
+			actions, err = rt.Connector.Actions(ctx, rt.Tool)
+		} else if rerr != err {
+			return nil, nil, unavailable(rerr)
+		}
+	}
 	if err != nil {
 		return nil, nil, connectorProblem(err)
 	}

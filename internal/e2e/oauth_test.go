@@ -611,3 +611,23 @@ func TestOAuthDiscoveredMCPServer(t *testing.T) {
 		t.Fatalf("reset: %d %s", r.Status, r.Body)
 	}
 }
+
+// A token the server refuses while Quiver lists the tool's actions (before
+// anything is dispatched) gets the same single refresh and one more try.
+func TestOAuthRefusedTokenWhileListingActions(t *testing.T) {
+	p := oaStartProvider(t)
+	_, env := oaGitHub(t, p)
+	srv := testserver.Start(t, testserver.Options{Env: env})
+	id, step := oaCreate(t, srv, srv.Key, "github-mcp")
+	if status, body := oaCallback(t, srv, oaAuthorize(t, oaAuthURL(t, step))); status != 200 {
+		t.Fatalf("callback: %d %s", status, body)
+	}
+	before := p.refreshes.Load()
+	p.revokeAccess() // nothing has listed the tool's actions yet
+	if r := oaCall(t, srv, id, "read_count"); r.Status != 200 {
+		t.Fatalf("call with a refused token: %d %s", r.Status, r.Body)
+	}
+	if n := p.refreshes.Load() - before; n != 1 {
+		t.Fatalf("refreshes = %d, want 1", n)
+	}
+}
