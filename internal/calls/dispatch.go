@@ -133,7 +133,7 @@ func connectorProblem(err error) error {
 		}
 		return &problem.Error{Code: problem.ToolUnreachable, Message: msg, Err: err}
 	case connectors.KindUpstreamAuth:
-		return &problem.Error{Code: problem.UpstreamAuthFailed, Message: "The tool's server refused our credentials before running anything. " + ce.Message, Err: err}
+		return &problem.Error{Code: problem.UpstreamAuthFailed, Message: "The tool's server refused our credentials before running anything: " + ce.Message, Err: err}
 	case connectors.KindUnknownAction:
 		return &problem.Error{Code: problem.NotFound, Message: ce.Message, Err: err}
 	case connectors.KindRejected:
