@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"io/fs"
 	"path"
+	"regexp"
 	"slices"
 	"sort"
 	"strings"
@@ -180,6 +181,14 @@ func normalize(e *Entry, v *validator) {
 	}
 	if e.Steps == nil {
 		e.Steps = []Step{}
+	}
+	for i := range e.Steps {
+		for j := range e.Steps[i].Fields {
+			f := &e.Steps[i].Fields[j]
+			if f.Pattern != "" {
+				f.re, _ = regexp.Compile(f.Pattern) // validate reported any that does not compile
+			}
+		}
 	}
 	for i := range e.Actions {
 		a := &e.Actions[i]

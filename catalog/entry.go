@@ -1,6 +1,9 @@
 package catalog
 
-import "encoding/json"
+import (
+	"encoding/json"
+	"regexp"
+)
 
 // Type says how a catalog tool is reached.
 type Type string
@@ -88,6 +91,20 @@ type Field struct {
 	Pattern     string    `yaml:"pattern,omitempty" json:"pattern,omitempty"`
 	Options     []string  `yaml:"options,omitempty" json:"options,omitempty"`
 	Default     string    `yaml:"default,omitempty" json:"default,omitempty"`
+
+	re *regexp.Regexp // Pattern, compiled once at load
+}
+
+// Matches reports whether s matches the field's pattern (true when it has
+// none).
+func (f *Field) Matches(s string) bool {
+	if f.Pattern == "" {
+		return true
+	}
+	if f.re == nil { // a Field built by hand rather than loaded
+		return regexp.MustCompile(f.Pattern).MatchString(s)
+	}
+	return f.re.MatchString(s)
 }
 
 // OAuthProvider is the data of an OAuth 2.0 provider. The platform's client

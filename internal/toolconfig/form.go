@@ -5,26 +5,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/url"
-	"regexp"
 	"strings"
-	"sync"
 
 	"github.com/quiverhq/quiver/catalog"
 )
 
 // maxFieldBytes bounds one answer, so a form cannot be used to store blobs.
 const maxFieldBytes = 16 << 10
-
-var patterns sync.Map // pattern string → *regexp.Regexp; the catalog checked they compile
-
-func compiled(p string) *regexp.Regexp {
-	if re, ok := patterns.Load(p); ok {
-		return re.(*regexp.Regexp)
-	}
-	re := regexp.MustCompile(p)
-	patterns.Store(p, re)
-	return re
-}
 
 // validateStep checks a user's answers against a form step. It returns the
 // accepted values (JSON values, defaults filled in) or a message per bad field.
@@ -112,7 +99,7 @@ func parseField(f *catalog.Field, raw json.RawMessage) (any, string) {
 			return nil, "must be one of " + strings.Join(f.Options, ", ")
 		}
 	}
-	if f.Pattern != "" && !compiled(f.Pattern).MatchString(s) {
+	if !f.Matches(s) {
 		return nil, fmt.Sprintf("does not match the pattern %s", f.Pattern)
 	}
 	return s, ""
