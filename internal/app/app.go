@@ -143,6 +143,7 @@ func New(ctx context.Context, cfg *config.Config, logger *slog.Logger) (*App, er
 	a.Engine = calls.New(calls.Options{
 		Store: a.Store, Tools: a.Tools, Cache: cache, Metrics: a.Metrics, Logger: logger,
 		CallTimeout: cfg.CallTimeout, Lease: cfg.Lease(), IdempotencyTTL: cfg.IdempotencyTTL, SweepInterval: cfg.SweepInterval,
+		RateLimit: cfg.CallRateLimit, RateBurst: cfg.CallRateBurst,
 		Reauth: a.Tools,
 	})
 	a.API = api.New(api.Deps{

@@ -75,6 +75,10 @@ type Options struct {
 	Lease          time.Duration // CallTimeout plus grace
 	IdempotencyTTL time.Duration
 	SweepInterval  time.Duration
+	// RateLimit is calls per second per account on this replica; zero
+	// means unlimited. RateBurst is the bucket size (zero: twice the rate).
+	RateLimit float64
+	RateBurst int
 	// Reauth refreshes a refused OAuth token for one retry; nil: no retry.
 	Reauth Reauthorizer
 }
@@ -85,6 +89,7 @@ type Engine struct {
 	// cacheDownUntil (unix nanoseconds) skips the replay cache for a moment
 	// after it failed, so a dead Redis costs one timeout, not one per call.
 	cacheDownUntil atomic.Int64
+	limit          *limiter
 	log            *callLog
 	schemas        sync.Map // schema text → *compiledSchema
 }
@@ -97,7 +102,7 @@ func New(opts Options) *Engine {
 	if opts.Metrics == nil {
 		opts.Metrics = metrics.New()
 	}
-	e := &Engine{opts: opts}
+	e := &Engine{opts: opts, limit: newLimiter(opts.RateLimit, opts.RateBurst)}
 	e.log = newCallLog(opts.Store, opts.Logger, opts.Metrics)
 	return e
 }
@@ -130,6 +135,9 @@ type body struct {
 // a 200; any other error is a bug or an unavailable database.
 func (e *Engine) Call(ctx context.Context, req Request) (*Response, error) {
 	start := time.Now()
+	if err := e.limit.allow(req.AccountID); err != nil {
+		return nil, err
+	}
 	canon, err := Canonical(req.Body)
 	if err != nil {
 		return nil, &problem.Error{Code: problem.InvalidJSON, Message: "The request body is not valid JSON: " + err.Error() + ".", Err: err}

@@ -6,6 +6,7 @@ package config
 import (
 	"errors"
 	"fmt"
+	"math"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -50,6 +51,11 @@ type Config struct {
 	BodyLimit      int64         // QUIVER_BODY_LIMIT (bytes)
 	AllowPrivate   bool          // QUIVER_EGRESS_ALLOW_PRIVATE
 	LogLevel       string        // QUIVER_LOG_LEVEL: debug, info, warn, error
+	// CallRateLimit is calls per second per account on each replica
+	// (QUIVER_CALL_RATE_LIMIT); zero means unlimited. CallRateBurst
+	// (QUIVER_CALL_RATE_BURST) is the bucket; zero means twice the rate.
+	CallRateLimit float64
+	CallRateBurst int
 	// OAuthClients maps a provider name (lower case) to the platform's OAuth
 	// app, from QUIVER_OAUTH_<PROVIDER>_CLIENT_ID / _CLIENT_SECRET.
 	OAuthClients map[string]OAuthClient
@@ -122,6 +128,22 @@ func Parse(getenv func(string) string, environ []string) (*Config, error) {
 		AllowPrivate:   boolean("QUIVER_EGRESS_ALLOW_PRIVATE"),
 		LogLevel:       strings.ToLower(str("QUIVER_LOG_LEVEL", "info")),
 		OAuthClients:   map[string]OAuthClient{},
+	}
+	if v := strings.TrimSpace(getenv("QUIVER_CALL_RATE_LIMIT")); v != "" {
+		f, err := strconv.ParseFloat(v, 64)
+		if err != nil || f < 0 || math.IsInf(f, 0) || math.IsNaN(f) {
+			errs = append(errs, fmt.Errorf("QUIVER_CALL_RATE_LIMIT: %q is not a number of calls per second (0 for no limit)", v))
+		} else {
+			c.CallRateLimit = f
+		}
+	}
+	if v := strings.TrimSpace(getenv("QUIVER_CALL_RATE_BURST")); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 {
+			errs = append(errs, fmt.Errorf("QUIVER_CALL_RATE_BURST: %q is not a whole number of calls", v))
+		} else {
+			c.CallRateBurst = n
+		}
 	}
 	if v := strings.TrimSpace(getenv("QUIVER_BODY_LIMIT")); v != "" {
 		n, err := strconv.ParseInt(v, 10, 64)

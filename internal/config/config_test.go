@@ -36,6 +36,8 @@ func TestErrorsNameTheVariable(t *testing.T) {
 		"QUIVER_EGRESS_ALLOW_PRIVATE": {"QUIVER_EGRESS_ALLOW_PRIVATE": "maybe"},
 		"QUIVER_OAUTH_GITHUB":         {"QUIVER_OAUTH_GITHUB_CLIENT_ID": "id"},
 		"QUIVER_BODY_LIMIT":           {"QUIVER_BODY_LIMIT": "12"},
+		"QUIVER_CALL_RATE_LIMIT":      {"QUIVER_CALL_RATE_LIMIT": "-1"},
+		"QUIVER_CALL_RATE_BURST":      {"QUIVER_CALL_RATE_BURST": "lots"},
 	}
 	for name, env := range cases {
 		t.Run(name, func(t *testing.T) {
