@@ -25,7 +25,9 @@ const usage = `quiver — a tool platform for AI agents
 Usage:
   quiver serve                        run the API (migrates first)
   quiver migrate up|down|status       database migrations
-  quiver keys create --account NAME   create the account if needed and a new API key for it
+  quiver keys create --account NAME [--read-only]
+                                      create the account if needed and a new API key for it
+                                      (a read-only key reads, and calls only read-only actions)
   quiver keys revoke KEY              revoke an API key (every replica refuses it within QUIVER_CACHE_TTL)
   quiver catalog check                validate the embedded catalog
   quiver help                         this text
@@ -180,6 +182,7 @@ func keys(ctx context.Context, cfg *config.Config, logger *slog.Logger, args []s
 	}
 	fs := flag.NewFlagSet("keys create", flag.ContinueOnError)
 	name := fs.String("account", "", "account name")
+	readOnly := fs.Bool("read-only", false, "a key that reads, and calls only actions annotated read-only")
 	if err := fs.Parse(args[1:]); err != nil {
 		return err
 	}
@@ -194,7 +197,12 @@ func keys(ctx context.Context, cfg *config.Config, logger *slog.Logger, args []s
 	if _, err := s.MigrateUp(ctx); err != nil {
 		return err
 	}
-	key, acct, err := accounts.New(s, 0).CreateKey(ctx, *name)
+	svc := accounts.New(s, 0)
+	create := svc.CreateKey
+	if *readOnly {
+		create = svc.CreateReadOnlyKey
+	}
+	key, acct, err := create(ctx, *name)
 	if err != nil {
 		return err
 	}

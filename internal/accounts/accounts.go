@@ -34,7 +34,7 @@ type Store interface {
 	EnsureAccount(ctx context.Context, name string) (*store.Account, error)
 	CountAccounts(ctx context.Context) (int64, error)
 	CreateAPIKey(ctx context.Context, k *store.APIKey) error
-	AccountByKeyHash(ctx context.Context, hash string) (int64, error)
+	KeyByHash(ctx context.Context, hash string) (accountID int64, scope string, err error)
 	RevokeAPIKey(ctx context.Context, hash string) error
 }
 
@@ -49,9 +49,38 @@ type Service struct {
 }
 
 type cachedKey struct {
-	account int64
-	expires time.Time
+	principal Principal
+	expires   time.Time
 }
+
+// Principal is who a key speaks for.
+type Principal struct {
+	Account int64
+	// ReadOnly keys may read everything of their account and call only
+	// actions annotated read-only; anything else is 403 forbidden.
+	ReadOnly bool
+}
+
+type principalKey struct{}
+
+// WithPrincipal returns ctx carrying p, for code past the API layer (the
+// agent MCP endpoint's tool handlers) that must know what the key may do.
+func WithPrincipal(ctx context.Context, p Principal) context.Context {
+	return context.WithValue(ctx, principalKey{}, p)
+}
+
+// PrincipalFrom returns the principal in ctx; the zero Principal (full
+// rights, no account) when there is none.
+func PrincipalFrom(ctx context.Context) Principal {
+	p, _ := ctx.Value(principalKey{}).(Principal)
+	return p
+}
+
+// Scopes of a key as stored.
+const (
+	ScopeFull = "full"
+	ScopeRead = "read"
+)
 
 // New returns a Service whose resolutions are cached for ttl (0: never).
 func New(s Store, ttl time.Duration) *Service {
@@ -95,6 +124,15 @@ func newKey() (string, error) {
 // CreateKey makes the account named accountName if needed and returns a new
 // key for it. The key is returned once and never stored.
 func (s *Service) CreateKey(ctx context.Context, accountName string) (key string, account *store.Account, err error) {
+	return s.createKey(ctx, accountName, ScopeFull)
+}
+
+// CreateReadOnlyKey is CreateKey for a read-only key.
+func (s *Service) CreateReadOnlyKey(ctx context.Context, accountName string) (key string, account *store.Account, err error) {
+	return s.createKey(ctx, accountName, ScopeRead)
+}
+
+func (s *Service) createKey(ctx context.Context, accountName, scope string) (key string, account *store.Account, err error) {
 	account, err = s.store.EnsureAccount(ctx, accountName)
 	if err != nil {
 		return "", nil, err
@@ -103,7 +141,7 @@ func (s *Service) CreateKey(ctx context.Context, accountName string) (key string
 	if err != nil {
 		return "", nil, err
 	}
-	err = s.store.CreateAPIKey(ctx, &store.APIKey{AccountID: account.ID, KeyHash: Hash(key), Prefix: key[:len(KeyPrefix)+4]})
+	err = s.store.CreateAPIKey(ctx, &store.APIKey{AccountID: account.ID, KeyHash: Hash(key), Prefix: key[:len(KeyPrefix)+4], Scope: scope})
 	return key, account, err
 }
 
@@ -115,8 +153,14 @@ func (s *Service) HasAccounts(ctx context.Context) (bool, error) {
 
 // Resolve returns the account of key, or ErrUnknownKey.
 func (s *Service) Resolve(ctx context.Context, key string) (int64, error) {
+	p, err := s.Principal(ctx, key)
+	return p.Account, err
+}
+
+// Principal returns who key speaks for, or ErrUnknownKey.
+func (s *Service) Principal(ctx context.Context, key string) (Principal, error) {
 	if !WellFormed(key) {
-		return 0, ErrUnknownKey
+		return Principal{}, ErrUnknownKey
 	}
 	h := Hash(key)
 	now := time.Now()
@@ -124,24 +168,25 @@ func (s *Service) Resolve(ctx context.Context, key string) (int64, error) {
 	c, ok := s.cache[h]
 	s.mu.Unlock()
 	if ok && now.Before(c.expires) {
-		return c.account, nil
+		return c.principal, nil
 	}
-	id, err := s.store.AccountByKeyHash(ctx, h)
+	id, scope, err := s.store.KeyByHash(ctx, h)
 	if errors.Is(err, store.ErrNotFound) {
-		return 0, ErrUnknownKey
+		return Principal{}, ErrUnknownKey
 	}
 	if err != nil {
-		return 0, err
+		return Principal{}, err
 	}
+	p := Principal{Account: id, ReadOnly: scope == ScopeRead}
 	if s.ttl > 0 {
 		s.mu.Lock()
 		if len(s.cache) > 100_000 { // bound memory against key-guessing floods
 			s.cache = map[string]cachedKey{}
 		}
-		s.cache[h] = cachedKey{account: id, expires: now.Add(s.ttl)}
+		s.cache[h] = cachedKey{principal: p, expires: now.Add(s.ttl)}
 		s.mu.Unlock()
 	}
-	return id, nil
+	return p, nil
 }
 
 // Revoke revokes a key; this replica forgets it at once.

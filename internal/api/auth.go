@@ -25,7 +25,7 @@ func (s *Server) authenticate(c *gin.Context) {
 		s.writeError(c, problem.New(problem.Unauthorized, "An API key is required: send it in the X-API-KEY header."))
 		return
 	}
-	id, err := s.Accounts.Resolve(c.Request.Context(), key)
+	p, err := s.Accounts.Principal(c.Request.Context(), key)
 	if errors.Is(err, accounts.ErrUnknownKey) {
 		s.writeError(c, problem.New(problem.Unauthorized, "The API key is not valid."))
 		return
@@ -34,8 +34,28 @@ func (s *Server) authenticate(c *gin.Context) {
 		s.writeError(c, err)
 		return
 	}
-	c.Set(accountKey, id)
+	if p.ReadOnly && !readOnlyAllowed(c) {
+		s.writeError(c, problem.New(problem.Forbidden, "This API key is read-only: it cannot change anything."))
+		return
+	}
+	c.Set(accountKey, p.Account)
+	c.Set(readOnlyKey, p.ReadOnly)
+	c.Request = c.Request.WithContext(accounts.WithPrincipal(c.Request.Context(), p))
 	c.Next()
+}
+
+const readOnlyKey = "quiver.read_only"
+
+// readOnlyAllowed reports whether a read-only key may make this request:
+// any read, and the two ways of calling a tool, where the engine lets
+// through only actions annotated read-only.
+func readOnlyAllowed(c *gin.Context) bool {
+	switch c.Request.Method {
+	case "GET", "HEAD":
+		return true
+	}
+	route := strings.TrimSuffix(c.FullPath(), "/")
+	return route == "/api/v1/agents/custom-tools/call" || route == "/api/v1/agents/:id/mcp"
 }
 
 func account(c *gin.Context) int64 { return c.GetInt64(accountKey) }

@@ -45,7 +45,8 @@ func (s *Server) call(c *gin.Context) {
 		s.writeError(c, err)
 		return
 	}
-	resp, err := s.Calls.Call(c.Request.Context(), calls.Request{AccountID: account(c), Body: b, Key: key, HasKey: hasKey})
+	resp, err := s.Calls.Call(c.Request.Context(), calls.Request{AccountID: account(c), Body: b, Key: key, HasKey: hasKey,
+		ReadOnly: c.GetBool(readOnlyKey)})
 	if err != nil {
 		s.writeError(c, err)
 		return

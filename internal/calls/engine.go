@@ -114,6 +114,8 @@ type Request struct {
 	// Key is the Idempotency-Key; HasKey tells an absent header from "".
 	Key    string
 	HasKey bool
+	// ReadOnly keys may call only actions annotated read-only.
+	ReadOnly bool
 }
 
 // Response is a call's answer: the exact bytes to send.
@@ -252,10 +254,17 @@ func (c *call) target(ctx context.Context) (*toolconfig.Resolved, *connectors.Ac
 	return nil, nil, problem.New(problem.NotFound, "Tool %d has no action %q.", id, c.b.Action)
 }
 
+func readOnlyAction(a *connectors.Action) bool {
+	return a.Annotations != nil && a.Annotations.ReadOnlyHint != nil && *a.Annotations.ReadOnlyHint
+}
+
 // run resolves, checks, reserves, dispatches and records.
 func (c *call) run(ctx context.Context) (*Response, error) {
 	e := c.e
 	rt, action, err := c.target(ctx)
+	if err == nil && c.req.ReadOnly && !readOnlyAction(action) {
+		err = problem.New(problem.Forbidden, "This API key is read-only, and action %q is not annotated read-only.", action.Name)
+	}
 	if err == nil && !action.Retryable && !c.req.HasKey {
 		err = problem.New(problem.IdempotencyKeyRequired, "Action %q is not retryable: call it with an Idempotency-Key header.", action.Name)
 	}

@@ -8,6 +8,8 @@ import (
 	"log/slog"
 	"strconv"
 
+	"github.com/quiverhq/quiver/internal/accounts"
+
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/quiverhq/quiver/internal/calls"
@@ -40,7 +42,7 @@ func (s *Server) handle(account, toolID int64, action string, keyed bool) mcp.To
 		if len(bytes.TrimSpace(args)) == 0 || string(bytes.TrimSpace(args)) == "null" {
 			args = json.RawMessage("{}")
 		}
-		creq := calls.Request{AccountID: account}
+		creq := calls.Request{AccountID: account, ReadOnly: accounts.PrincipalFrom(ctx).ReadOnly}
 		if keyed {
 			var err error
 			if args, creq.Key, err = takeKey(args); err != nil {

@@ -23,6 +23,7 @@ type APIKey struct {
 	AccountID int64
 	KeyHash   string
 	Prefix    string
+	Scope     string // "full" or "read"
 	CreatedAt time.Time
 	RevokedAt *time.Time
 }
@@ -53,18 +54,21 @@ func (s *Store) CreateAPIKey(ctx context.Context, k *APIKey) error {
 	if k.CreatedAt.IsZero() {
 		k.CreatedAt = time.Now().UTC()
 	}
+	if k.Scope == "" {
+		k.Scope = "full"
+	}
 	return interpret(s.db.WithContext(ctx).Create(k).Error)
 }
 
-// AccountByKeyHash resolves an unrevoked key hash to its account ID.
-func (s *Store) AccountByKeyHash(ctx context.Context, hash string) (int64, error) {
+// KeyByHash resolves an unrevoked key hash to its account ID and scope.
+func (s *Store) KeyByHash(ctx context.Context, hash string) (accountID int64, scope string, err error) {
 	var k APIKey
-	err := s.db.WithContext(ctx).Select("account_id").
+	err = s.db.WithContext(ctx).Select("account_id", "scope").
 		Where("key_hash = ? AND revoked_at IS NULL", hash).Take(&k).Error
 	if errors.Is(err, gorm.ErrRecordNotFound) {
-		return 0, ErrNotFound
+		return 0, "", ErrNotFound
 	}
-	return k.AccountID, interpret(err)
+	return k.AccountID, k.Scope, interpret(err)
 }
 
 // RevokeAPIKey revokes a key by its hash.

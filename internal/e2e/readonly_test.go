@@ -1,0 +1,40 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	"github.com/quiverhq/quiver/internal/testserver"
+)
+
+func TestReadOnlyKeys(t *testing.T) {
+	e := setupCalls(t, testserver.Options{Postgres: true})
+	ro, _, err := e.srv.App.Accounts.CreateReadOnlyKey(context.Background(), "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	do := func(method, path string, body any, h ...string) *testserver.Response {
+		return testserver.Do(t, e.srv.URL, ro, method, path, body, h...)
+	}
+	if r := do("GET", "/api/v1/agents/custom-tools/", nil); r.Status != 200 {
+		t.Fatalf("read-only key reading: %d %s", r.Status, r.Body)
+	}
+	wantError(t, do("POST", "/api/v1/agents/custom-tools/", map[string]any{"mcp_tool": "browser"}), 403, "forbidden")
+	wantError(t, do("DELETE", fmt.Sprintf("/api/v1/agents/custom-tools/%d/", e.id), nil), 403, "forbidden")
+	wantError(t, do("POST", "/api/v1/agents/", map[string]any{"name": "x"}), 403, "forbidden")
+
+	// A read-only action runs; any other is refused before anything runs,
+	// and the key stays free.
+	get := map[string]any{"tool": e.id, "action": "get", "arguments": map[string]any{"path": "/ro-get"}}
+	if r := do("POST", callPath, get); r.Status != 200 {
+		t.Fatalf("read-only action: %d %s", r.Status, r.Body)
+	}
+	wantError(t, do("POST", callPath, callBody(e.id, "/ro-post", 1), "Idempotency-Key", "ro-1"), 403, "forbidden")
+	if e.tool.count("/ro-post") != 0 {
+		t.Fatal("a read-only key ran a post")
+	}
+	if r := e.call(callBody(e.id, "/ro-post", 1), "ro-1"); r.Status != 200 {
+		t.Fatalf("the refused call's key with a full key: %d %s", r.Status, r.Body)
+	}
+}
