@@ -108,7 +108,9 @@ func (r *Redis) Finish(ctx context.Context, account int64, key string, e *Entry,
 	if e.ExpiresAt == 0 {
 		e.ExpiresAt = time.Now().Add(ttl).UnixMilli()
 	}
-	_, err := r.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
+	// A plain pipeline: one round trip, in order. It need not be atomic:
+	// Begin looks for the outcome before it looks at the lock.
+	_, err := r.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		if len(e.Body) <= MaxBody && ttl > 0 {
 			p.Set(ctx, o, encode(e), ttl)
 		}
