@@ -104,3 +104,25 @@ func TestTieredServesFromMemoryAfterRedisLosesIt(t *testing.T) {
 		t.Fatal("the near copy was not used")
 	}
 }
+
+func TestParseURLSchemes(t *testing.T) {
+	cases := map[string]string{
+		"redis://127.0.0.1:6379/0":  "*redis.Client",
+		"rediss://127.0.0.1:6380/1": "*redis.Client",
+		"redis-sentinel://127.0.0.1:26379?master_name=main&addr=127.0.0.1:26380": "*redis.Client",
+		"redis-cluster://127.0.0.1:7000?addr=127.0.0.1:7001":                     "*redis.ClusterClient",
+	}
+	for raw, want := range cases {
+		c, err := ParseURL(raw)
+		if err != nil {
+			t.Fatalf("%s: %v", raw, err)
+		}
+		if got := fmt.Sprintf("%T", c); got != want {
+			t.Errorf("%s: client %s, want %s", raw, got, want)
+		}
+		c.Close()
+	}
+	if _, err := ParseURL("redis-sentinel://127.0.0.1:26379?bogus=1"); err == nil {
+		t.Error("an unknown parameter was accepted")
+	}
+}
