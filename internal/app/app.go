@@ -10,9 +10,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"os"
 	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/gin-gonic/gin"
@@ -92,7 +90,7 @@ func New(ctx context.Context, cfg *config.Config, logger *slog.Logger) (*App, er
 	if err != nil {
 		return nil, fmt.Errorf("catalog: %w", err)
 	}
-	overrideMCPURLs(cat, os.Getenv)
+	overrideMCPURLs(cat, cfg.MCPURLs)
 	box, err := SecretBox(cfg)
 	if err != nil {
 		return nil, err
@@ -131,11 +129,17 @@ func New(ctx context.Context, cfg *config.Config, logger *slog.Logger) (*App, er
 		Store: a.Store, Catalog: cat, Box: box, Connectors: registry, CacheTTL: cfg.CacheTTL, Logger: logger,
 	})
 	clients := map[string]oauth.Client{}
+	endpoints := map[string]oauth.Endpoint{}
 	for name, c := range cfg.OAuthClients {
-		clients[name] = oauth.Client{ID: c.ClientID, Secret: c.ClientSecret}
+		if c.ClientID != "" {
+			clients[name] = oauth.Client{ID: c.ClientID, Secret: c.ClientSecret}
+		}
+		if c.AuthURL != "" || c.TokenURL != "" {
+			endpoints[name] = oauth.Endpoint{AuthURL: c.AuthURL, TokenURL: c.TokenURL}
+		}
 	}
 	a.OAuth = oauth.New(oauth.Options{
-		Store: a.Store, Tools: a.Tools, Box: box, Clients: clients, Endpoints: oauth.EndpointsFromEnv(os.Environ()),
+		Store: a.Store, Tools: a.Tools, Box: box, Clients: clients, Endpoints: endpoints,
 		PublicURL: cfg.PublicURL, AllowPrivate: cfg.AllowPrivate, Logger: logger,
 	})
 	a.Tools.SetOAuth(a.OAuth)
@@ -174,13 +178,12 @@ func (a *App) oauthRoutes(root *gin.Engine, _ *gin.RouterGroup) {
 	root.GET(oauth.CallbackPath+"/", h)
 }
 
-// overrideMCPURLs points hosted MCP entries elsewhere from
-// QUIVER_MCP_URL_<ENTRY> (entry name upper-cased, '-' as '_'), for tests
-// and private mirrors. It runs before the catalog is shared.
-func overrideMCPURLs(cat *catalog.Catalog, getenv func(string) string) {
-	for _, e := range cat.List("") {
-		name := "QUIVER_MCP_URL_" + strings.ToUpper(strings.ReplaceAll(e.Name, "-", "_"))
-		if u := strings.TrimSpace(getenv(name)); u != "" && e.MCPURL != "" {
+// overrideMCPURLs points hosted MCP entries elsewhere
+// (QUIVER_MCP_URL_<ENTRY>), for tests and private mirrors. It runs before
+// the catalog is shared.
+func overrideMCPURLs(cat *catalog.Catalog, urls map[string]string) {
+	for name, u := range urls {
+		if e, ok := cat.Get(name); ok && e.MCPURL != "" {
 			e.MCPURL = u
 		}
 	}

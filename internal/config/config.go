@@ -57,14 +57,21 @@ type Config struct {
 	CallRateLimit float64
 	CallRateBurst int
 	// OAuthClients maps a provider name (lower case) to the platform's OAuth
-	// app, from QUIVER_OAUTH_<PROVIDER>_CLIENT_ID / _CLIENT_SECRET.
+	// app, from QUIVER_OAUTH_<PROVIDER>_CLIENT_ID / _CLIENT_SECRET, and to
+	// endpoint overrides from QUIVER_OAUTH_<PROVIDER>_AUTH_URL / _TOKEN_URL.
 	OAuthClients map[string]OAuthClient
+	// MCPURLs points hosted MCP catalog entries elsewhere (private mirrors,
+	// tests): QUIVER_MCP_URL_<ENTRY>, keyed by entry name ("github-mcp").
+	MCPURLs map[string]string
 }
 
-// OAuthClient is the platform's OAuth application at one provider.
+// OAuthClient is the platform's OAuth application at one provider, and
+// where to reach the provider when not where the catalog says.
 type OAuthClient struct {
 	ClientID     string
 	ClientSecret string
+	AuthURL      string
+	TokenURL     string
 }
 
 // Embedded reports whether Quiver runs on its embedded SQLite database.
@@ -155,27 +162,39 @@ func Parse(getenv func(string) string, environ []string) (*Config, error) {
 	}
 	for _, kv := range environ {
 		name, value, _ := strings.Cut(kv, "=")
+		value = strings.TrimSpace(value)
+		if entry, ok := strings.CutPrefix(name, "QUIVER_MCP_URL_"); ok && value != "" {
+			if c.MCPURLs == nil {
+				c.MCPURLs = map[string]string{}
+			}
+			c.MCPURLs[strings.ReplaceAll(strings.ToLower(entry), "_", "-")] = value
+			continue
+		}
 		rest, ok := strings.CutPrefix(name, "QUIVER_OAUTH_")
-		if !ok {
+		if !ok || value == "" {
 			continue
 		}
 		var provider string
-		var secret bool
-		switch {
-		case strings.HasSuffix(rest, "_CLIENT_ID"):
-			provider = strings.TrimSuffix(rest, "_CLIENT_ID")
-		case strings.HasSuffix(rest, "_CLIENT_SECRET"):
-			provider, secret = strings.TrimSuffix(rest, "_CLIENT_SECRET"), true
-		default:
+		var set func(*OAuthClient)
+		for _, f := range []struct {
+			suffix string
+			set    func(*OAuthClient)
+		}{
+			{"_CLIENT_ID", func(o *OAuthClient) { o.ClientID = value }},
+			{"_CLIENT_SECRET", func(o *OAuthClient) { o.ClientSecret = value }},
+			{"_AUTH_URL", func(o *OAuthClient) { o.AuthURL = value }},
+			{"_TOKEN_URL", func(o *OAuthClient) { o.TokenURL = value }},
+		} {
+			if p, ok := strings.CutSuffix(rest, f.suffix); ok && p != "" {
+				provider, set = strings.ToLower(p), f.set
+				break
+			}
+		}
+		if set == nil {
 			continue
 		}
-		provider = strings.ToLower(provider)
 		oc := c.OAuthClients[provider]
-		if secret {
-			oc.ClientSecret = value
-		} else {
-			oc.ClientID = value
-		}
+		set(&oc)
 		c.OAuthClients[provider] = oc
 	}
 	errs = append(errs, c.Validate())
@@ -220,9 +239,25 @@ func (c *Config) Validate() error {
 		errs = append(errs, fmt.Errorf("QUIVER_LOG_LEVEL: %q is not debug, info, warn or error", c.LogLevel))
 	}
 	for p, oc := range c.OAuthClients {
-		if oc.ClientID == "" || oc.ClientSecret == "" {
-			errs = append(errs, fmt.Errorf("QUIVER_OAUTH_%s_CLIENT_ID and _CLIENT_SECRET: set both or neither", strings.ToUpper(p)))
+		name := "QUIVER_OAUTH_" + strings.ToUpper(p)
+		if (oc.ClientID == "") != (oc.ClientSecret == "") {
+			errs = append(errs, fmt.Errorf("%s_CLIENT_ID and _CLIENT_SECRET: set both or neither", name))
+		}
+		for suffix, u := range map[string]string{"_AUTH_URL": oc.AuthURL, "_TOKEN_URL": oc.TokenURL} {
+			if u != "" && !absoluteHTTP(u) {
+				errs = append(errs, fmt.Errorf("%s%s: must be an absolute http(s) URL", name, suffix))
+			}
+		}
+	}
+	for entry, u := range c.MCPURLs {
+		if !absoluteHTTP(u) {
+			errs = append(errs, fmt.Errorf("QUIVER_MCP_URL_%s: must be an absolute http(s) URL", strings.ToUpper(strings.ReplaceAll(entry, "-", "_"))))
 		}
 	}
 	return errors.Join(errs...)
+}
+
+func absoluteHTTP(raw string) bool {
+	u, err := url.Parse(raw)
+	return err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host != ""
 }

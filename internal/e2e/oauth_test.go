@@ -318,13 +318,13 @@ func oaNoSecrets(t *testing.T, what, text string, secrets []string) {
 // server that accepts the provider's access tokens.
 func oaGitHub(t *testing.T, p *oaProvider) (*mcptest.Server, map[string]string) {
 	counter := mcptest.Start(t, mcptest.Counter, mcptest.Options{Authorize: p.valid})
-	t.Setenv("QUIVER_OAUTH_GITHUB_AUTH_URL", p.URL+"/authorize")
-	t.Setenv("QUIVER_OAUTH_GITHUB_TOKEN_URL", p.URL+"/token")
-	t.Setenv("QUIVER_MCP_URL_GITHUB_MCP", counter.URL)
 	p.addClient("gh-client-id", "gh-client-secret-value")
 	return counter, map[string]string{
 		"QUIVER_OAUTH_GITHUB_CLIENT_ID":     "gh-client-id",
 		"QUIVER_OAUTH_GITHUB_CLIENT_SECRET": "gh-client-secret-value",
+		"QUIVER_OAUTH_GITHUB_AUTH_URL":      p.URL + "/authorize",
+		"QUIVER_OAUTH_GITHUB_TOKEN_URL":     p.URL + "/token",
+		"QUIVER_MCP_URL_GITHUB_MCP":         counter.URL,
 	}
 }
 

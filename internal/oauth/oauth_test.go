@@ -216,14 +216,6 @@ func TestAuthorizationURLAndState(t *testing.T) {
 	}
 }
 
-func TestEndpointsFromEnv(t *testing.T) {
-	got := EndpointsFromEnv([]string{"QUIVER_OAUTH_GITHUB_AUTH_URL=http://a", "QUIVER_OAUTH_GITHUB_TOKEN_URL=http://t",
-		"QUIVER_OAUTH_GITHUB_CLIENT_ID=x", "QUIVER_OAUTH_MY_IDP_TOKEN_URL=http://m", "OTHER=1"})
-	if len(got) != 2 || got["github"] != (Endpoint{AuthURL: "http://a", TokenURL: "http://t"}) || got["my_idp"].TokenURL != "http://m" {
-		t.Fatalf("got %v", got)
-	}
-}
-
 func TestSanitizeCode(t *testing.T) {
 	if got := sanitizeCode(`access_denied<script>"x"`); got != "access_deniedscriptx" {
 		t.Fatalf("got %q", got)
