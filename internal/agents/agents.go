@@ -27,10 +27,9 @@ const (
 
 // Limits on agent fields.
 const (
-	MaxNameLen  = 200
-	MaxGoalLen  = 10_000
-	MaxTools    = 100
-	defaultName = ""
+	MaxNameLen = 200
+	MaxGoalLen = 10_000
+	MaxTools   = 100
 )
 
 // Store is the persistence agents need.
@@ -163,7 +162,7 @@ func (s *Service) Create(ctx context.Context, accountID int64, in Input) (*Agent
 		a.Tools = *in.Tools
 	}
 	if err := s.store.CreateAgent(ctx, a); err != nil {
-		return nil, err
+		return nil, toolsGone(err)
 	}
 	return view(a), nil
 }
@@ -206,7 +205,7 @@ func (s *Service) Update(ctx context.Context, accountID, id int64, in Input) (*A
 		return nil, notFound(id)
 	}
 	if err != nil {
-		return nil, err
+		return nil, toolsGone(err)
 	}
 	return view(a), nil
 }
@@ -216,6 +215,15 @@ func (s *Service) Delete(ctx context.Context, accountID, id int64) error {
 	err := s.store.DeleteAgent(ctx, accountID, id)
 	if errors.Is(err, store.ErrNotFound) {
 		return notFound(id)
+	}
+	return err
+}
+
+// toolsGone answers a tool deleted between the check of the list and the
+// write (the foreign key refused it) like any unknown tool ID.
+func toolsGone(err error) error {
+	if errors.Is(err, store.ErrForeignKey) {
+		return problem.Validation("Some agent fields are not valid.", map[string]string{"tools": "a listed tool was deleted meanwhile"})
 	}
 	return err
 }

@@ -32,6 +32,8 @@ var (
 	ErrNotFound = errors.New("store: not found")
 	// ErrConflict: a unique constraint refused the write.
 	ErrConflict = errors.New("store: conflict")
+	// ErrForeignKey: a write named a row that does not exist.
+	ErrForeignKey = errors.New("store: foreign key violation")
 	// ErrUnavailable: the database could not be reached.
 	ErrUnavailable = errors.New("store: database unavailable")
 )
@@ -151,6 +153,8 @@ func interpret(err error) error {
 		switch {
 		case pgErr.Code == "23505":
 			return fmt.Errorf("%w: %s", ErrConflict, pgErr.ConstraintName)
+		case pgErr.Code == "23503":
+			return fmt.Errorf("%w: %s", ErrForeignKey, pgErr.ConstraintName)
 		case strings.HasPrefix(pgErr.Code, "08"), pgErr.Code == "57P01", pgErr.Code == "57P02", pgErr.Code == "57P03", pgErr.Code == "53300":
 			return fmt.Errorf("%w: %v", ErrUnavailable, err)
 		}
@@ -159,6 +163,9 @@ func interpret(err error) error {
 	msg := err.Error()
 	if strings.Contains(msg, "UNIQUE constraint failed") {
 		return fmt.Errorf("%w: %s", ErrConflict, msg)
+	}
+	if strings.Contains(msg, "FOREIGN KEY constraint failed") {
+		return fmt.Errorf("%w: %s", ErrForeignKey, msg)
 	}
 	var connErr *pgconn.ConnectError
 	var netErr net.Error

@@ -244,6 +244,12 @@ func TestAgentsAndToolDetach(t *testing.T) {
 			if _, err := s.GetAgent(ctx, acct.ID+1000, a.ID); !errors.Is(err, store.ErrNotFound) {
 				t.Fatalf("another account's agent: %v", err)
 			}
+			// A tool deleted between the check and the write: the foreign
+			// key refuses it, as a typed error.
+			gone := &store.Agent{AccountID: acct.ID, Name: "y", Status: "draft", Tools: []int64{t2.ID}}
+			if err := s.CreateAgent(ctx, gone); !errors.Is(err, store.ErrForeignKey) {
+				t.Fatalf("agent with a deleted tool: %v, want ErrForeignKey", err)
+			}
 		})
 	}
 }
