@@ -55,23 +55,22 @@ func (l *callLog) run(ctx context.Context) {
 		cancel()
 		batch = batch[:0]
 	}
+	add := func(c store.CallLog) {
+		if batch = append(batch, c); len(batch) >= logBatch {
+			flush()
+		}
+	}
 	for {
 		select {
 		case c := <-l.ch:
-			batch = append(batch, c)
-			if len(batch) >= logBatch {
-				flush()
-			}
+			add(c)
 		case <-tick.C:
 			flush()
 		case <-ctx.Done():
 			for {
 				select {
 				case c := <-l.ch:
-					batch = append(batch, c)
-					if len(batch) >= logBatch {
-						flush()
-					}
+					add(c)
 				default:
 					flush()
 					return

@@ -54,3 +54,25 @@ func TestCachedKeysAndToolsFollowChangesOnOtherReplicas(t *testing.T) {
 		t.Fatalf("A still accepts the revoked key: %d", r.Status)
 	}
 }
+
+// A call may name its tool by catalog name. The name is cached like the
+// tool, and a second tool of the same name makes it ambiguous at once.
+func TestCallByCatalogName(t *testing.T) {
+	e := setupCalls(t, testserver.Options{Postgres: true})
+	byName := map[string]any{"tool": "http-request", "action": "get", "arguments": map[string]any{"path": "/by-name"}}
+	for i := 0; i < 2; i++ {
+		if r := e.call(byName); r.Status != 200 || int64(r.JSON()["tool"].(float64)) != e.id {
+			t.Fatalf("call by name: %d %s", r.Status, r.Body)
+		}
+	}
+	connectHTTPTool(t, e.srv.URL, e.srv.Key, e.tool.URL)
+	r := e.call(byName)
+	wantError(t, r, 422, "validation_error")
+	if _, ok := r.JSON()["fields"].(map[string]any)["tool"]; !ok {
+		t.Fatalf("ambiguous name without fields.tool: %s", r.Body)
+	}
+	wantError(t, e.call(map[string]any{"tool": "browser", "action": "fetch_page", "arguments": map[string]any{"url": "http://x"}}), 422, "validation_error")
+	if e.tool.count("/by-name") != 2 {
+		t.Fatalf("tool ran %d times, want 2", e.tool.count("/by-name"))
+	}
+}

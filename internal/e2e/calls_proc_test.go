@@ -5,7 +5,6 @@ package e2e
 
 import (
 	"bufio"
-	"context"
 	"fmt"
 	"io"
 	"net"
@@ -240,8 +239,6 @@ func (p *tcpProxy) setCut(cut bool) {
 		p.conns = nil
 	}
 }
-
-var _ = context.Background
 
 func execCommand(name string, args ...string) ([]byte, error) {
 	return exec.Command(name, args...).CombinedOutput()

@@ -130,7 +130,8 @@ func (s *Store) LockTool(ctx context.Context, accountID, id int64, fn func(t *To
 	return interpret(err)
 }
 
-// updateTool is UpdateToolConfig on a given handle (a transaction).
+// updateTool is UpdateToolConfig on a given handle (the store's, or a
+// transaction holding the tool's row lock).
 func updateTool(db *gorm.DB, t *Tool, wantState string, wantVersion int64) error {
 	t.UpdatedAt = time.Now().UTC()
 	res := db.Model(&Tool{}).

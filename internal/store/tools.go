@@ -3,8 +3,6 @@ package store
 import (
 	"context"
 	"time"
-
-	"gorm.io/gorm"
 )
 
 // Tool is a connected tool row. Config is plain JSON; Secrets and
@@ -64,21 +62,7 @@ func (s *Store) ListTools(ctx context.Context, accountID int64, p Page) ([]Tool,
 // at the state and version the caller read (optimistic concurrency), and
 // bumps the version. It returns ErrConflict when someone else changed it.
 func (s *Store) UpdateToolConfig(ctx context.Context, t *Tool, wantState string, wantVersion int64) error {
-	t.UpdatedAt = time.Now().UTC()
-	res := s.db.WithContext(ctx).Model(&Tool{}).
-		Where("id = ? AND account_id = ? AND state = ? AND version = ?", t.ID, t.AccountID, wantState, wantVersion).
-		Updates(map[string]any{
-			"state": t.State, "step_index": t.StepIndex, "config": t.Config, "secrets": t.Secrets,
-			"oauth_token": t.OAuthToken, "version": gorm.Expr("version + 1"), "updated_at": t.UpdatedAt,
-		})
-	if res.Error != nil {
-		return interpret(res.Error)
-	}
-	if res.RowsAffected == 0 {
-		return ErrConflict
-	}
-	t.Version = wantVersion + 1
-	return nil
+	return updateTool(s.db.WithContext(ctx), t, wantState, wantVersion)
 }
 
 // DeleteTool deletes the account's tool; the cascade detaches it from agents

@@ -64,7 +64,16 @@ func (s *Service) Resolve(ctx context.Context, accountID, id int64) (*Resolved, 
 
 // ResolveName finds the account's one connected tool made from the catalog
 // entry name.
+// A found name is cached like a resolved tool, so a call by name costs no
+// database query either; this replica's creates and deletes drop it.
 func (s *Service) ResolveName(ctx context.Context, accountID int64, name string) (int64, error) {
+	now := time.Now()
+	s.mu.Lock()
+	c, ok := s.names[accountID][name]
+	s.mu.Unlock()
+	if ok && now.Before(c.expires) {
+		return c.id, nil
+	}
 	ts, err := s.opts.Store.ToolsByCatalogName(ctx, accountID, name)
 	if err != nil {
 		return 0, err
@@ -73,6 +82,14 @@ func (s *Service) ResolveName(ctx context.Context, accountID int64, name string)
 	case 0:
 		return 0, problem.Validation("The account has no connected tool of that name.", map[string]string{"tool": "no connected tool named " + name})
 	case 1:
+		if s.opts.CacheTTL > 0 {
+			s.mu.Lock()
+			if s.names[accountID] == nil {
+				s.names[accountID] = map[string]cachedName{}
+			}
+			s.names[accountID][name] = cachedName{id: ts[0].ID, expires: now.Add(s.opts.CacheTTL)}
+			s.mu.Unlock()
+		}
 		return ts[0].ID, nil
 	default:
 		return 0, problem.Validation("The account has several connected tools of that name; call it by its integer ID.",
@@ -100,5 +117,6 @@ func (s *Service) Invalidate(accountID, id int64) { s.invalidate(accountID, id) 
 func (s *Service) invalidate(accountID, id int64) {
 	s.mu.Lock()
 	delete(s.cache, toolKey{accountID, id})
+	delete(s.names, accountID) // a tool came or went: names may now be ambiguous or gone
 	s.mu.Unlock()
 }

@@ -58,9 +58,15 @@ type Service struct {
 	opts  Options
 	mu    sync.Mutex
 	cache map[toolKey]cachedTool
+	names map[int64]map[string]cachedName // account → catalog name → its one tool
 }
 
 type toolKey struct{ account, id int64 }
+
+type cachedName struct {
+	id      int64
+	expires time.Time
+}
 
 type cachedTool struct {
 	resolved *Resolved
@@ -75,7 +81,7 @@ func New(opts Options) *Service {
 	if opts.VerifyTimeout == 0 {
 		opts.VerifyTimeout = 15 * time.Second
 	}
-	return &Service{opts: opts, cache: map[toolKey]cachedTool{}}
+	return &Service{opts: opts, cache: map[toolKey]cachedTool{}, names: map[int64]map[string]cachedName{}}
 }
 
 // SetOAuth installs the OAuth flow (it needs the Service's store first).
@@ -121,6 +127,7 @@ func (s *Service) Create(ctx context.Context, accountID int64, catalogName, name
 	if err := s.opts.Store.CreateTool(ctx, t); err != nil {
 		return nil, err
 	}
+	s.invalidate(accountID, t.ID)
 	return s.view(ctx, t, e)
 }
 
