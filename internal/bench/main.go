@@ -73,6 +73,7 @@ func run(dur time.Duration, adminURL, redisURL string) error {
 		return err
 	}
 	defer drop()
+	settle := settler(ctx, adminURL)
 
 	echo := serve(echoHandler())
 	minH, closeMin, err := minimalHandler(ctx, dbURL, redisURL)
@@ -103,6 +104,7 @@ func run(dur time.Duration, adminURL, redisURL string) error {
 		})
 		var minRes result
 		if want("first") {
+			settle()
 			minRes = load(dur, conns, func(c *http.Client, i int64) (*http.Request, error) {
 				return post(minimal+"/minimal", "", body(i))
 			})
@@ -110,6 +112,7 @@ func run(dur time.Duration, adminURL, redisURL string) error {
 		var seq atomic.Int64
 		var first, replay result
 		if want("first") {
+			settle()
 			first = load(dur, conns, func(c *http.Client, i int64) (*http.Request, error) {
 				n := seq.Add(1)
 				return post(q+"/api/v1/agents/custom-tools/call/", key, body(n), "Idempotency-Key", fmt.Sprintf("first-%d-%d", conns, n))
@@ -195,6 +198,20 @@ func serve(h http.Handler) string {
 	}
 	go http.Serve(ln, h)
 	return "http://" + ln.Addr().String()
+}
+
+// settler returns a function that puts Postgres in the same state before
+// each scenario that writes: the previous scenario's dirty pages are
+// flushed by a CHECKPOINT of their own, not by one that falls in the middle
+// of the next measurement, and Quiver's call log has drained.
+func settler(ctx context.Context, adminURL string) func() {
+	return func() {
+		if admin, err := pgx.Connect(ctx, adminURL); err == nil {
+			admin.Exec(ctx, "CHECKPOINT")
+			admin.Close(ctx)
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
 }
 
 func createDatabase(ctx context.Context, adminURL string) (string, func(), error) {

@@ -65,23 +65,34 @@ func (c *call) dispatch(ctx context.Context, rt *toolconfig.Resolved, action *co
 	}
 	respBody := encodeResult(callID, rt.Tool.ID, action.Name, result, dur)
 	if c.req.HasKey {
+		// The outcome goes to the replay cache while the database records
+		// it, so a first call waits for one round trip here, not two. The
+		// cache may thus hold an outcome a moment before the row does: it
+		// is the true outcome either way, and the paths below that find
+		// the row decided otherwise put the row's answer in its place.
+		cached := make(chan struct{})
+		go func() {
+			defer close(cached)
+			c.cacheOutcome(callID, replaycache.StateSucceeded, 200, ContentType, respBody, c.freshTTL())
+		}()
 		ok, err := e.opts.Store.Complete(rctx, c.req.AccountID, c.req.Key, c.token, 200, ContentType, respBody)
+		<-cached
 		if err != nil {
-			// The outcome is known but could not be stored: the key stays
-			// dispatched and the sweeper will make it outcome_unknown. This
-			// caller still learns what happened.
+			// The outcome is known but could not be stored: the row stays
+			// dispatched and the sweeper will make it outcome_unknown once
+			// the cached copy is gone. This caller still learns what
+			// happened.
 			e.opts.Logger.ErrorContext(ctx, "storing a call outcome failed", "call_id", callID, "error", err)
 		} else if !ok {
 			// The lease was lost (the sweeper already decided): answer
 			// what the row now says, so every caller sees one truth.
 			e.log.add(c.entry(rt, action, callID, "outcome_unknown", dur))
+			c.cacheOutcome(callID, replaycache.StateOutcomeUnknown, 0, "", nil, c.freshTTL())
 			r, err := e.opts.Store.GetIdem(rctx, c.req.AccountID, c.req.Key)
 			if err != nil {
 				return nil, unavailable(err)
 			}
 			return c.fromRow(r)
-		} else {
-			c.cacheOutcome(callID, replaycache.StateSucceeded, 200, ContentType, respBody, c.freshTTL())
 		}
 	}
 	e.opts.Metrics.Calls.WithLabelValues(outcome).Inc()
