@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -30,18 +31,21 @@ func (c *Connector) Call(ctx context.Context, t *connectors.Tool, action string,
 	if err := ctx.Err(); err != nil {
 		return connectors.Result{}, connectors.Errorf(connectors.KindUnreachable, err, "the call's time ran out before it was sent")
 	}
-	params := &mcp.CallToolParams{Name: action, Arguments: args}
 	for try := 0; ; try++ {
 		s, err := c.pool.acquire(ctx, t, tgt)
 		if err != nil {
 			return connectors.Result{}, err
 		}
 		a := &attempt{}
-		res, err := s.sess.CallTool(withAttempt(ctx, a), params)
+		res, err := c.callOn(withAttempt(ctx, a), s, action, args)
 		c.pool.release(s)
 		st := a.snapshot()
 		if err == nil {
-			return c.result(res)
+			return res, nil
+		}
+		var mapped *connectors.Error
+		if errors.As(err, &mapped) {
+			return connectors.Result{}, err // the answer came, but could not be read
 		}
 		if st.tooLarge {
 			return tooLarge(c.opts.MaxResponseBytes), nil
@@ -58,6 +62,43 @@ func (c *Connector) Call(ctx context.Context, t *connectors.Tool, action string,
 		}
 		return connectors.Result{}, cerr
 	}
+}
+
+// callOn calls action on s's session: by the fast path when the session
+// has one, else through the SDK. An error that is a *connectors.Error came
+// from mapping the answer; any other is for classify.
+func (c *Connector) callOn(ctx context.Context, s *slot, action string, args json.RawMessage) (connectors.Result, error) {
+	if s.fast == nil {
+		res, err := s.sess.CallTool(ctx, &mcp.CallToolParams{Name: action, Arguments: args})
+		if err != nil {
+			return connectors.Result{}, err
+		}
+		return c.result(res)
+	}
+	raw, err := s.fast.call(ctx, action, args)
+	if err != nil {
+		return connectors.Result{}, err
+	}
+	// The common answer, one text block holding JSON, is read here; any
+	// other goes through the SDK's own CallToolResult, so it maps exactly
+	// as on the SDK's path.
+	var common struct {
+		Content []struct {
+			Type string  `json:"type"`
+			Text *string `json:"text"`
+		} `json:"content"`
+		IsError bool `json:"isError"`
+	}
+	if json.Unmarshal(raw, &common) == nil && len(common.Content) == 1 && common.Content[0].Type == "text" &&
+		common.Content[0].Text != nil && json.Valid([]byte(*common.Content[0].Text)) {
+		return c.checked(connectors.Result{IsError: common.IsError,
+			Content: json.RawMessage(bytes.TrimSpace([]byte(*common.Content[0].Text)))})
+	}
+	var res mcp.CallToolResult
+	if err := json.Unmarshal(raw, &res); err != nil {
+		return connectors.Result{}, connectors.Errorf(connectors.KindOutcomeUnknown, err, "the tool's result could not be read")
+	}
+	return c.result(&res)
 }
 
 // result maps a tools/call result: a single text block holding JSON is that
@@ -84,6 +125,12 @@ func (c *Connector) result(res *mcp.CallToolResult) (connectors.Result, error) {
 		// The SDK decoded it, so this cannot happen short of a bug.
 		return connectors.Result{}, connectors.Errorf(connectors.KindOutcomeUnknown, err, "the tool's result could not be encoded")
 	}
+	return c.checked(out)
+}
+
+// checked applies the size limit and the error-payload rule to a mapped
+// result.
+func (c *Connector) checked(out connectors.Result) (connectors.Result, error) {
 	if int64(len(out.Content)) > c.opts.MaxResponseBytes {
 		return tooLarge(c.opts.MaxResponseBytes), nil
 	}

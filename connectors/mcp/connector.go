@@ -86,6 +86,9 @@ type Options struct {
 	ConnectTimeout time.Duration
 	// MaxResponseBytes caps the size of one response from a server.
 	MaxResponseBytes int64
+	// SDKCalls sends every tools/call through the SDK's client session
+	// instead of the fast path (fastcall.go); tests compare the two.
+	SDKCalls bool
 	// Logger receives session events; nil discards them. Credentials are
 	// never logged.
 	Logger *slog.Logger

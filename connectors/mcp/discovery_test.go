@@ -34,7 +34,7 @@ func TestActionsAllPages(t *testing.T) {
 				t.Fatal(err)
 			}
 			m := actionsByName(t, actions)
-			want := 9 + mcptest.DummyTools // 21 tools at 4 a page: 6 pages
+			want := mcptest.CounterTools // 22 tools at 4 a page: 6 pages
 			if len(m) != want {
 				t.Fatalf("got %d actions, want %d", len(m), want)
 			}

@@ -22,6 +22,7 @@ type slot struct {
 	key   slotKey
 	ready chan struct{}
 	sess  *mcp.ClientSession
+	fast  *fastSession // nil: calls go through sess
 	err   error
 
 	// Guarded by pool.mu.
@@ -104,7 +105,8 @@ func (p *pool) connect(s *slot, tgt *target) {
 	defer cancel()
 	key := s.key
 	a := &attempt{}
-	sess, err := p.c.dial(withAttempt(ctx, a), tgt, func() { p.c.discovery.invalidate(key) })
+	toolsChanged := func() { p.c.discovery.invalidate(key) }
+	sess, client, err := p.c.dial(withAttempt(ctx, a), tgt, toolsChanged)
 	p.mu.Lock()
 	if err != nil {
 		s.err = classify(a.snapshot(), err, tgt)
@@ -119,6 +121,9 @@ func (p *pool) connect(s *slot, tgt *target) {
 		return
 	}
 	s.sess = sess
+	if !p.c.opts.SDKCalls {
+		s.fast = newFastSession(sess, client, tgt.endpoint, p.c.opts.MaxResponseBytes, toolsChanged)
+	}
 	p.mu.Unlock()
 	close(s.ready)
 	p.c.opts.Logger.Debug("mcp session opened", "tool_id", key.id, "version", key.version,
@@ -230,9 +235,10 @@ func (p *pool) close() {
 	p.wg.Wait()
 }
 
-// dial opens an initialized session with the server of tgt. onToolsChanged
-// runs when the server says its tool list changed.
-func (c *Connector) dial(ctx context.Context, tgt *target, onToolsChanged func()) (*mcp.ClientSession, error) {
+// dial opens an initialized session with the server of tgt, and returns
+// it with the HTTP client it runs on. onToolsChanged runs when the server
+// says its tool list changed.
+func (c *Connector) dial(ctx context.Context, tgt *target, onToolsChanged func()) (*mcp.ClientSession, *http.Client, error) {
 	httpClient := &http.Client{Transport: &roundTripper{base: c.transport, target: tgt, maxBytes: c.opts.MaxResponseBytes}}
 	opts := &mcp.ClientOptions{Capabilities: &mcp.ClientCapabilities{}}
 	if onToolsChanged != nil {
@@ -244,5 +250,6 @@ func (c *Connector) dial(ctx context.Context, tgt *target, onToolsChanged func()
 		HTTPClient:   httpClient,
 		MaxEventSize: int(c.opts.MaxResponseBytes),
 	}
-	return client.Connect(ctx, transport, &mcp.ClientSessionOptions{ProtocolVersion: ProtocolVersion})
+	sess, err := client.Connect(ctx, transport, &mcp.ClientSessionOptions{ProtocolVersion: ProtocolVersion})
+	return sess, httpClient, err
 }

@@ -106,7 +106,7 @@ func TestMCPAgentEndpoint(t *testing.T) {
 			t.Fatalf("tool %s missing from %d tools", name, len(tools))
 		}
 	}
-	if want := 2*(9+mcptest.DummyTools) + 8; len(tools) != want {
+	if want := 2*mcptest.CounterTools + 8; len(tools) != want {
 		t.Errorf("%d tools, want %d (the unconfigured tool is left out)", len(tools), want)
 	}
 	for name, tool := range tools {
@@ -226,7 +226,7 @@ func TestMCPAgentEndpoint(t *testing.T) {
 			return mqToolNames(t, cs)["mail__send_draft"] == nil
 		})
 		t.Logf("the detach showed after %v", time.Since(start).Round(time.Millisecond))
-		if n := len(mqToolNames(t, cs)); n != 9+mcptest.DummyTools {
+		if n := len(mqToolNames(t, cs)); n != mcptest.CounterTools {
 			t.Fatalf("%d tools after detach", n)
 		}
 	})

@@ -89,7 +89,7 @@ func TestMCPCustomServers(t *testing.T) {
 		counter := mcptest.Start(t, mcptest.Counter, mcptest.Options{PageSize: 2})
 		id := mqConnect(t, srv, "paged", map[string]any{"url": counter.URL})
 		actions := mqActions(t, srv, id)
-		if want := 9 + mcptest.DummyTools; len(actions) != want {
+		if want := mcptest.CounterTools; len(actions) != want {
 			t.Fatalf("%d actions, want %d", len(actions), want)
 		}
 		for _, name := range []string{"increment", "read_count", "echo", fmt.Sprintf("dummy_%02d", mcptest.DummyTools-1)} {

@@ -14,6 +14,9 @@ import (
 // so that tools/list takes several pages.
 const DummyTools = 12
 
+// CounterTools is how many tools Counter lists in all.
+const CounterTools = 10 + DummyTools
+
 func (s *Server) addCounterTools(srv *mcp.Server) {
 	s.add(srv, &mcp.Tool{Name: "increment", Description: "Counts one execution; not safe to retry.",
 		InputSchema: object(nil), Annotations: compose()}, func(map[string]any) (*mcp.CallToolResult, error) {
@@ -59,6 +62,16 @@ func (s *Server) addCounterTools(srv *mcp.Server) {
 		Annotations: readOnly()}, func(args map[string]any) (*mcp.CallToolResult, error) {
 		n, _ := args["bytes"].(float64)
 		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: strings.Repeat("x", int(n))}}}, nil
+	})
+	// chatty talks to the client on the call's own stream before it
+	// answers: a log notification, then a ping it waits for.
+	srv.AddTool(&mcp.Tool{Name: "chatty", Description: "Pings the client mid-call, then answers.", InputSchema: object(nil),
+		Annotations: readOnly()}, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		_ = req.Session.Log(ctx, &mcp.LoggingMessageParams{Level: "info", Data: "working"})
+		if err := req.Session.Ping(ctx, nil); err != nil {
+			return nil, fmt.Errorf("the client did not answer a ping: %w", err)
+		}
+		return jsonText(map[string]int{"pings": s.count("chatty")}), nil
 	})
 	s.add(srv, &mcp.Tool{Name: "echo", Description: "Answers its arguments.",
 		InputSchema: map[string]any{"type": "object"}, Annotations: readOnly()},

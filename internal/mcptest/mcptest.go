@@ -48,6 +48,9 @@ const InboxKey = "sydbar_test_key_1"
 type Options struct {
 	// Stateless serves without sessions: every request stands alone.
 	Stateless bool
+	// JSONResponse answers requests with a JSON body rather than an event
+	// stream.
+	JSONResponse bool
 	// RequireBearer, when set, refuses with 401 any request whose
 	// Authorization header is not "Bearer <RequireBearer>". The Inbox
 	// server also accepts the key as X-Api-Key, and requires InboxKey when
@@ -127,7 +130,7 @@ func (s *Server) swap() {
 	s.mcp = srv
 	s.mu.Unlock()
 	s.handler.Store(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv },
-		&mcp.StreamableHTTPOptions{Stateless: s.opts.Stateless}))
+		&mcp.StreamableHTTPOptions{Stateless: s.opts.Stateless, JSONResponse: s.opts.JSONResponse}))
 }
 
 func (s *Server) newMCPServer() *mcp.Server {

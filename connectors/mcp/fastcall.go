@@ -1,0 +1,369 @@
+package mcp
+
+// The tools/call fast path.
+//
+// Through the SDK's client session, one tools/call answer is decoded four
+// times (the SSE event, the JSON-RPC message, the result, each content
+// block), each decode allocating a 32 KiB buffer, and passes through three
+// goroutines before the caller sees it. On a warm session that was most of
+// what Quiver spends on an MCP call.
+//
+// A pooled session therefore sends tools/call itself when it can: the
+// session is initialized by the SDK (the handshake, capabilities, the
+// session ID and the negotiated version stay the SDK's), and the call is the
+// same JSON-RPC request with the same headers, on the same HTTP client and
+// round tripper (credentials, attempt recording, size cap), answered as JSON
+// or as an event stream, which it reads with one decode of the message and
+// one of the result. Anything else the session does (tools/list, the
+// standalone stream, closing) stays with the SDK.
+//
+// It keeps the client's side of the contract that the SDK keeps:
+//   - requests the server makes on the call's stream are answered: ping
+//     with an empty result, anything else with "method not found" (Quiver
+//     offers the server no capabilities);
+//   - notifications/tools/list_changed drops the discovery cache; other
+//     notifications are ignored;
+//   - a stream that ends before the answer is resumed from its last event
+//     ID (GET with Last-Event-ID), if the server gave event IDs;
+//   - a call abandoned after it was sent gets notifications/cancelled.
+//
+// It is used only for protocol versions whose tools/call is the plain
+// JSON-RPC request (no per-request _meta, no Mcp-Method headers), and not
+// at all under MCPGODEBUG, whose switches change what the SDK does.
+// TestFastCallMatchesSDK compares its results with the SDK's.
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"os"
+	"strconv"
+	"sync/atomic"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// fastVersions are the protocol versions whose tools/call the fast path
+// sends: the streamable-HTTP versions with the initialize handshake.
+var fastVersions = map[string]bool{"2025-03-26": true, "2025-06-18": true, "2025-11-25": true}
+
+// maxResumes bounds how often one call's stream is resumed without the
+// server sending anything new.
+const maxResumes = 2
+
+// fastSession sends tools/call on a session the SDK initialized.
+type fastSession struct {
+	client    *http.Client
+	endpoint  string
+	version   string // negotiated protocol version
+	sessionID string // "" for a stateless server
+	maxBytes  int64
+	// toolsChanged runs on notifications/tools/list_changed; may be nil.
+	toolsChanged func()
+	// ids count up from 2^40, far from the SDK's own request IDs, which
+	// count up from 1 on the same session, and exact as a float64 (servers,
+	// the SDK's among them, may read an ID as one).
+	ids atomic.Int64
+}
+
+// newFastSession returns the fast path of sess, or nil when calls on it
+// must go through the SDK.
+func newFastSession(sess *mcp.ClientSession, client *http.Client, endpoint string, maxBytes int64, toolsChanged func()) *fastSession {
+	init := sess.InitializeResult()
+	if init == nil || !fastVersions[init.ProtocolVersion] || os.Getenv("MCPGODEBUG") != "" {
+		return nil
+	}
+	f := &fastSession{client: client, endpoint: endpoint, version: init.ProtocolVersion, sessionID: sess.ID(),
+		maxBytes: maxBytes, toolsChanged: toolsChanged}
+	f.ids.Store(1 << 40)
+	return f
+}
+
+// wireMessage is one JSON-RPC message as received.
+type wireMessage struct {
+	ID     json.RawMessage `json:"id"`
+	Method string          `json:"method"`
+	Result json.RawMessage `json:"result"`
+	Error  *jsonrpc.Error  `json:"error"`
+}
+
+// call sends tools/call and returns the raw result. Its errors are for
+// classify, with the attempt ctx carries: a *jsonrpc.Error in the chain is
+// the server's refusal.
+func (f *fastSession) call(ctx context.Context, name string, args json.RawMessage) (json.RawMessage, error) {
+	id := f.ids.Add(1)
+	quoted, err := json.Marshal(name)
+	if err != nil {
+		return nil, err
+	}
+	body := make([]byte, 0, 96+len(quoted)+len(args))
+	body = append(body, `{"jsonrpc":"2.0","id":`...)
+	body = strconv.AppendInt(body, id, 10)
+	body = append(body, `,"method":"tools/call","params":{"name":`...)
+	body = append(body, quoted...)
+	body = append(body, `,"arguments":`...)
+	body = append(body, args...)
+	body = append(body, "}}"...)
+
+	resp, err := f.post(ctx, body)
+	if err != nil {
+		return nil, err
+	}
+	result, err := f.answer(ctx, resp, id)
+	if err != nil && ctx.Err() != nil {
+		f.cancelled(id)
+	}
+	return result, err
+}
+
+// post sends one JSON-RPC message with the session's headers.
+func (f *fastSession) post(ctx context.Context, body []byte) (*http.Response, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, f.endpoint, bytes.NewReader(body))
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	f.setHeaders(req.Header)
+	return f.client.Do(req)
+}
+
+func (f *fastSession) setHeaders(h http.Header) {
+	h.Set("Mcp-Protocol-Version", f.version)
+	if f.sessionID != "" {
+		h.Set("Mcp-Session-Id", f.sessionID)
+	}
+}
+
+// answer reads the response to request id.
+func (f *fastSession) answer(ctx context.Context, resp *http.Response, id int64) (json.RawMessage, error) {
+	defer resp.Body.Close()
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		// The round tripper kept the start of the body for classify; a
+		// JSON-RPC error in it is the server's own refusal.
+		head, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
+		var m wireMessage
+		if json.Unmarshal(head, &m) == nil && m.Error != nil {
+			return nil, fmt.Errorf("tools/call: HTTP %d: %w", resp.StatusCode, m.Error)
+		}
+		return nil, fmt.Errorf("tools/call: HTTP %d", resp.StatusCode)
+	}
+	ct, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
+	switch ct {
+	case "application/json":
+		data, err := io.ReadAll(resp.Body)
+		if err != nil {
+			return nil, err
+		}
+		var m wireMessage
+		if err := json.Unmarshal(data, &m); err != nil {
+			return nil, fmt.Errorf("tools/call: the answer is not JSON-RPC: %w", err)
+		}
+		if !sameID(m.ID, id) {
+			return nil, fmt.Errorf("tools/call: the answer is for another request (id %s)", m.ID)
+		}
+		return m.outcome()
+	case "text/event-stream":
+		return f.stream(ctx, resp.Body, id)
+	}
+	return nil, fmt.Errorf("tools/call: unsupported content type %q", ct)
+}
+
+func (m *wireMessage) outcome() (json.RawMessage, error) {
+	if m.Error != nil {
+		return nil, fmt.Errorf("tools/call: %w", m.Error)
+	}
+	if len(m.Result) == 0 {
+		return nil, errors.New("tools/call: the answer has neither a result nor an error")
+	}
+	return m.Result, nil
+}
+
+func sameID(raw json.RawMessage, id int64) bool {
+	n, err := strconv.ParseInt(string(bytes.TrimSpace(raw)), 10, 64)
+	return err == nil && n == id
+}
+
+// errStreamEnded is a call's event stream ending without its answer.
+var errStreamEnded = errors.New("tools/call: the event stream ended before the answer")
+
+// stream reads an event stream until the answer to id, resuming it from its
+// last event ID when it ends early.
+func (f *fastSession) stream(ctx context.Context, body io.ReadCloser, id int64) (json.RawMessage, error) {
+	var lastID, resumedFrom string
+	for resumes := 0; ; {
+		result, done, err := f.events(body, id, &lastID)
+		if done {
+			finish(body)
+			return result, err
+		}
+		body.Close()
+		if err == nil {
+			err = errStreamEnded
+		}
+		if lastID == "" || ctx.Err() != nil {
+			return nil, err
+		}
+		if lastID == resumedFrom {
+			if resumes++; resumes > maxResumes {
+				return nil, err
+			}
+		} else {
+			resumedFrom, resumes = lastID, 0
+		}
+		if body, err = f.resume(ctx, lastID); err != nil {
+			return nil, err
+		}
+	}
+}
+
+// drainWait bounds how long finish waits for a stream's end.
+const drainWait = 100 * time.Millisecond
+
+// finish reads what is left of a call's stream and closes it. A server
+// closes the stream right after the answer, and a stream read to its end
+// leaves the connection to the next request; one closed early takes a new
+// connection (a TCP handshake and two goroutines at both ends) next time.
+// A server that keeps the stream open gets drainWait, then the close.
+func finish(body io.ReadCloser) {
+	t := time.AfterFunc(drainWait, func() { body.Close() })
+	_, _ = io.Copy(io.Discard, io.LimitReader(body, 1<<20))
+	t.Stop()
+	body.Close()
+}
+
+// resume asks for the rest of a stream after lastID.
+func (f *fastSession) resume(ctx context.Context, lastID string) (io.ReadCloser, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, f.endpoint, nil)
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Accept", "text/event-stream")
+	req.Header.Set("Last-Event-ID", lastID)
+	f.setHeaders(req.Header)
+	resp, err := f.client.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("tools/call: resuming the event stream: %w", err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		resp.Body.Close()
+		return nil, fmt.Errorf("tools/call: resuming the event stream: HTTP %d", resp.StatusCode)
+	}
+	// Only the call's POST is capped by the round tripper.
+	return readCloser{&cappedReader{r: resp.Body, left: f.maxBytes}, resp.Body}, nil
+}
+
+// events reads one event stream (text/event-stream) and handles its
+// messages; done is set once the answer to id came.
+func (f *fastSession) events(body io.Reader, id int64, lastID *string) (result json.RawMessage, done bool, err error) {
+	sc := bufio.NewScanner(body)
+	sc.Buffer(make([]byte, 0, 4096), int(min(f.maxBytes, 1<<30))+1)
+	var data []byte
+	var hasData bool
+	event := ""
+	for sc.Scan() {
+		line := sc.Bytes()
+		if len(line) == 0 { // the end of an event
+			if hasData && (event == "" || event == "message") {
+				if result, done, err = f.message(data, id); done {
+					return result, done, err
+				}
+			}
+			data, hasData, event = data[:0], false, ""
+			continue
+		}
+		field, value, _ := bytes.Cut(line, []byte{':'})
+		value = bytes.TrimPrefix(value, []byte{' '})
+		switch string(field) {
+		case "data":
+			if hasData {
+				data = append(data, '\n')
+			}
+			data, hasData = append(data, value...), true
+		case "id":
+			*lastID = string(value)
+		case "event":
+			event = string(value)
+		}
+	}
+	return nil, false, sc.Err()
+}
+
+// message handles one message of a call's stream.
+func (f *fastSession) message(data []byte, id int64) (json.RawMessage, bool, error) {
+	var m wireMessage
+	if err := json.Unmarshal(data, &m); err != nil {
+		return nil, true, fmt.Errorf("tools/call: an event is not JSON-RPC: %w", err)
+	}
+	switch {
+	case m.Method == "" && sameID(m.ID, id):
+		result, err := m.outcome()
+		return result, true, err
+	case m.Method == "notifications/tools/list_changed":
+		if f.toolsChanged != nil {
+			f.toolsChanged()
+		}
+	case m.Method != "" && len(m.ID) > 0 && string(m.ID) != "null":
+		go f.reply(m.ID, m.Method)
+	}
+	return nil, false, nil
+}
+
+// reply answers a request the server made on a call's stream.
+func (f *fastSession) reply(id json.RawMessage, method string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	var body []byte
+	if method == "ping" {
+		body = fmt.Appendf(nil, `{"jsonrpc":"2.0","id":%s,"result":{}}`, id)
+	} else {
+		body = fmt.Appendf(nil, `{"jsonrpc":"2.0","id":%s,"error":{"code":%d,"message":"method not supported by this client"}}`,
+			id, jsonrpc.CodeMethodNotFound)
+	}
+	f.notify(ctx, body)
+}
+
+// cancelled tells the server a call was abandoned, as the SDK does.
+func (f *fastSession) cancelled(id int64) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	go func() {
+		defer cancel()
+		f.notify(ctx, fmt.Appendf(nil, `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":%d,"reason":"the call's time ran out"}}`, id))
+	}()
+}
+
+// notify posts a message that gets no answer (best effort).
+func (f *fastSession) notify(ctx context.Context, body []byte) {
+	if resp, err := f.post(ctx, body); err == nil {
+		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, maxErrorBody))
+		resp.Body.Close()
+	}
+}
+
+// cappedReader fails once more than left bytes came.
+type cappedReader struct {
+	r    io.Reader
+	left int64
+}
+
+func (c *cappedReader) Read(p []byte) (int, error) {
+	if c.left < 0 {
+		return 0, errTooLarge
+	}
+	if int64(len(p)) > c.left+1 {
+		p = p[:c.left+1]
+	}
+	n, err := c.r.Read(p)
+	if c.left -= int64(n); c.left < 0 {
+		return 0, errTooLarge
+	}
+	return n, err
+}

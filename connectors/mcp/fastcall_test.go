@@ -1,0 +1,127 @@
+package mcp
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/quiverhq/quiver/connectors"
+	"github.com/quiverhq/quiver/internal/mcptest"
+)
+
+// TestFastCallMatchesSDK calls the same actions through the fast path and
+// through the SDK's client session, on servers answering with event streams
+// and with JSON, stateful and stateless, and wants the same answers: the
+// same bytes, the same error flag, the same kind of failure.
+func TestFastCallMatchesSDK(t *testing.T) {
+	t.Parallel()
+	calls := []struct{ action, args string }{
+		{"get_upcoming_travel", `{}`},
+		{"ask", `{"question":"When is my next flight?"}`},
+		{"send_draft", `{"draft_id":"d_1"}`},
+		{"get_excerpt", `{"message_id":"m1"}`},
+		{"no_such_tool", `{}`},
+		{"read_count", `{}`},
+		{"fail", ``},
+		{"plain", `null`},
+		{"structured", `{}`},
+		{"echo", `{"text":"<a & b>","n":12345678901234567890,"nested":{"z":1,"a":[true,null]}}`},
+		{"big", `{"bytes":70000}`},
+	}
+	for _, mode := range []mcptest.Options{{}, {Stateless: true}, {JSONResponse: true}, {Stateless: true, JSONResponse: true}} {
+		t.Run(fmt.Sprintf("stateless=%v,json=%v", mode.Stateless, mode.JSONResponse), func(t *testing.T) {
+			t.Parallel()
+			// Each path has servers of its own, which count (approval IDs)
+			// from the same start.
+			servers := func() map[bool]*mcptest.Server {
+				return map[bool]*mcptest.Server{true: mcptest.Start(t, mcptest.Mail, mode), false: mcptest.Start(t, mcptest.Counter, mode)}
+			}
+			fastSrv, sdkSrv := servers(), servers()
+			fast, sdk := setup(t, nil), setup(t, &Options{AllowPrivate: true, SDKCalls: true})
+			for _, c := range calls {
+				mail := c.action != "read_count" && c.action != "fail" && c.action != "plain" && c.action != "structured" &&
+					c.action != "echo" && c.action != "big"
+				got, gotErr := call(t, fast, toolFor(fastSrv[mail], 1, nil), c.action, c.args)
+				want, wantErr := call(t, sdk, toolFor(sdkSrv[mail], 1, nil), c.action, c.args)
+				if !sameFailure(gotErr, wantErr) {
+					t.Errorf("%s: fast path error %v, SDK error %v", c.action, gotErr, wantErr)
+					continue
+				}
+				if got.IsError != want.IsError || !bytes.Equal(got.Content, want.Content) {
+					t.Errorf("%s:\n fast %v %.200s\n sdk  %v %.200s", c.action, got.IsError, got.Content, want.IsError, want.Content)
+				}
+			}
+			if n := fastSessions(fast); n == 0 {
+				t.Error("no session of the fast connector took the fast path")
+			}
+		})
+	}
+}
+
+// sameFailure reports whether two call errors are both nil or of one kind.
+func sameFailure(a, b error) bool {
+	if a == nil || b == nil {
+		return a == nil && b == nil
+	}
+	var ca, cb *connectors.Error
+	return errors.As(a, &ca) && errors.As(b, &cb) && ca.Kind == cb.Kind
+}
+
+// fastSessions counts the pooled sessions that have a fast path.
+func fastSessions(c *Connector) int {
+	c.pool.mu.Lock()
+	defer c.pool.mu.Unlock()
+	n := 0
+	for _, s := range c.pool.slots {
+		if s.fast != nil {
+			n++
+		}
+	}
+	return n
+}
+
+// TestFastCallAnswersTheServer: a tool that logs and pings the client on
+// its call's stream before answering gets its ping answered and finishes.
+func TestFastCallAnswersTheServer(t *testing.T) {
+	t.Parallel()
+	counter := mcptest.Start(t, mcptest.Counter, mcptest.Options{})
+	c := setup(t, nil)
+	tool := toolFor(counter, 1, nil)
+	for i := 1; i <= 3; i++ {
+		res := mustCall(t, c, tool, "chatty", `{}`)
+		if res.IsError || string(res.Content) != fmt.Sprintf(`{"pings":%d}`, i) {
+			t.Fatalf("chatty: %v %s", res.IsError, res.Content)
+		}
+	}
+	if fastSessions(c) != 1 {
+		t.Fatal("the call did not take the fast path")
+	}
+}
+
+// TestFastCallKeepsCallerIDsApart: calls on the fast path and requests the
+// SDK sends on the same session (tools/list) interleave without mixing up
+// their answers.
+func TestFastCallKeepsCallerIDsApart(t *testing.T) {
+	t.Parallel()
+	counter := mcptest.Start(t, mcptest.Counter, mcptest.Options{PageSize: 4})
+	c := setup(t, &Options{AllowPrivate: true, DiscoveryTTL: time.Millisecond})
+	tool := toolFor(counter, 1, nil)
+	for i := range 5 {
+		res := mustCall(t, c, tool, "echo", fmt.Sprintf(`{"i":%d}`, i))
+		if want := fmt.Sprintf(`{"i":%d}`, i); string(res.Content) != want {
+			t.Fatalf("echo %d = %s", i, res.Content)
+		}
+		time.Sleep(2 * time.Millisecond)
+		actions, err := c.Actions(ctxFor(t, 5*time.Second), tool)
+		if err != nil || len(actions) != mcptest.CounterTools {
+			t.Fatalf("actions: %d, %v", len(actions), err)
+		}
+	}
+	var v json.RawMessage = mustCall(t, c, tool, "read_count", `{}`).Content
+	if string(v) != `{"count":0}` {
+		t.Fatalf("read_count = %s", v)
+	}
+}
