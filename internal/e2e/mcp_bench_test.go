@@ -5,10 +5,17 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
+	"net/http/httputil"
+	"net/url"
+	"os"
+	"os/exec"
 	"runtime"
 	"slices"
+	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -16,6 +23,7 @@ import (
 
 	quivermcp "github.com/quiverhq/quiver/connectors/mcp"
 	"github.com/quiverhq/quiver/internal/mcptest"
+	"github.com/quiverhq/quiver/internal/testdb"
 	"github.com/quiverhq/quiver/internal/testserver"
 )
 
@@ -27,10 +35,29 @@ import (
 //
 //	go test ./internal/e2e/ -run '^$' -bench MCPReadCount -benchtime 2s
 func BenchmarkMCPReadCount(b *testing.B) {
-	srv := testserver.Start(b, testserver.Options{Postgres: true, Env: map[string]string{"QUIVER_LOG_LEVEL": "warn"}})
+	// Quiver runs as its own process, as in production, so its CPU time is
+	// its own: the caller and the MCP server share this process.
+	env := map[string]string{
+		"DATABASE_URL":                testdb.Postgres(b, "mcpbench"),
+		"QUIVER_SECRET_KEY":           testserver.TestSecretKey,
+		"QUIVER_DATA_DIR":             b.TempDir(),
+		"QUIVER_EGRESS_ALLOW_PRIVATE": "true",
+		"QUIVER_LOG_LEVEL":            "warn",
+	}
+	key := createKey(b, env, "bench")
+	quiver := startProc(b, env)
 	counter := mcptest.Start(b, mcptest.Counter, mcptest.Options{})
-	id := mqConnect(b, srv, "counter", map[string]any{"url": counter.URL})
-	r := srv.Do("POST", "/api/v1/agents/", map[string]any{"name": "bench", "tools": []int64{id}})
+	r := testserver.Do(b, quiver.URL, key, "POST", "/api/v1/agents/custom-tools/", map[string]any{"mcp_tool": "custom-mcp", "name": "counter"})
+	if r.Status != 201 {
+		b.Fatalf("create: %d %s", r.Status, r.Body)
+	}
+	id := int64(r.JSON()["id"].(float64))
+	r = testserver.Do(b, quiver.URL, key, "POST", fmt.Sprintf("/api/v1/agents/custom-tools/%d/provide-config/", id),
+		map[string]any{"user_response": map[string]any{"url": counter.URL}})
+	if r.Status != 200 {
+		b.Fatalf("configure: %d %s", r.Status, r.Body)
+	}
+	r = testserver.Do(b, quiver.URL, key, "POST", "/api/v1/agents/", map[string]any{"name": "bench", "tools": []int64{id}})
 	if r.Status != 201 {
 		b.Fatalf("agent: %d %s", r.Status, r.Body)
 	}
@@ -41,7 +68,9 @@ func BenchmarkMCPReadCount(b *testing.B) {
 	b.Cleanup(transport.CloseIdleConnections)
 
 	direct := mqBenchSession(b, counter.URL, "", transport)
-	agent := mqBenchSession(b, fmt.Sprintf("%s/api/v1/agents/%d/mcp", srv.URL, agentID), srv.Key, transport)
+	bare := startBareProxy(b, counter.URL)
+	viaProxy := mqBenchSession(b, bare.URL, "", transport)
+	agent := mqBenchSession(b, fmt.Sprintf("%s/api/v1/agents/%d/mcp", quiver.URL, agentID), key, transport)
 	viaSDK := func(cs *mcp.ClientSession, name string) func(tb testing.TB) {
 		params := &mcp.CallToolParams{Name: name, Arguments: map[string]any{}}
 		return func(tb testing.TB) {
@@ -54,8 +83,8 @@ func BenchmarkMCPReadCount(b *testing.B) {
 	restClient := &http.Client{Transport: transport}
 	body := []byte(fmt.Sprintf(`{"tool":%d,"action":"read_count","arguments":{}}`, id))
 	rest := func(tb testing.TB) {
-		req, _ := http.NewRequest("POST", srv.URL+mqCallPath, bytes.NewReader(body))
-		req.Header.Set("X-API-KEY", srv.Key)
+		req, _ := http.NewRequest("POST", quiver.URL+mqCallPath, bytes.NewReader(body))
+		req.Header.Set("X-API-KEY", key)
 		req.Header.Set("Content-Type", "application/json")
 		resp, err := restClient.Do(req)
 		if err != nil {
@@ -73,6 +102,7 @@ func BenchmarkMCPReadCount(b *testing.B) {
 		call func(testing.TB)
 	}{
 		{"direct", viaSDK(direct, "read_count")},
+		{"bare-proxy", viaSDK(viaProxy, "read_count")},
 		{"rest", rest},
 		{"agent-mcp", viaSDK(agent, "counter__read_count")},
 	}
@@ -81,11 +111,17 @@ func BenchmarkMCPReadCount(b *testing.B) {
 		b.Run(v.name, func(b *testing.B) {
 			b.ReportAllocs()
 			lat := make([]time.Duration, 0, b.N)
+			proxy := quiver
+			if v.name == "bare-proxy" {
+				proxy = bare
+			}
+			cpu, qcpu := processCPU(), proxy.cpu()
 			for b.Loop() {
 				start := time.Now()
 				v.call(b)
 				lat = append(lat, time.Since(start))
 			}
+			mqReportCPU(b, cpu, qcpu, proxy, len(lat))
 			mqReportLatency(b, lat)
 		})
 	}
@@ -95,6 +131,11 @@ func BenchmarkMCPReadCount(b *testing.B) {
 			b.SetParallelism((16 + runtime.GOMAXPROCS(0) - 1) / runtime.GOMAXPROCS(0))
 			var mu sync.Mutex
 			var lat []time.Duration
+			proxy := quiver
+			if v.name == "bare-proxy" {
+				proxy = bare
+			}
+			cpu, qcpu := processCPU(), proxy.cpu()
 			b.RunParallel(func(pb *testing.PB) {
 				var mine []time.Duration
 				for pb.Next() {
@@ -106,8 +147,58 @@ func BenchmarkMCPReadCount(b *testing.B) {
 				lat = append(lat, mine...)
 				mu.Unlock()
 			})
+			mqReportCPU(b, cpu, qcpu, proxy, len(lat))
 			mqReportLatency(b, lat)
 		})
+	}
+}
+
+// proxyTargetEnv, when set, makes this test binary a bare reverse proxy to
+// the URL it holds (see TestMain).
+const proxyTargetEnv = "QUIVER_E2E_BARE_PROXY_TARGET"
+
+// startBareProxy runs this test binary as a bare reverse proxy to target,
+// in a process of its own like Quiver: the benchmark's floor for what any
+// proxy adds on this machine (two more loopback hops, one more process).
+func startBareProxy(b *testing.B, target string) *proc {
+	b.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	p := &proc{t: b, URL: "http://" + addr + "/mcp", logs: &strings.Builder{}, done: make(chan struct{})}
+	p.cmd = exec.Command(os.Args[0])
+	p.cmd.Env = append(os.Environ(), proxyTargetEnv+"="+target, "QUIVER_E2E_BARE_PROXY_ADDR="+addr)
+	if err := p.cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	go func() { p.cmd.Wait(); close(p.done) }()
+	b.Cleanup(p.kill)
+	for i := 0; ; i++ {
+		if c, err := net.Dial("tcp", addr); err == nil {
+			c.Close()
+			return p
+		}
+		if i == 200 {
+			b.Fatal("the bare proxy did not start")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// runBareProxy serves a reverse proxy to target until killed.
+func runBareProxy(target string) {
+	u, err := url.Parse(target)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(2)
+	}
+	rp := &httputil.ReverseProxy{Rewrite: func(r *httputil.ProxyRequest) { r.SetURL(u); r.Out.URL.Path = u.Path }, FlushInterval: -1}
+	if err := http.ListenAndServe(os.Getenv("QUIVER_E2E_BARE_PROXY_ADDR"), rp); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(2)
 	}
 }
 
@@ -121,6 +212,24 @@ func mqReportLatency(b *testing.B, lat []time.Duration) {
 	slices.Sort(lat)
 	b.ReportMetric(float64(lat[len(lat)/2].Nanoseconds())/1e3, "p50-µs")
 	b.ReportMetric(float64(lat[len(lat)*99/100].Nanoseconds())/1e3, "p99-µs")
+}
+
+// processCPU is the CPU time (user and system) this process has used.
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// mqReportCPU reports CPU time per call since the given readings: of this
+// process (the caller and the MCP server) and of the Quiver process.
+func mqReportCPU(b *testing.B, since, quiverSince time.Duration, quiver *proc, calls int) {
+	if calls > 0 {
+		b.ReportMetric(float64((processCPU()-since).Nanoseconds())/1e3/float64(calls), "caller+server-cpu-µs/op")
+		b.ReportMetric(float64((quiver.cpu()-quiverSince).Nanoseconds())/1e3/float64(calls), "quiver-cpu-µs/op")
+	}
 }
 
 func mqBenchSession(b *testing.B, endpoint, key string, transport http.RoundTripper) *mcp.ClientSession {
