@@ -24,6 +24,12 @@
 // retired and the next user connects afresh; a slot unused for IdleTimeout is
 // closed. Stateful servers (Mcp-Session-Id) and stateless ones both work.
 //
+// # Calls
+//
+// tools/call is sent on the pooled session's HTTP client by a fast path of
+// our own (fastcall.go) when the negotiated version allows, and through the
+// SDK's session otherwise; the two answer alike (TestFastCallMatchesSDK).
+//
 // # Classifying a failure
 //
 // Every MCP request made for a call carries an attempt recorder in its
