@@ -64,10 +64,10 @@ func (s *Server) addCounterTools(srv *mcp.Server) {
 		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: strings.Repeat("x", int(n))}}}, nil
 	})
 	// chatty talks to the client on the call's own stream before it
-	// answers: a log notification, then a ping it waits for.
+	// answers: a progress notification, then a ping it waits for.
 	srv.AddTool(&mcp.Tool{Name: "chatty", Description: "Pings the client mid-call, then answers.", InputSchema: object(nil),
 		Annotations: readOnly()}, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		_ = req.Session.Log(ctx, &mcp.LoggingMessageParams{Level: "info", Data: "working"})
+		_ = req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: "chatty", Message: "working", Progress: 1})
 		if err := req.Session.Ping(ctx, nil); err != nil {
 			return nil, fmt.Errorf("the client did not answer a ping: %w", err)
 		}
