@@ -114,11 +114,12 @@ func (f *fastSession) call(ctx context.Context, name string, args json.RawMessag
 	body = append(body, "}}"...)
 
 	resp, err := f.post(ctx, body)
-	if err != nil {
-		return nil, err
+	var result json.RawMessage
+	if err == nil {
+		result, err = f.answer(ctx, resp, id)
 	}
-	result, err := f.answer(ctx, resp, id)
 	if err != nil && ctx.Err() != nil {
+		// Abandoned, perhaps after the server got it: tell it to stop.
 		f.cancelled(id)
 	}
 	return result, err

@@ -5,6 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -123,5 +128,108 @@ func TestFastCallKeepsCallerIDsApart(t *testing.T) {
 	var v json.RawMessage = mustCall(t, c, tool, "read_count", `{}`).Content
 	if string(v) != `{"count":0}` {
 		t.Fatalf("read_count = %s", v)
+	}
+}
+
+// scriptedServer answers the fast path's requests by hand, to reach what
+// the SDK's server does not do on demand: a call's stream cut before its
+// answer, resumed by GET with Last-Event-ID.
+type scriptedServer struct {
+	mu        sync.Mutex
+	posts     []string // bodies of POSTs
+	resumedAt []string // Last-Event-ID of each GET
+	pending   json.RawMessage
+	noIDs     bool // send events without IDs: nothing to resume from
+}
+
+func (s *scriptedServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch r.Method {
+	case http.MethodPost:
+		b, _ := io.ReadAll(r.Body)
+		s.posts = append(s.posts, string(b))
+		var m struct {
+			ID     json.RawMessage `json:"id"`
+			Method string          `json:"method"`
+		}
+		_ = json.Unmarshal(b, &m)
+		if m.Method != "tools/call" {
+			w.WriteHeader(http.StatusAccepted)
+			return
+		}
+		// A progress event with an ID, then the stream ends: no answer.
+		w.Header().Set("Content-Type", "text/event-stream")
+		id := "id: e1\n"
+		if s.noIDs {
+			id = ""
+		}
+		fmt.Fprint(w, id+"event: message\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\",\"params\":{\"progressToken\":\"t\",\"progress\":1}}\n\n")
+		s.pending = m.ID
+	case http.MethodGet:
+		s.resumedAt = append(s.resumedAt, r.Header.Get("Last-Event-ID"))
+		w.Header().Set("Content-Type", "text/event-stream")
+		fmt.Fprintf(w, "id: e2\ndata: {\"jsonrpc\":\"2.0\",\"id\":%s,\n", s.pending)
+		fmt.Fprintf(w, "data: \"result\":{\"content\":[{\"type\":\"text\",\"text\":\"{\\\"resumed\\\":true}\"}]}}\n\n")
+	}
+}
+
+func scriptedSession(t *testing.T, srv *scriptedServer) *fastSession {
+	t.Helper()
+	hs := httptest.NewServer(srv)
+	t.Cleanup(hs.Close)
+	f := &fastSession{client: hs.Client(), endpoint: hs.URL, version: ProtocolVersion, sessionID: "s1", maxBytes: 1 << 20}
+	f.ids.Store(1 << 40)
+	return f
+}
+
+// TestFastCallResumesACutStream: a call's stream that ends after an event
+// with an ID, before the answer, is resumed from that ID with a GET, and
+// the answer read there (its data split over two lines).
+func TestFastCallResumesACutStream(t *testing.T) {
+	t.Parallel()
+	srv := &scriptedServer{}
+	f := scriptedSession(t, srv)
+	raw, err := f.call(ctxFor(t, 5*time.Second), "x", json.RawMessage(`{}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(raw), `\"resumed\":true`) {
+		t.Fatalf("result = %s", raw)
+	}
+	if len(srv.posts) != 1 || len(srv.resumedAt) != 1 || srv.resumedAt[0] != "e1" {
+		t.Fatalf("posts %d, resumed at %q", len(srv.posts), srv.resumedAt)
+	}
+}
+
+// TestFastCallCutStreamWithoutIDs: with no event ID there is nothing to
+// resume from; the call fails (classify makes it an unknown outcome) and is
+// not sent again.
+func TestFastCallCutStreamWithoutIDs(t *testing.T) {
+	t.Parallel()
+	srv := &scriptedServer{noIDs: true}
+	f := scriptedSession(t, srv)
+	_, err := f.call(ctxFor(t, 5*time.Second), "x", json.RawMessage(`{}`))
+	if !errors.Is(err, errStreamEnded) {
+		t.Fatalf("error = %v, want the stream's early end", err)
+	}
+	if len(srv.posts) != 1 || len(srv.resumedAt) != 0 {
+		t.Fatalf("posts %d, resumes %d", len(srv.posts), len(srv.resumedAt))
+	}
+}
+
+// TestFastCallCancelsAnAbandonedCall: a call whose time runs out after it
+// was sent tells the server with notifications/cancelled, which ends the
+// tool's handler.
+func TestFastCallCancelsAnAbandonedCall(t *testing.T) {
+	t.Parallel()
+	counter := mcptest.Start(t, mcptest.Counter, mcptest.Options{SlowDelay: time.Minute})
+	c := setup(t, nil)
+	tool := toolFor(counter, 1, nil)
+	mustCall(t, c, tool, "read_count", `{}`) // a warm session
+	_, err := c.Call(ctxFor(t, 300*time.Millisecond), tool, "slow", json.RawMessage(`{}`))
+	wantKind(t, err, connectors.KindOutcomeUnknown)
+	if !eventually(t, 5*time.Second, func() bool { return counter.Cancelled("slow") > 0 }) {
+		t.Fatal("the server's slow handler was not cancelled")
 	}
 }

@@ -227,6 +227,16 @@ func (a *App) Serve(ctx context.Context, ready func(addr string)) error {
 	if ready != nil {
 		ready(ln.Addr().String())
 	}
+	if a.Config.PprofAddr != "" {
+		stop, err := servePprof(a.Config.PprofAddr, a.Logger)
+		if err != nil {
+			stopBg()
+			<-bgDone
+			ln.Close()
+			return err
+		}
+		defer stop()
+	}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	select {

@@ -31,7 +31,11 @@ const (
 
 // Config is everything Quiver reads from its environment.
 type Config struct {
-	Addr        string // QUIVER_ADDR
+	Addr string // QUIVER_ADDR
+	// PprofAddr, when set (QUIVER_PPROF_ADDR), serves Go's runtime
+	// profiles (net/http/pprof) on a listener of its own; keep it on
+	// localhost.
+	PprofAddr   string
 	DatabaseURL string // DATABASE_URL; empty means the embedded SQLite file
 	RedisURL    string // REDIS_URL; empty means the in-process cache
 	// RedisPrefix starts every Redis key (QUIVER_REDIS_PREFIX), so several
@@ -119,6 +123,7 @@ func Parse(getenv func(string) string, environ []string) (*Config, error) {
 	}
 	c := &Config{
 		Addr:           str("QUIVER_ADDR", DefaultAddr),
+		PprofAddr:      str("QUIVER_PPROF_ADDR", ""),
 		DatabaseURL:    str("DATABASE_URL", ""),
 		RedisURL:       str("REDIS_URL", ""),
 		RedisPrefix:    str("QUIVER_REDIS_PREFIX", "quiver:"),

@@ -43,6 +43,7 @@ func BenchmarkMCPReadCount(b *testing.B) {
 		"QUIVER_DATA_DIR":             b.TempDir(),
 		"QUIVER_EGRESS_ALLOW_PRIVATE": "true",
 		"QUIVER_LOG_LEVEL":            "warn",
+		"QUIVER_PPROF_ADDR":           os.Getenv("QUIVER_BENCH_PPROF_ADDR"), // to profile Quiver during a run
 	}
 	key := createKey(b, env, "bench")
 	quiver := startProc(b, env)

@@ -32,6 +32,7 @@ func (s *Server) addCounterTools(srv *mcp.Server) {
 		select {
 		case <-time.After(s.opts.SlowDelay):
 		case <-ctx.Done():
+			s.count("slow:cancelled")
 			return nil, ctx.Err()
 		}
 		return jsonText(map[string]int{"count": s.count("slow")}), nil

@@ -171,6 +171,10 @@ func (s *Server) Calls(tool string) int {
 	return s.calls[tool]
 }
 
+// Cancelled returns how many runs of tool ended because the client
+// cancelled them (Counter's slow tool).
+func (s *Server) Cancelled(tool string) int { return s.Calls(tool + ":cancelled") }
+
 // Headers returns a copy of the headers of every request received so far.
 func (s *Server) Headers() []http.Header {
 	s.mu.Lock()
