@@ -128,6 +128,7 @@ func (o *Options) withDefaults() Options {
 type Connector struct {
 	opts      Options
 	transport *http.Transport
+	h1        *h1Transport // the tools/call fast path's
 	pool      *pool
 	discovery *discovery
 }
@@ -143,6 +144,7 @@ func New(opts *Options) *Connector {
 	c := &Connector{
 		opts:      o,
 		transport: egress.Transport(egress.Options{AllowPrivate: o.AllowPrivate}),
+		h1:        newH1Transport(egress.Dialer(egress.Options{AllowPrivate: o.AllowPrivate}).DialContext, nil),
 		discovery: newDiscovery(o.DiscoveryTTL),
 	}
 	c.pool = newPool(c)
@@ -153,6 +155,7 @@ func New(opts *Options) *Connector {
 func (c *Connector) Close() error {
 	c.pool.close()
 	c.transport.CloseIdleConnections()
+	c.h1.close()
 	return nil
 }
 

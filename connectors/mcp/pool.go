@@ -106,7 +106,7 @@ func (p *pool) connect(s *slot, tgt *target) {
 	key := s.key
 	a := &attempt{}
 	toolsChanged := func() { p.c.discovery.invalidate(key) }
-	sess, client, err := p.c.dial(withAttempt(ctx, a), tgt, toolsChanged)
+	sess, err := p.c.dial(withAttempt(ctx, a), tgt, toolsChanged)
 	p.mu.Lock()
 	if err != nil {
 		s.err = classify(a.snapshot(), err, tgt)
@@ -122,6 +122,9 @@ func (p *pool) connect(s *slot, tgt *target) {
 	}
 	s.sess = sess
 	if !p.c.opts.SDKCalls {
+		// The fast path's requests go over connections of its own, on the
+		// caller's goroutine (h1.go), through the same round tripper.
+		client := &http.Client{Transport: &roundTripper{base: p.c.h1, target: tgt, maxBytes: p.c.opts.MaxResponseBytes}}
 		s.fast = newFastSession(sess, client, tgt.endpoint, p.c.opts.MaxResponseBytes, toolsChanged)
 	}
 	p.mu.Unlock()
@@ -235,10 +238,9 @@ func (p *pool) close() {
 	p.wg.Wait()
 }
 
-// dial opens an initialized session with the server of tgt, and returns
-// it with the HTTP client it runs on. onToolsChanged runs when the server
-// says its tool list changed.
-func (c *Connector) dial(ctx context.Context, tgt *target, onToolsChanged func()) (*mcp.ClientSession, *http.Client, error) {
+// dial opens an initialized session with the server of tgt. onToolsChanged
+// runs when the server says its tool list changed.
+func (c *Connector) dial(ctx context.Context, tgt *target, onToolsChanged func()) (*mcp.ClientSession, error) {
 	httpClient := &http.Client{Transport: &roundTripper{base: c.transport, target: tgt, maxBytes: c.opts.MaxResponseBytes}}
 	opts := &mcp.ClientOptions{Capabilities: &mcp.ClientCapabilities{}}
 	if onToolsChanged != nil {
@@ -250,6 +252,5 @@ func (c *Connector) dial(ctx context.Context, tgt *target, onToolsChanged func()
 		HTTPClient:   httpClient,
 		MaxEventSize: int(c.opts.MaxResponseBytes),
 	}
-	sess, err := client.Connect(ctx, transport, &mcp.ClientSessionOptions{ProtocolVersion: ProtocolVersion})
-	return sess, httpClient, err
+	return client.Connect(ctx, transport, &mcp.ClientSessionOptions{ProtocolVersion: ProtocolVersion})
 }

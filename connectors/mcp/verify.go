@@ -39,7 +39,7 @@ func (c *Connector) Verify(ctx context.Context, entry *catalog.Entry, config map
 	ctx, cancel := context.WithTimeout(ctx, c.opts.ConnectTimeout)
 	defer cancel()
 	a := &attempt{}
-	sess, _, err := c.dial(withAttempt(ctx, a), tgt, nil)
+	sess, err := c.dial(withAttempt(ctx, a), tgt, nil)
 	if err != nil {
 		return verifyError(a.snapshot(), err, tgt, entry)
 	}

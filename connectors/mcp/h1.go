@@ -1,0 +1,260 @@
+package mcp
+
+import (
+	"bufio"
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// h1Transport is the HTTP/1.1 round tripper of the tools/call fast path. It
+// writes each request and reads its response on the caller's goroutine, over
+// a pooled connection. net/http's Transport hands every request to a writer
+// goroutine and every response back from a reader goroutine; on a proxy that
+// is two or three goroutine switches per call, and on an idle replica as
+// many thread wakeups, which cost more than the rest of the call.
+//
+// It speaks HTTP/1.1 only (over TLS too, by ALPN), keeps at most maxIdle
+// idle connections per origin for idleTimeout, and before reusing one checks
+// that the server has not closed it meanwhile (a non-blocking peek), so a
+// request is not written into a connection already gone. A connection whose
+// response body was not read to its end, or that either side marked
+// Connection: close, is closed rather than reused. The caller's context
+// aborts the dial, the exchange and the reading of the body.
+type h1Transport struct {
+	dial        func(ctx context.Context, network, addr string) (net.Conn, error)
+	tlsConfig   *tls.Config // nil: the system's roots
+	idleTimeout time.Duration
+	maxIdle     int
+
+	mu     sync.Mutex
+	idle   map[string][]*h1Conn // by scheme://host:port
+	closed bool
+}
+
+type h1Conn struct {
+	conn  net.Conn
+	raw   syscall.Conn // the TCP connection under TLS, for the liveness peek
+	br    *bufio.Reader
+	bw    *bufio.Writer
+	key   string
+	since time.Time // idle since
+}
+
+func newH1Transport(dial func(ctx context.Context, network, addr string) (net.Conn, error), tlsConfig *tls.Config) *h1Transport {
+	return &h1Transport{dial: dial, tlsConfig: tlsConfig, idleTimeout: 30 * time.Second, maxIdle: 64, idle: map[string][]*h1Conn{}}
+}
+
+// RoundTrip implements http.RoundTripper.
+func (t *h1Transport) RoundTrip(req *http.Request) (*http.Response, error) {
+	if req.URL.Scheme != "http" && req.URL.Scheme != "https" {
+		closeBody(req)
+		return nil, fmt.Errorf("mcp: unsupported scheme %q", req.URL.Scheme)
+	}
+	ctx := req.Context()
+	addr := hostPort(req.URL)
+	key := req.URL.Scheme + "://" + addr
+	pc := t.get(key)
+	if pc == nil {
+		var err error
+		if pc, err = t.connect(ctx, req.URL.Scheme, addr, req.URL.Hostname(), key); err != nil {
+			closeBody(req)
+			return nil, err
+		}
+	}
+	stop := context.AfterFunc(ctx, func() { pc.conn.SetDeadline(time.Unix(1, 0)) })
+	fail := func(err error) (*http.Response, error) {
+		stop()
+		pc.conn.Close()
+		if ctx.Err() != nil {
+			err = fmt.Errorf("%w (%w)", ctx.Err(), err)
+		}
+		return nil, err
+	}
+	if err := req.Write(pc.bw); err != nil {
+		return fail(err)
+	}
+	if err := pc.bw.Flush(); err != nil {
+		return fail(err)
+	}
+	for {
+		resp, err := http.ReadResponse(pc.br, req)
+		if err != nil {
+			return fail(err)
+		}
+		if resp.StatusCode >= 100 && resp.StatusCode < 200 && resp.StatusCode != http.StatusSwitchingProtocols {
+			continue // an interim response (103 Early Hints): the answer follows
+		}
+		reuse := !resp.Close && !req.Close
+		resp.Body = &h1Body{body: resp.Body, t: t, pc: pc, stop: stop, reuse: reuse}
+		return resp, nil
+	}
+}
+
+// connect dials a new connection to addr (host:port) of the named host.
+func (t *h1Transport) connect(ctx context.Context, scheme, addr, host, key string) (*h1Conn, error) {
+	conn, err := t.dial(ctx, "tcp", addr)
+	if err != nil {
+		return nil, err
+	}
+	raw, _ := conn.(syscall.Conn)
+	if scheme == "https" {
+		cfg := &tls.Config{}
+		if t.tlsConfig != nil {
+			cfg = t.tlsConfig.Clone()
+		}
+		if cfg.ServerName == "" {
+			cfg.ServerName = host
+		}
+		cfg.NextProtos = []string{"http/1.1"}
+		tc := tls.Client(conn, cfg)
+		if err := tc.HandshakeContext(ctx); err != nil {
+			conn.Close()
+			return nil, err
+		}
+		conn = tc
+	}
+	return &h1Conn{conn: conn, raw: raw, br: bufio.NewReaderSize(conn, 16<<10), bw: bufio.NewWriterSize(conn, 8<<10), key: key}, nil
+}
+
+// get takes a live idle connection to key, or returns nil.
+func (t *h1Transport) get(key string) *h1Conn {
+	now := time.Now()
+	for {
+		t.mu.Lock()
+		list := t.idle[key]
+		if len(list) == 0 {
+			t.mu.Unlock()
+			return nil
+		}
+		pc := list[len(list)-1]
+		t.idle[key] = list[:len(list)-1]
+		t.mu.Unlock()
+		if now.Sub(pc.since) < t.idleTimeout && pc.br.Buffered() == 0 && alive(pc.raw) {
+			return pc
+		}
+		pc.conn.Close()
+	}
+}
+
+// put returns pc to the pool, or closes it.
+func (t *h1Transport) put(pc *h1Conn) {
+	pc.since = time.Now()
+	t.mu.Lock()
+	if t.closed || len(t.idle[pc.key]) >= t.maxIdle {
+		t.mu.Unlock()
+		pc.conn.Close()
+		return
+	}
+	t.idle[pc.key] = append(t.idle[pc.key], pc)
+	t.mu.Unlock()
+}
+
+// CloseIdleConnections closes the pooled connections; later ones close when
+// their response ends.
+func (t *h1Transport) CloseIdleConnections() {
+	t.mu.Lock()
+	idle := t.idle
+	t.idle = map[string][]*h1Conn{}
+	t.mu.Unlock()
+	for _, list := range idle {
+		for _, pc := range list {
+			pc.conn.Close()
+		}
+	}
+}
+
+// close closes the pool for good.
+func (t *h1Transport) close() {
+	t.mu.Lock()
+	t.closed = true
+	t.mu.Unlock()
+	t.CloseIdleConnections()
+}
+
+// alive reports whether an idle connection is still open and quiet: the
+// server neither closed it nor sent anything (an idle HTTP/1.1 connection
+// gets nothing but a close). A connection it cannot look at counts as live.
+func alive(raw syscall.Conn) bool {
+	if raw == nil {
+		return true
+	}
+	rc, err := raw.SyscallConn()
+	if err != nil {
+		return false
+	}
+	ok := false
+	var buf [1]byte
+	err = rc.Read(func(fd uintptr) bool {
+		_, _, rerr := syscall.Recvfrom(int(fd), buf[:], syscall.MSG_PEEK|syscall.MSG_DONTWAIT)
+		ok = errors.Is(rerr, syscall.EAGAIN) || errors.Is(rerr, syscall.EWOULDBLOCK)
+		return true
+	})
+	return err == nil && ok
+}
+
+// h1Body gives the connection back once the body was read to its end, and
+// closes it if the body is closed before.
+type h1Body struct {
+	body  io.ReadCloser
+	t     *h1Transport
+	pc    *h1Conn
+	stop  func() bool
+	reuse bool
+
+	mu   sync.Mutex
+	done bool
+}
+
+func (b *h1Body) Read(p []byte) (int, error) {
+	n, err := b.body.Read(p)
+	if err == io.EOF {
+		b.finish(true)
+	}
+	return n, err
+}
+
+func (b *h1Body) Close() error {
+	b.finish(false)
+	return nil
+}
+
+// finish ends the exchange once: the connection goes back to the pool if
+// the body ended cleanly and both sides allow it, and is closed otherwise.
+func (b *h1Body) finish(eof bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.done {
+		return
+	}
+	b.done = true
+	aborted := !b.stop() // the context ended: a deadline was set on the connection
+	if eof && b.reuse && !aborted {
+		b.t.put(b.pc)
+		return
+	}
+	b.pc.conn.Close()
+}
+
+// hostPort is u's host and port, the port defaulted by scheme.
+func hostPort(u *url.URL) string {
+	port := u.Port()
+	if port == "" {
+		port = map[string]string{"http": "80", "https": "443"}[u.Scheme]
+	}
+	return net.JoinHostPort(u.Hostname(), port)
+}
+
+func closeBody(req *http.Request) {
+	if req.Body != nil {
+		req.Body.Close()
+	}
+}

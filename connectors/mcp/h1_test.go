@@ -1,0 +1,160 @@
+package mcp
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// h1Server counts the connections it accepted.
+func h1Server(t *testing.T, tlsOn bool, h http.HandlerFunc) (*httptest.Server, *atomic.Int64) {
+	t.Helper()
+	var conns atomic.Int64
+	srv := httptest.NewUnstartedServer(h)
+	srv.Config.ConnState = func(_ net.Conn, st http.ConnState) {
+		if st == http.StateNew {
+			conns.Add(1)
+		}
+	}
+	if tlsOn {
+		srv.StartTLS()
+	} else {
+		srv.Start()
+	}
+	t.Cleanup(srv.Close)
+	return srv, &conns
+}
+
+func h1Client(t *testing.T, srv *httptest.Server) (*http.Client, *h1Transport) {
+	t.Helper()
+	var cfg *tls.Config
+	if srv.TLS != nil {
+		pool := x509.NewCertPool()
+		pool.AddCert(srv.Certificate())
+		cfg = &tls.Config{RootCAs: pool}
+	}
+	tr := newH1Transport((&net.Dialer{}).DialContext, cfg)
+	t.Cleanup(tr.close)
+	return &http.Client{Transport: tr}, tr
+}
+
+func h1Post(t *testing.T, c *http.Client, url, body string) string {
+	t.Helper()
+	resp, err := c.Post(url, "application/json", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+func echoHandler(w http.ResponseWriter, r *http.Request) {
+	b, _ := io.ReadAll(r.Body)
+	w.Write(b)
+}
+
+// TestH1ReusesConnections: plain and TLS, sequential requests share one
+// connection, and each gets its own answer.
+func TestH1ReusesConnections(t *testing.T) {
+	for _, tlsOn := range []bool{false, true} {
+		srv, conns := h1Server(t, tlsOn, echoHandler)
+		c, _ := h1Client(t, srv)
+		for i := range 5 {
+			want := strings.Repeat("x", i*1000)
+			if got := h1Post(t, c, srv.URL, want); got != want {
+				t.Fatalf("tls=%v: answer %d has %d bytes, want %d", tlsOn, i, len(got), len(want))
+			}
+		}
+		if n := conns.Load(); n != 1 {
+			t.Fatalf("tls=%v: %d connections, want 1", tlsOn, n)
+		}
+	}
+}
+
+// TestH1ServerClosedIdle: a connection the server closed while it was idle
+// is noticed before use, and the request goes on a new one.
+func TestH1ServerClosedIdle(t *testing.T) {
+	srv, conns := h1Server(t, false, echoHandler)
+	c, _ := h1Client(t, srv)
+	h1Post(t, c, srv.URL, "a")
+	srv.CloseClientConnections()
+	time.Sleep(20 * time.Millisecond) // the FIN arrives
+	if got := h1Post(t, c, srv.URL, "b"); got != "b" {
+		t.Fatalf("answer %q", got)
+	}
+	if n := conns.Load(); n != 2 {
+		t.Fatalf("%d connections, want 2", n)
+	}
+}
+
+// TestH1NotReusedUnlessReadToTheEnd: a body closed early, or an answer
+// with Connection: close, closes its connection.
+func TestH1NotReusedUnlessReadToTheEnd(t *testing.T) {
+	srv, conns := h1Server(t, false, func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/close" {
+			w.Header().Set("Connection", "close")
+		}
+		w.Write([]byte(strings.Repeat("y", 64<<10)))
+	})
+	c, tr := h1Client(t, srv)
+	resp, err := c.Get(srv.URL + "/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.CopyN(io.Discard, resp.Body, 10)
+	resp.Body.Close()
+	h1Post(t, c, srv.URL+"/close", "")
+	h1Post(t, c, srv.URL+"/", "")
+	if n := conns.Load(); n != 3 {
+		t.Fatalf("%d connections, want 3", n)
+	}
+	tr.mu.Lock()
+	idle := len(tr.idle["http://"+srv.Listener.Addr().String()])
+	tr.mu.Unlock()
+	if idle != 1 {
+		t.Fatalf("%d idle connections, want 1", idle)
+	}
+}
+
+// TestH1ContextEndsTheExchange: a context that ends while the server is
+// silent ends the request at once, and its connection is not reused.
+func TestH1ContextEndsTheExchange(t *testing.T) {
+	release := make(chan struct{})
+	srv, conns := h1Server(t, false, func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/slow" {
+			<-release
+		}
+		w.Write([]byte("ok"))
+	})
+	defer close(release)
+	c, _ := h1Client(t, srv)
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, "POST", srv.URL+"/slow", strings.NewReader("{}"))
+	start := time.Now()
+	_, err := c.Do(req)
+	if err == nil || !isTimeout(err) {
+		t.Fatalf("error %v, want a timeout", err)
+	}
+	if d := time.Since(start); d > 2*time.Second {
+		t.Fatalf("took %v", d)
+	}
+	if got := h1Post(t, c, srv.URL+"/", ""); got != "ok" {
+		t.Fatalf("answer %q", got)
+	}
+	if n := conns.Load(); n != 2 {
+		t.Fatalf("%d connections, want 2", n)
+	}
+}
