@@ -48,7 +48,8 @@ type Result struct {
 
 // Connector reaches one kind of tool.
 type Connector interface {
-	// Actions lists what the tool can do.
+	// Actions lists what the tool can do. The list may be shared (a
+	// connector may hand out its cached copy): callers must not modify it.
 	Actions(ctx context.Context, t *Tool) ([]Action, error)
 	// Call runs one action. A returned error must be an *Error whose Kind
 	// tells whether anything may have reached the tool.

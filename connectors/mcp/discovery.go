@@ -3,7 +3,6 @@ package mcp
 import (
 	"context"
 	"encoding/json"
-	"slices"
 	"sync"
 	"time"
 
@@ -40,7 +39,7 @@ func (c *Connector) Actions(ctx context.Context, t *connectors.Tool) ([]connecto
 		if err == nil {
 			actions := toActions(tools)
 			c.discovery.put(key, gen, actions)
-			return slices.Clone(actions), nil
+			return actions, nil
 		}
 		if sessionGone(st, s.sess.ID()) {
 			c.pool.retire(s, "session gone")
@@ -132,7 +131,7 @@ func (d *discovery) get(key slotKey) ([]connectors.Action, bool) {
 	if !ok || time.Now().After(e.expires) {
 		return nil, false
 	}
-	return slices.Clone(e.actions), true
+	return e.actions, true
 }
 
 func (d *discovery) generation(key slotKey) uint64 {

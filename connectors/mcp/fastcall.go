@@ -44,6 +44,7 @@ import (
 	"net/http"
 	"os"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -265,8 +266,10 @@ func (f *fastSession) resume(ctx context.Context, lastID string) (io.ReadCloser,
 // events reads one event stream (text/event-stream) and handles its
 // messages; done is set once the answer to id came.
 func (f *fastSession) events(body io.Reader, id int64, lastID *string) (result json.RawMessage, done bool, err error) {
+	buf := scanBufs.Get().(*[]byte)
+	defer scanBufs.Put(buf)
 	sc := bufio.NewScanner(body)
-	sc.Buffer(make([]byte, 0, 4096), int(min(f.maxBytes, 1<<30))+1)
+	sc.Buffer((*buf)[:0], int(min(f.maxBytes, 1<<30))+1)
 	var data []byte
 	var hasData bool
 	event := ""
@@ -297,6 +300,10 @@ func (f *fastSession) events(body io.Reader, id int64, lastID *string) (result j
 	}
 	return nil, false, sc.Err()
 }
+
+// scanBufs holds the event scanners' first buffers (a larger event grows
+// one of its own).
+var scanBufs = sync.Pool{New: func() any { b := make([]byte, 4096); return &b }}
 
 // message handles one message of a call's stream.
 func (f *fastSession) message(data []byte, id int64) (json.RawMessage, bool, error) {

@@ -28,17 +28,43 @@ const (
 	metaReplayed = "quiver/replayed"
 )
 
-// handle returns the tools/call handler of one action. The call body is the
-// REST API's, so a tools/call and a POST …/call/ with the same key and
-// arguments are the same request to the engine.
-func (s *Server) handle(account, toolID int64, action string, keyed bool) mcp.ToolHandler {
-	act, _ := json.Marshal(action)
-	prefix := []byte(`{"tool":` + strconv.FormatInt(toolID, 10) + `,"action":` + string(act) + `,"arguments":`)
+// handle returns the tools/call handler of one action, over invoke.
+func (s *Server) handle(invoke invoker) mcp.ToolHandler {
 	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		args := json.RawMessage(nil)
+		var args json.RawMessage
 		if req.Params != nil {
 			args = req.Params.Arguments
 		}
+		resp, err := invoke(ctx, args)
+		return s.answer(ctx, resp, err), nil
+	}
+}
+
+func bodyOf(resp *calls.Response) []byte {
+	if resp == nil {
+		return nil
+	}
+	return resp.Body
+}
+
+// answer is the MCP result of the engine's answer.
+func (s *Server) answer(ctx context.Context, resp *calls.Response, err error) *mcp.CallToolResult {
+	if err != nil {
+		return s.toolError(ctx, err)
+	}
+	return result(resp)
+}
+
+// invoker runs one action's tools/call through the engine.
+type invoker func(ctx context.Context, args json.RawMessage) (*calls.Response, error)
+
+// invoke returns the invoker of one action. The call body is the REST
+// API's, so a tools/call and a POST …/call/ with the same key and arguments
+// are the same request to the engine.
+func (s *Server) invoke(account, toolID int64, action string, keyed bool) invoker {
+	act, _ := json.Marshal(action)
+	prefix := []byte(`{"tool":` + strconv.FormatInt(toolID, 10) + `,"action":` + string(act) + `,"arguments":`)
+	return func(ctx context.Context, args json.RawMessage) (*calls.Response, error) {
 		if len(bytes.TrimSpace(args)) == 0 || string(bytes.TrimSpace(args)) == "null" {
 			args = json.RawMessage("{}")
 		}
@@ -46,18 +72,14 @@ func (s *Server) handle(account, toolID int64, action string, keyed bool) mcp.To
 		if keyed {
 			var err error
 			if args, creq.Key, err = takeKey(args); err != nil {
-				return s.toolError(ctx, err), nil
+				return nil, err
 			}
 			creq.HasKey = true
 		}
 		body := make([]byte, 0, len(prefix)+len(args)+1)
 		body = append(append(append(body, prefix...), args...), '}')
 		creq.Body = body
-		resp, err := s.opts.Calls.Call(ctx, creq)
-		if err != nil {
-			return s.toolError(ctx, err), nil
-		}
-		return result(resp), nil
+		return s.opts.Calls.Call(ctx, creq)
 	}
 }
 
@@ -112,6 +134,7 @@ type callBody struct {
 
 // result turns the engine's answer, first or replayed, into an MCP result:
 // the result JSON as text, and as structured content when it is an object.
+// appendResult writes the same as the SDK would encode it.
 func result(resp *calls.Response) *mcp.CallToolResult {
 	var b callBody
 	if err := json.Unmarshal(resp.Body, &b); err != nil || len(b.Result) == 0 {
@@ -176,4 +199,50 @@ func envelope(ctx context.Context, p *problem.Error) []byte {
 		b, _ = json.Marshal(map[string]any{"error": p.Code, "message": p.Message})
 	}
 	return b
+}
+
+// appendResult appends the JSON of the MCP result of the engine's usual
+// answer exactly as the SDK encodes result(resp) (fast.go's encodeResult),
+// without building it: _meta's keys in order, the text HTML-escaped as
+// encoding/json escapes it, structured content compacted and escaped as
+// json.Marshal does a RawMessage. serverInfo, the server's Implementation
+// as JSON, is set under the 2026-07-28 protocol only. ok is false for an
+// error or an answer that is not the usual body; encode answer() then.
+func appendResult(dst []byte, resp *calls.Response, serverInfo []byte, callErr error) (out []byte, ok bool) {
+	if callErr != nil {
+		return dst, false
+	}
+	var b callBody
+	if err := json.Unmarshal(resp.Body, &b); err != nil || len(b.Result) == 0 {
+		return dst, false
+	}
+	callID, err1 := json.Marshal(b.CallID)
+	text, err2 := json.Marshal(string(b.Result))
+	if err1 != nil || err2 != nil {
+		return dst, false
+	}
+	dst = append(dst, `{"_meta":{`...)
+	if serverInfo != nil {
+		dst = append(append(append(dst, `"`...), mcp.MetaKeyServerInfo...), `":`...)
+		dst = append(append(dst, serverInfo...), ',')
+	}
+	dst = append(append(dst, `"`+metaCallID+`":`...), callID...)
+	if resp.Replayed {
+		dst = append(dst, `,"`+metaReplayed+`":true`...)
+	}
+	dst = append(append(append(dst, `},"content":[{"type":"text","text":`...), text...), `}]`...)
+	if b.Result[0] == '{' {
+		structured, err := json.Marshal(b.Result)
+		if err != nil {
+			return dst, false
+		}
+		dst = append(append(dst, `,"structuredContent":`...), structured...)
+	}
+	if b.IsError {
+		dst = append(dst, `,"isError":true`...)
+	}
+	if serverInfo != nil {
+		dst = append(dst, `,"resultType":"complete"`...)
+	}
+	return append(dst, '}'), true
 }

@@ -24,9 +24,11 @@ import (
 // connection and a goroutine; each decode allocates a 32 KiB buffer. For a
 // plain tools/call that is most of the agent endpoint's cost.
 //
-// fastCall answers one such request itself: one decode, the same tool
-// handler the SDK would call, and the response the SDK would write, byte
-// for byte (TestMCPFastPathMatchesSDK compares them). It takes only what it
+// fastCall answers one such request itself: one scan of the body (no
+// decode), the same engine call the tool's SDK handler makes, and the
+// response the SDK would write, byte for byte, with the usual result
+// written directly rather than built and encoded (TestMCPFastPathMatchesSDK
+// compares them). It takes only what it
 // can prove the SDK would accept and answer with the handler's result; any
 // other request (other methods, notifications, batches, unknown tools, odd
 // ids, anything unusual in headers, _meta or JSON) goes to the SDK untouched,
@@ -48,7 +50,8 @@ var legacyVersions = map[string]bool{"": true, "2025-11-25": true, "2025-06-18":
 
 // fastTool is what the fast path needs of one listed tool.
 type fastTool struct {
-	handler mcp.ToolHandler
+	// invoke runs the call, as the tool's SDK handler does.
+	invoke invoker
 	// headerBound is set when the input schema binds an argument to an
 	// Mcp-Param-* header (x-mcp-header), which the SDK checks: such a tool's
 	// calls go through the SDK.
@@ -103,20 +106,18 @@ func (s *Server) fastCall(w http.ResponseWriter, r *http.Request, ts *toolset) b
 		return false
 	}
 
-	// From here on the request is answered here: the handler runs once.
+	// From here on the request is answered here: the call runs once.
 	s.fastCalls.Add(1)
-	res, err := tool.handler(r.Context(), &mcp.CallToolRequest{
-		Params: &mcp.CallToolParamsRaw{Name: req.name, Arguments: req.arguments},
-		Extra:  &mcp.RequestExtra{Header: r.Header},
-	})
+	ctx := r.Context()
 	resp := &jsonrpc.Response{ID: req.id}
-	if err == nil && res == nil {
-		err = errors.New("the tool handler returned no result")
+	answer, err := tool.invoke(ctx, req.arguments)
+	var info []byte
+	if req.stateless {
+		info = ts.implJSON
 	}
-	if err == nil {
-		resp.Result, err = encodeResult(res, req.stateless, ts.impl)
-	}
-	if err != nil {
+	if out, ok := appendResult(make([]byte, 0, 192+3*len(bodyOf(answer))), answer, info, err); ok {
+		resp.Result = out // the usual answer, written directly
+	} else if resp.Result, err = encodeResult(s.answer(ctx, answer, err), req.stateless, ts.impl); err != nil {
 		resp.Result, resp.Error = nil, wireError(err)
 	}
 	data, err := jsonrpc.EncodeMessage(resp)
@@ -166,43 +167,60 @@ func parseCall(body []byte, version string) (*fastRequest, bool) {
 	if !utf8.Valid(body) || tooDeep(body, 1000) {
 		return nil, false
 	}
-	trimmed := bytes.TrimLeft(body, " \t\r\n")
-	if len(trimmed) == 0 || trimmed[0] != '{' {
-		return nil, false
-	}
-	var msg map[string]json.RawMessage
-	if json.Unmarshal(body, &msg) != nil {
-		return nil, false
-	}
-	for k := range msg {
-		if k != "jsonrpc" && k != "id" && k != "method" && k != "params" {
-			return nil, false
+	var msg struct{ jsonrpc, id, method, params []byte }
+	var params struct{ name, arguments, meta []byte }
+	// Each known member once; any other member, or a repeated one, is
+	// refused.
+	take := func(slot *[]byte, v []byte) bool {
+		if *slot != nil {
+			return false
 		}
+		*slot = v
+		return true
 	}
-	if string(msg["jsonrpc"]) != `"2.0"` || string(msg["method"]) != `"`+methodToolsCall+`"` {
+	if !eachMember(body, func(k string, v []byte) bool {
+		switch k {
+		case "jsonrpc":
+			return take(&msg.jsonrpc, v)
+		case "id":
+			return take(&msg.id, v)
+		case "method":
+			return take(&msg.method, v)
+		case "params":
+			return take(&msg.params, v)
+		}
+		return false
+	}) {
 		return nil, false
 	}
-	id, ok := parseID(msg["id"])
+	if string(msg.jsonrpc) != `"2.0"` || string(msg.method) != `"`+methodToolsCall+`"` {
+		return nil, false
+	}
+	id, ok := parseID(msg.id)
 	if !ok {
 		return nil, false
 	}
-	var params map[string]json.RawMessage
-	if p := msg["params"]; len(p) == 0 || p[0] != '{' || json.Unmarshal(p, &params) != nil {
+	if !eachMember(msg.params, func(k string, v []byte) bool {
+		switch k {
+		case "name":
+			return take(&params.name, v)
+		case "arguments":
+			return take(&params.arguments, v)
+		case "_meta":
+			return take(&params.meta, v)
+		}
+		return false
+	}) {
 		return nil, false
 	}
-	for k := range params {
-		if k != "name" && k != "arguments" && k != "_meta" {
-			return nil, false
-		}
-	}
-	name, ok := plainString(params["name"])
+	name, ok := plainString(params.name)
 	if !ok {
 		return nil, false
 	}
-	req := &fastRequest{id: id, name: name, arguments: params["arguments"]}
+	req := &fastRequest{id: id, name: name, arguments: params.arguments}
 	var meta map[string]json.RawMessage
-	if raw, ok := params["_meta"]; ok {
-		if len(raw) == 0 || raw[0] != '{' || json.Unmarshal(raw, &meta) != nil {
+	if raw := params.meta; raw != nil {
+		if raw[0] != '{' || json.Unmarshal(raw, &meta) != nil {
 			return nil, false
 		}
 	}

@@ -30,6 +30,7 @@ type fakes struct {
 	names      map[int64]string
 	configured map[int64]bool
 	actions    []connectors.Action
+	shared     bool // Actions hands out f.actions itself, as the MCP connector does
 	agentGets  int
 	requests   []calls.Request
 	answer     func(calls.Request) (*calls.Response, error)
@@ -58,6 +59,11 @@ func (f *fakes) Resolve(_ context.Context, account, id int64) (*toolconfig.Resol
 }
 
 func (f *fakes) Actions(context.Context, *connectors.Tool) ([]connectors.Action, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.shared {
+		return f.actions, nil
+	}
 	return slices.Clone(f.actions), nil
 }
 
@@ -311,4 +317,40 @@ func mustJSON(t *testing.T, v any) string {
 		t.Fatal(err)
 	}
 	return string(b)
+}
+
+// TestMCPToolsetKeptWhileUnchanged: a rebuild after ListTTL that finds the
+// same tools and the same action lists keeps the agent's server; a new
+// list (the connector discovered anew) makes a new one.
+func TestMCPToolsetKeptWhileUnchanged(t *testing.T) {
+	f, _ := setup(t)
+	f.shared = true
+	s := New(Options{Agents: f, Tools: f, Calls: engineFunc(f.CallEngine), ListTTL: time.Millisecond})
+	ctx := context.Background()
+	get := func() *toolset {
+		t.Helper()
+		time.Sleep(3 * time.Millisecond) // past ListTTL
+		ts, err := s.sets.get(ctx, 1, 7)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ts
+	}
+	first := get()
+	if again := get(); again == first || again.srv != first.srv {
+		t.Fatalf("rebuilt: same toolset %v, same server %v", again == first, again.srv == first.srv)
+	}
+	f.mu.Lock()
+	f.actions = append(slices.Clone(f.actions), connectors.Action{Name: "archive", InputSchema: json.RawMessage(`{"type":"object"}`), Retryable: true})
+	f.mu.Unlock()
+	changed := get()
+	if changed.srv == first.srv {
+		t.Fatal("a new action list kept the old server")
+	}
+	if _, ok := changed.tools["My_Mail__archive"]; !ok {
+		t.Fatalf("tools after the change: %v", changed.tools)
+	}
+	if n := f.agentGets; n < 3 {
+		t.Fatalf("the agent was read %d times; every build reads it", n)
+	}
 }

@@ -33,13 +33,18 @@ type toolset struct {
 	// impl is srv's Implementation, which the SDK puts in each result's
 	// _meta under the 2026-07-28 protocol; tools holds the handler of each
 	// tool srv lists, for the tools/call fast path (fast.go).
-	impl    *mcp.Implementation
-	tools   map[string]fastTool
-	err     error
-	expires time.Time
+	impl     *mcp.Implementation
+	implJSON []byte // impl as JSON, for results under 2026-07-28
+	tools    map[string]fastTool
+	err      error
+	expires  time.Time
 	// actions holds what each tool listed, reused for a tool whose
 	// discovery fails in the next build, so a blip does not hide it.
 	actions map[int64][]connectors.Action
+	// parts and title are what srv was built from: a build that finds the
+	// same keeps srv rather than making it anew.
+	parts []agentTool
+	title string
 }
 
 // toolsets caches one toolset per agent for ListTTL. Reading an agent costs
@@ -78,13 +83,9 @@ func (ts *toolsets) get(ctx context.Context, account, agent int64) (*toolset, er
 	}
 	ts.mu.Unlock()
 
-	var prev map[int64][]connectors.Action
-	if cur != nil {
-		prev = cur.actions
-	}
 	// The build is shared, so it must not end with the first caller.
 	bctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), ts.s.opts.BuildTimeout)
-	next.err = ts.s.build(bctx, next, account, agent, prev)
+	next.err = ts.s.build(bctx, next, account, agent, cur)
 	cancel()
 	next.expires = time.Now().Add(ts.s.opts.ListTTL)
 	close(next.done)
@@ -136,19 +137,29 @@ type agentTool struct {
 // build reads the agent and its tools and makes its MCP server into ts. A
 // tool that is not configured is left out; one whose actions cannot be
 // listed now is listed as it was last time, or left out.
-func (s *Server) build(ctx context.Context, ts *toolset, account, agentID int64, prev map[int64][]connectors.Action) error {
+func (s *Server) build(ctx context.Context, ts *toolset, account, agentID int64, prev *toolset) error {
 	ag, err := s.opts.Agents.Get(ctx, account, agentID)
 	if err != nil {
 		return err
 	}
+	var last map[int64][]connectors.Action
+	if prev != nil {
+		last = prev.actions
+	}
 	tools := make([]agentTool, len(ag.Tools))
 	var wg sync.WaitGroup
 	for i, id := range ag.Tools {
-		wg.Go(func() { tools[i] = s.discover(ctx, account, id, prev[id]) })
+		wg.Go(func() { tools[i] = s.discover(ctx, account, id, last[id]) })
 	}
 	wg.Wait()
 	tools = slices.DeleteFunc(tools, func(t agentTool) bool { return t.actions == nil })
 	disambiguate(tools)
+	if prev != nil && prev.srv != nil && prev.title == ag.Name && sameParts(prev.parts, tools) {
+		// Nothing changed (the connectors handed out the very lists they
+		// gave last time): keep the server, its schemas and handlers.
+		ts.srv, ts.impl, ts.implJSON, ts.tools, ts.actions, ts.parts, ts.title = prev.srv, prev.impl, prev.implJSON, prev.tools, prev.actions, prev.parts, prev.title
+		return nil
+	}
 
 	impl := &mcp.Implementation{Name: "quiver-agent-" + strconv.FormatInt(agentID, 10), Title: ag.Name, Version: s.opts.Version}
 	srv := mcp.NewServer(impl, &mcp.ServerOptions{Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{}}, Logger: s.log})
@@ -171,13 +182,34 @@ func (s *Server) build(ctx context.Context, ts *toolset, account, agentID int64,
 				continue
 			}
 			seen[name] = true
-			h := s.handle(account, t.id, a.Name, !a.Retryable)
-			srv.AddTool(tool, h)
-			fast[name] = fastTool{handler: h, headerBound: headerBound(tool)}
+			inv := s.invoke(account, t.id, a.Name, !a.Retryable)
+			srv.AddTool(tool, s.handle(inv))
+			fast[name] = fastTool{invoke: inv, headerBound: headerBound(tool)}
 		}
 	}
-	ts.srv, ts.impl, ts.tools, ts.actions = srv, impl, fast, actions
+	implJSON, err := json.Marshal(impl)
+	if err != nil {
+		return err
+	}
+	ts.srv, ts.impl, ts.implJSON, ts.tools, ts.actions, ts.parts, ts.title = srv, impl, implJSON, fast, actions, tools, ag.Name
 	return nil
+}
+
+// sameParts reports whether two builds saw the same tools, names and
+// action lists (the same lists, not equal ones: a connector hands out a new
+// list whenever it discovered anew).
+func sameParts(a, b []agentTool) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		x, y := a[i], b[i]
+		if x.id != y.id || x.name != y.name || len(x.actions) != len(y.actions) ||
+			(len(x.actions) > 0 && &x.actions[0] != &y.actions[0]) {
+			return false
+		}
+	}
+	return true
 }
 
 // discover resolves one attached tool and lists its actions; nil actions
