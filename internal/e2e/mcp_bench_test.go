@@ -69,8 +69,10 @@ func BenchmarkMCPReadCount(b *testing.B) {
 	b.Cleanup(transport.CloseIdleConnections)
 
 	direct := mqBenchSession(b, counter.URL, "", transport)
-	bare := startBareProxy(b, counter.URL)
+	bare := startBareProxy(b, counter.URL, "http")
 	viaProxy := mqBenchSession(b, bare.URL, "", transport)
+	fwd := startBareProxy(b, counter.URL, "tcp")
+	viaFwd := mqBenchSession(b, fwd.URL, "", transport)
 	agent := mqBenchSession(b, fmt.Sprintf("%s/api/v1/agents/%d/mcp", quiver.URL, agentID), key, transport)
 	viaSDK := func(cs *mcp.ClientSession, name string) func(tb testing.TB) {
 		params := &mcp.CallToolParams{Name: name, Arguments: map[string]any{}}
@@ -104,6 +106,7 @@ func BenchmarkMCPReadCount(b *testing.B) {
 	}{
 		{"direct", viaSDK(direct, "read_count")},
 		{"bare-proxy", viaSDK(viaProxy, "read_count")},
+		{"tcp-forward", viaSDK(viaFwd, "read_count")},
 		{"rest", rest},
 		{"agent-mcp", viaSDK(agent, "counter__read_count")},
 	}
@@ -112,9 +115,9 @@ func BenchmarkMCPReadCount(b *testing.B) {
 		b.Run(v.name, func(b *testing.B) {
 			b.ReportAllocs()
 			lat := make([]time.Duration, 0, b.N)
-			proxy := quiver
-			if v.name == "bare-proxy" {
-				proxy = bare
+			proxy := map[string]*proc{"bare-proxy": bare, "tcp-forward": fwd}[v.name]
+			if proxy == nil {
+				proxy = quiver
 			}
 			cpu, qcpu := processCPU(), proxy.cpu()
 			for b.Loop() {
@@ -132,9 +135,9 @@ func BenchmarkMCPReadCount(b *testing.B) {
 			b.SetParallelism((16 + runtime.GOMAXPROCS(0) - 1) / runtime.GOMAXPROCS(0))
 			var mu sync.Mutex
 			var lat []time.Duration
-			proxy := quiver
-			if v.name == "bare-proxy" {
-				proxy = bare
+			proxy := map[string]*proc{"bare-proxy": bare, "tcp-forward": fwd}[v.name]
+			if proxy == nil {
+				proxy = quiver
 			}
 			cpu, qcpu := processCPU(), proxy.cpu()
 			b.RunParallel(func(pb *testing.PB) {
@@ -161,7 +164,7 @@ const proxyTargetEnv = "QUIVER_E2E_BARE_PROXY_TARGET"
 // startBareProxy runs this test binary as a bare reverse proxy to target,
 // in a process of its own like Quiver: the benchmark's floor for what any
 // proxy adds on this machine (two more loopback hops, one more process).
-func startBareProxy(b *testing.B, target string) *proc {
+func startBareProxy(b *testing.B, target, mode string) *proc {
 	b.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -171,7 +174,7 @@ func startBareProxy(b *testing.B, target string) *proc {
 	ln.Close()
 	p := &proc{t: b, URL: "http://" + addr + "/mcp", logs: &strings.Builder{}, done: make(chan struct{})}
 	p.cmd = exec.Command(os.Args[0])
-	p.cmd.Env = append(os.Environ(), proxyTargetEnv+"="+target, "QUIVER_E2E_BARE_PROXY_ADDR="+addr)
+	p.cmd.Env = append(os.Environ(), proxyTargetEnv+"="+target, "QUIVER_E2E_BARE_PROXY_ADDR="+addr, "QUIVER_E2E_BARE_PROXY_MODE="+mode)
 	if err := p.cmd.Start(); err != nil {
 		b.Fatal(err)
 	}
@@ -189,12 +192,17 @@ func startBareProxy(b *testing.B, target string) *proc {
 	}
 }
 
-// runBareProxy serves a reverse proxy to target until killed.
+// runBareProxy serves a reverse proxy to target until killed; in mode tcp
+// it forwards bytes without reading HTTP at all.
 func runBareProxy(target string) {
 	u, err := url.Parse(target)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(2)
+	}
+	if os.Getenv("QUIVER_E2E_BARE_PROXY_MODE") == "tcp" {
+		forwardTCP(os.Getenv("QUIVER_E2E_BARE_PROXY_ADDR"), u.Host)
+		return
 	}
 	rp := &httputil.ReverseProxy{Rewrite: func(r *httputil.ProxyRequest) { r.SetURL(u); r.Out.URL.Path = u.Path }, FlushInterval: -1}
 	if err := http.ListenAndServe(os.Getenv("QUIVER_E2E_BARE_PROXY_ADDR"), rp); err != nil {
@@ -249,4 +257,30 @@ func mqBenchSession(b *testing.B, endpoint, key string, transport http.RoundTrip
 	}
 	b.Cleanup(func() { cs.Close() })
 	return cs
+}
+
+// forwardTCP copies bytes between each connection to addr and one to
+// target, until killed.
+func forwardTCP(addr, target string) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(2)
+	}
+	for {
+		in, err := ln.Accept()
+		if err != nil {
+			os.Exit(2)
+		}
+		go func() {
+			defer in.Close()
+			out, err := net.Dial("tcp", target)
+			if err != nil {
+				return
+			}
+			defer out.Close()
+			go io.Copy(out, in)
+			io.Copy(in, out)
+		}()
+	}
 }
