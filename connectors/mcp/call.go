@@ -10,6 +10,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/quiverhq/quiver/connectors"
+	"github.com/quiverhq/quiver/internal/egress"
 )
 
 // Call runs the tool named action on the tool's MCP server (tools/call), on
@@ -56,6 +57,14 @@ func (c *Connector) Call(ctx context.Context, t *connectors.Tool, action string,
 				continue
 			}
 		}
+		if try == 0 && s.fast.Load() != nil && st.err != nil && egress.IsConnectFailure(st.err) && !egress.IsBlocked(st.err) {
+			// The fast path could not connect where the session's own
+			// transport did (a server that speaks only HTTP/2, say). Nothing
+			// was sent: this call, and the session's next, go through the SDK.
+			s.fast.Store(nil)
+			c.opts.Logger.Debug("mcp fast path off for a session", "tool_id", t.ID, "error", st.err)
+			continue
+		}
 		cerr := classify(st, err, tgt)
 		if cerr.Kind == connectors.KindUpstreamAuth {
 			c.pool.retire(s, "credentials refused")
@@ -68,14 +77,15 @@ func (c *Connector) Call(ctx context.Context, t *connectors.Tool, action string,
 // has one, else through the SDK. An error that is a *connectors.Error came
 // from mapping the answer; any other is for classify.
 func (c *Connector) callOn(ctx context.Context, s *slot, action string, args json.RawMessage) (connectors.Result, error) {
-	if s.fast == nil {
+	fast := s.fast.Load()
+	if fast == nil {
 		res, err := s.sess.CallTool(ctx, &mcp.CallToolParams{Name: action, Arguments: args})
 		if err != nil {
 			return connectors.Result{}, err
 		}
 		return c.result(res)
 	}
-	raw, err := s.fast.call(ctx, action, args)
+	raw, err := fast.call(ctx, action, args)
 	if err != nil {
 		return connectors.Result{}, err
 	}

@@ -2,10 +2,12 @@ package mcp
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -81,7 +83,7 @@ func fastSessions(c *Connector) int {
 	defer c.pool.mu.Unlock()
 	n := 0
 	for _, s := range c.pool.slots {
-		if s.fast != nil {
+		if s.fast.Load() != nil {
 			n++
 		}
 	}
@@ -231,5 +233,30 @@ func TestFastCallCancelsAnAbandonedCall(t *testing.T) {
 	wantKind(t, err, connectors.KindOutcomeUnknown)
 	if !eventually(t, 5*time.Second, func() bool { return counter.Cancelled("slow") > 0 }) {
 		t.Fatal("the server's slow handler was not cancelled")
+	}
+}
+
+// TestFastCallFallsBackWhenItCannotConnect: when the fast path cannot
+// connect where the session did (nothing sent), the call goes through the
+// SDK, once, and the session stays on the SDK's path.
+func TestFastCallFallsBackWhenItCannotConnect(t *testing.T) {
+	t.Parallel()
+	counter := mcptest.Start(t, mcptest.Counter, mcptest.Options{})
+	c := setup(t, nil)
+	c.h1.dial = func(ctx context.Context, network, addr string) (net.Conn, error) {
+		return nil, &net.OpError{Op: "dial", Net: network, Err: errors.New("no route for the fast path")}
+	}
+	tool := toolFor(counter, 1, nil)
+	for i := 1; i <= 2; i++ {
+		res := mustCall(t, c, tool, "increment", `{}`)
+		if string(res.Content) != fmt.Sprintf(`{"count":%d}`, i) {
+			t.Fatalf("increment %d = %s", i, res.Content)
+		}
+	}
+	if n := counter.Calls("increment"); n != 2 {
+		t.Fatalf("increment ran %d times, want 2", n)
+	}
+	if fastSessions(c) != 0 {
+		t.Fatal("the session kept its fast path")
 	}
 }

@@ -118,7 +118,8 @@ func (t *h1Transport) connect(ctx context.Context, scheme, addr, host, key strin
 		tc := tls.Client(conn, cfg)
 		if err := tc.HandshakeContext(ctx); err != nil {
 			conn.Close()
-			return nil, err
+			// Nothing of the request was sent: a failure to connect.
+			return nil, &net.OpError{Op: "dial", Net: "tcp", Addr: conn.RemoteAddr(), Err: err}
 		}
 		conn = tc
 	}

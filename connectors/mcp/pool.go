@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -22,7 +23,7 @@ type slot struct {
 	key   slotKey
 	ready chan struct{}
 	sess  *mcp.ClientSession
-	fast  *fastSession // nil: calls go through sess
+	fast  atomic.Pointer[fastSession] // nil: calls go through sess
 	err   error
 
 	// Guarded by pool.mu.
@@ -125,7 +126,7 @@ func (p *pool) connect(s *slot, tgt *target) {
 		// The fast path's requests go over connections of its own, on the
 		// caller's goroutine (h1.go), through the same round tripper.
 		client := &http.Client{Transport: &roundTripper{base: p.c.h1, target: tgt, maxBytes: p.c.opts.MaxResponseBytes}}
-		s.fast = newFastSession(sess, client, tgt.endpoint, p.c.opts.MaxResponseBytes, toolsChanged)
+		s.fast.Store(newFastSession(sess, client, tgt.endpoint, p.c.opts.MaxResponseBytes, toolsChanged))
 	}
 	p.mu.Unlock()
 	close(s.ready)
