@@ -221,21 +221,19 @@ func (a *App) Serve(ctx context.Context, ready func(addr string)) error {
 	if err != nil {
 		return err
 	}
+	if a.Config.PprofAddr != "" {
+		stop, err := servePprof(a.Config.PprofAddr, a.Logger)
+		if err != nil {
+			ln.Close()
+			return err
+		}
+		defer stop()
+	}
 	bgCtx, stopBg := context.WithCancel(context.Background())
 	bgDone := make(chan struct{})
 	go func() { a.RunBackground(bgCtx); close(bgDone) }()
 	if ready != nil {
 		ready(ln.Addr().String())
-	}
-	if a.Config.PprofAddr != "" {
-		stop, err := servePprof(a.Config.PprofAddr, a.Logger)
-		if err != nil {
-			stopBg()
-			<-bgDone
-			ln.Close()
-			return err
-		}
-		defer stop()
 	}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
