@@ -260,7 +260,7 @@ func (f *fastSession) resume(ctx context.Context, lastID string) (io.ReadCloser,
 		return nil, fmt.Errorf("tools/call: resuming the event stream: HTTP %d", resp.StatusCode)
 	}
 	// Only the call's POST is capped by the round tripper.
-	return readCloser{&cappedReader{r: resp.Body, left: f.maxBytes}, resp.Body}, nil
+	return readCloser{&capped{r: resp.Body, left: f.maxBytes}, resp.Body}, nil
 }
 
 // events reads one event stream (text/event-stream) and handles its
@@ -354,24 +354,4 @@ func (f *fastSession) notify(ctx context.Context, body []byte) {
 		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, maxErrorBody))
 		resp.Body.Close()
 	}
-}
-
-// cappedReader fails once more than left bytes came.
-type cappedReader struct {
-	r    io.Reader
-	left int64
-}
-
-func (c *cappedReader) Read(p []byte) (int, error) {
-	if c.left < 0 {
-		return 0, errTooLarge
-	}
-	if int64(len(p)) > c.left+1 {
-		p = p[:c.left+1]
-	}
-	n, err := c.r.Read(p)
-	if c.left -= int64(n); c.left < 0 {
-		return 0, errTooLarge
-	}
-	return n, err
 }

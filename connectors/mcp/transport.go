@@ -114,7 +114,11 @@ func (rt *roundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
 		a.header, a.body = resp.Header.Clone(), head
 		resp.Body = readCloser{io.MultiReader(bytes.NewReader(head), resp.Body), resp.Body}
 	} else {
-		resp.Body = &cappedBody{rc: resp.Body, left: rt.maxBytes, a: a}
+		resp.Body = readCloser{&capped{r: resp.Body, left: rt.maxBytes, over: func() {
+			a.mu.Lock()
+			a.tooLarge = true
+			a.mu.Unlock()
+		}}, resp.Body}
 	}
 	a.mu.Unlock()
 	return resp, nil
@@ -128,29 +132,27 @@ type readCloser struct {
 // errTooLarge ends a response body that exceeds MaxResponseBytes.
 var errTooLarge = errors.New("mcp: response exceeds the size limit")
 
-// cappedBody fails a read once more than left bytes came.
-type cappedBody struct {
-	rc   io.ReadCloser
+// capped fails a read once more than left bytes came, calling over (if
+// set) the first time.
+type capped struct {
+	r    io.Reader
 	left int64
-	a    *attempt
+	over func()
 }
 
-func (b *cappedBody) Read(p []byte) (int, error) {
-	if b.left < 0 {
+func (c *capped) Read(p []byte) (int, error) {
+	if c.left < 0 {
 		return 0, errTooLarge
 	}
-	if int64(len(p)) > b.left+1 {
-		p = p[:b.left+1]
+	if int64(len(p)) > c.left+1 {
+		p = p[:c.left+1]
 	}
-	n, err := b.rc.Read(p)
-	b.left -= int64(n)
-	if b.left < 0 {
-		b.a.mu.Lock()
-		b.a.tooLarge = true
-		b.a.mu.Unlock()
+	n, err := c.r.Read(p)
+	if c.left -= int64(n); c.left < 0 {
+		if c.over != nil {
+			c.over()
+		}
 		return 0, errTooLarge
 	}
 	return n, err
 }
-
-func (b *cappedBody) Close() error { return b.rc.Close() }

@@ -68,15 +68,21 @@ func envList(env map[string]string) []string {
 	return out
 }
 
-// startProc runs quiver serve with env on a free port.
-func startProc(t testing.TB, env map[string]string) *proc {
+// freeAddr returns a loopback address with a port free a moment ago.
+func freeAddr(t testing.TB) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	addr := ln.Addr().String()
-	ln.Close()
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+// startProc runs quiver serve with env on a free port.
+func startProc(t testing.TB, env map[string]string) *proc {
+	t.Helper()
+	addr := freeAddr(t)
 	e := map[string]string{"QUIVER_ADDR": addr}
 	for k, v := range env {
 		e[k] = v

@@ -167,12 +167,7 @@ const proxyTargetEnv = "QUIVER_E2E_BARE_PROXY_TARGET"
 // proxy adds on this machine (two more loopback hops, one more process).
 func startBareProxy(b *testing.B, target, mode string) *proc {
 	b.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		b.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
+	addr := freeAddr(b)
 	p := &proc{t: b, URL: "http://" + addr + "/mcp", logs: &strings.Builder{}, done: make(chan struct{})}
 	p.cmd = exec.Command(os.Args[0])
 	p.cmd.Env = append(os.Environ(), proxyTargetEnv+"="+target, "QUIVER_E2E_BARE_PROXY_ADDR="+addr, "QUIVER_E2E_BARE_PROXY_MODE="+mode)

@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"net"
 	"net/http"
 	"testing"
 )
@@ -9,12 +8,7 @@ import (
 // TestPprofListener: QUIVER_PPROF_ADDR serves runtime profiles on a
 // listener of its own, and nothing of them shows on the API's.
 func TestPprofListener(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
+	addr := freeAddr(t)
 	p := startProc(t, map[string]string{"QUIVER_DATA_DIR": t.TempDir(), "QUIVER_PPROF_ADDR": addr})
 	status := func(url string) int {
 		resp, err := http.Get(url)
