@@ -44,7 +44,7 @@ func BenchmarkMCPReadCount(b *testing.B) {
 		"QUIVER_EGRESS_ALLOW_PRIVATE": "true",
 		"QUIVER_LOG_LEVEL":            "warn",
 		"QUIVER_PPROF_ADDR":           os.Getenv("QUIVER_BENCH_PPROF_ADDR"), // to profile Quiver during a run
-		"GOGC":                        os.Getenv("QUIVER_BENCH_GOGC"), // the Quiver under test's alone
+		"GOGC":                        os.Getenv("QUIVER_BENCH_GOGC"),       // the Quiver under test's alone
 	}
 	key := createKey(b, env, "bench")
 	quiver := startProc(b, env)
