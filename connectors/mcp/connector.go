@@ -26,9 +26,11 @@
 //
 // # Calls
 //
-// tools/call is sent on the pooled session's HTTP client by a fast path of
-// our own (fastcall.go) when the negotiated version allows, and through the
-// SDK's session otherwise; the two answer alike (TestFastCallMatchesSDK).
+// tools/call is sent by a fast path of our own (fastcall.go) when the
+// negotiated version allows, over connections of its own that it drives on
+// the caller's goroutine (h1.go), and through the SDK's session otherwise;
+// the two answer alike (TestFastCallMatchesSDK). A fast path that cannot
+// connect hands the call to the SDK.
 //
 // # Classifying a failure
 //

@@ -12,6 +12,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/quiverhq/quiver/internal/egress"
 )
 
 // h1Server counts the connections it accepted.
@@ -156,5 +158,18 @@ func TestH1ContextEndsTheExchange(t *testing.T) {
 	}
 	if n := conns.Load(); n != 2 {
 		t.Fatalf("%d connections, want 2", n)
+	}
+}
+
+// TestH1FailedHandshakeIsAFailureToConnect: a TLS handshake that fails
+// (here: a certificate nobody vouches for) sent nothing of the request, and
+// says so, as a refused dial does.
+func TestH1FailedHandshakeIsAFailureToConnect(t *testing.T) {
+	srv, _ := h1Server(t, true, echoHandler)
+	tr := newH1Transport((&net.Dialer{}).DialContext, nil) // the system's roots only
+	t.Cleanup(tr.close)
+	_, err := (&http.Client{Transport: tr}).Post(srv.URL, "application/json", strings.NewReader("{}"))
+	if err == nil || !egress.IsConnectFailure(err) {
+		t.Fatalf("error %v: not a failure to connect", err)
 	}
 }
