@@ -159,6 +159,33 @@ func (t *h1Transport) put(pc *h1Conn) {
 	t.mu.Unlock()
 }
 
+// closeStale closes idle connections past idleTimeout (the pool's reaper
+// calls it), so a tool no longer called keeps no sockets open.
+func (t *h1Transport) closeStale() {
+	cutoff := time.Now().Add(-t.idleTimeout)
+	var stale []*h1Conn
+	t.mu.Lock()
+	for key, list := range t.idle {
+		kept := list[:0]
+		for _, pc := range list {
+			if pc.since.Before(cutoff) {
+				stale = append(stale, pc)
+			} else {
+				kept = append(kept, pc)
+			}
+		}
+		if len(kept) == 0 {
+			delete(t.idle, key)
+		} else {
+			t.idle[key] = kept
+		}
+	}
+	t.mu.Unlock()
+	for _, pc := range stale {
+		pc.conn.Close()
+	}
+}
+
 // CloseIdleConnections closes the pooled connections; later ones close when
 // their response ends.
 func (t *h1Transport) CloseIdleConnections() {

@@ -173,3 +173,31 @@ func TestH1FailedHandshakeIsAFailureToConnect(t *testing.T) {
 		t.Fatalf("error %v: not a failure to connect", err)
 	}
 }
+
+// TestH1ClosesStaleIdleConnections: the reaper closes connections idle
+// past idleTimeout; fresher ones stay.
+func TestH1ClosesStaleIdleConnections(t *testing.T) {
+	srv, conns := h1Server(t, false, echoHandler)
+	c, tr := h1Client(t, srv)
+	tr.idleTimeout = 50 * time.Millisecond
+	h1Post(t, c, srv.URL, "a")
+	tr.closeStale()
+	tr.mu.Lock()
+	n := len(tr.idle)
+	tr.mu.Unlock()
+	if n != 1 {
+		t.Fatalf("a fresh connection was closed")
+	}
+	time.Sleep(60 * time.Millisecond)
+	tr.closeStale()
+	tr.mu.Lock()
+	n = len(tr.idle)
+	tr.mu.Unlock()
+	if n != 0 {
+		t.Fatalf("%d origins still have idle connections", n)
+	}
+	h1Post(t, c, srv.URL, "b")
+	if got := conns.Load(); got != 2 {
+		t.Fatalf("%d connections, want 2", got)
+	}
+}

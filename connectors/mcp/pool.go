@@ -219,6 +219,7 @@ func (p *pool) reap() {
 				}
 			}
 			p.mu.Unlock()
+			p.c.h1.closeStale()
 		}
 	}
 }
