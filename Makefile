@@ -27,6 +27,6 @@ lint: ## gofmt, go vet and staticcheck
 	$(GO) vet ./...
 	$(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2 ./...
 
-bench: ## load test of the call endpoint vs an echo baseline, and MCP calls direct vs through Quiver
+bench: ## load test of the call endpoint vs an echo baseline, and MCP calls direct, via baseline proxies and via Quiver
 	$(GO) run ./internal/bench
 	$(GO) test -run '^$$' -bench 'MCPReadCount' -benchtime 2s ./internal/e2e
