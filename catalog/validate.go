@@ -156,15 +156,7 @@ func (v *validator) steps(e *Entry) {
 	for i := range e.Steps {
 		s := &e.Steps[i]
 		at := func(rest ...any) string { return field(append([]any{"steps", i}, rest...)...) }
-		switch {
-		case s.ID == "":
-			v.add(at("id"), "is required")
-		case !idRE.MatchString(s.ID):
-			v.add(at("id"), "%q is not a lowercase identifier", s.ID)
-		case ids[s.ID]:
-			v.add(at("id"), "duplicate step id %q", s.ID)
-		}
-		ids[s.ID] = true
+		v.uniqueID(at("id"), "step id", s.ID, ids)
 		if strings.TrimSpace(s.Title) == "" {
 			v.add(at("title"), "is required")
 		}
@@ -282,20 +274,26 @@ func (v *validator) oauth(e *Entry) {
 	}
 }
 
+// uniqueID checks that id, at path, is a lowercase identifier not seen
+// before among its kind (what), and records it.
+func (v *validator) uniqueID(path, what, id string, seen map[string]bool) {
+	switch {
+	case id == "":
+		v.add(path, "is required")
+	case !idRE.MatchString(id):
+		v.add(path, "%q is not a lowercase identifier", id)
+	case seen[id]:
+		v.add(path, "duplicate %s %q", what, id)
+	}
+	seen[id] = true
+}
+
 func (v *validator) actions(e *Entry) {
 	names := map[string]bool{}
 	for i := range e.Actions {
 		a := &e.Actions[i]
 		at := func(rest ...any) string { return field(append([]any{"actions", i}, rest...)...) }
-		switch {
-		case a.Name == "":
-			v.add(at("name"), "is required")
-		case !idRE.MatchString(a.Name):
-			v.add(at("name"), "%q is not a lowercase identifier", a.Name)
-		case names[a.Name]:
-			v.add(at("name"), "duplicate action name %q", a.Name)
-		}
-		names[a.Name] = true
+		v.uniqueID(at("name"), "action name", a.Name, names)
 		if strings.TrimSpace(a.Description) == "" {
 			v.add(at("description"), "is required")
 		}
