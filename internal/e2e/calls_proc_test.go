@@ -28,7 +28,7 @@ var (
 	binErr  error
 )
 
-// quiverBinary builds cmd/quiver once per test binary.
+// quiverBinary builds cmd/quiver once per test binary (TestMain removes it).
 func quiverBinary(t testing.TB) string {
 	t.Helper()
 	binOnce.Do(func() {
@@ -38,8 +38,9 @@ func quiverBinary(t testing.TB) string {
 			return
 		}
 		binPath = filepath.Join(dir, "quiver")
-		out, err := exec.Command("go", "build", "-o", binPath, "github.com/quiverhq/quiver/cmd/quiver").CombinedOutput()
-		if err != nil {
+		cmd := exec.Command("go", "build", "-o", binPath, "github.com/quiverhq/quiver/cmd/quiver")
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOFLAGS=-buildvcs=false")
+		if out, err := cmd.CombinedOutput(); err != nil {
 			binErr = fmt.Errorf("go build: %v\n%s", err, out)
 		}
 	})

@@ -7,14 +7,11 @@ package e2e
 import (
 	"bytes"
 	"encoding/json"
-	"fmt"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -214,58 +211,14 @@ func fdTime(t testing.TB, v any) time.Time {
 	return tm
 }
 
-var (
-	fdBinaryOnce sync.Once
-	fdBinaryPath string
-	fdBinaryErr  error
-)
-
-// fdModuleRoot is the folder of go.mod.
-func fdModuleRoot(t testing.TB) string {
-	t.Helper()
-	out, err := exec.Command("go", "env", "GOMOD").Output()
-	if err != nil {
-		t.Fatalf("go env GOMOD: %v", err)
-	}
-	mod := strings.TrimSpace(string(out))
-	if mod == "" || mod == os.DevNull {
-		t.Fatal("not inside the module")
-	}
-	return filepath.Dir(mod)
-}
-
-// fdBinary builds the quiver binary once per test run.
-func fdBinary(t testing.TB) string {
-	t.Helper()
-	root := fdModuleRoot(t)
-	fdBinaryOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "quiver-fd-bin-")
-		if err != nil {
-			fdBinaryErr = err
-			return
-		}
-		fdBinaryPath = filepath.Join(dir, "quiver")
-		cmd := exec.Command("go", "build", "-o", fdBinaryPath, "./cmd/quiver")
-		cmd.Dir = root
-		cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOFLAGS=-buildvcs=false")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			fdBinaryErr = fmt.Errorf("go build: %v\n%s", err, out)
-		}
-	})
-	if fdBinaryErr != nil {
-		t.Fatal(fdBinaryErr)
-	}
-	return fdBinaryPath
-}
-
 func TestMain(m *testing.M) {
 	if target := os.Getenv(proxyTargetEnv); target != "" {
 		runBareProxy(target) // this binary, re-run as the benchmark's baseline proxy
 		return
 	}
 	code := m.Run()
-	if fdBinaryPath != "" {
-		_ = os.RemoveAll(filepath.Dir(fdBinaryPath))
+	if binPath != "" {
+		_ = os.RemoveAll(filepath.Dir(binPath))
 	}
 	os.Exit(code)
 }

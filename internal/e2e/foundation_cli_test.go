@@ -37,7 +37,7 @@ func fdRun(t *testing.T, env map[string]string, args ...string) (stdout, stderr 
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, fdBinary(t), args...)
+	cmd := exec.CommandContext(ctx, quiverBinary(t), args...)
 	cmd.Env = fdEnv(env)
 	var o, e bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &o, &e
@@ -75,7 +75,7 @@ func fdKeysCreate(t *testing.T, env map[string]string, account string) string {
 func fdServe(t *testing.T, env map[string]string) (base, banner string) {
 	t.Helper()
 	env["QUIVER_ADDR"] = "127.0.0.1:0"
-	cmd := exec.Command(fdBinary(t), "serve")
+	cmd := exec.Command(quiverBinary(t), "serve")
 	cmd.Env = fdEnv(env)
 	var errOut bytes.Buffer
 	cmd.Stderr = &errOut
@@ -125,7 +125,7 @@ func fdServe(t *testing.T, env map[string]string) (base, banner string) {
 }
 
 func TestFoundationCLI(t *testing.T) {
-	fdBinary(t)
+	quiverBinary(t)
 
 	t.Run("catalog check", func(t *testing.T) {
 		out, errOut, err := fdRun(t, nil, "catalog", "check")
