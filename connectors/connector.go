@@ -38,6 +38,17 @@ type Action struct {
 	Annotations *catalog.Annotations `json:"annotations,omitempty"`
 }
 
+// EntryActions returns the actions of a catalog entry whose actions are fixed
+// (the builtin tools): what their connectors' Actions return.
+func EntryActions(e *catalog.Entry) []Action {
+	out := make([]Action, 0, len(e.Actions))
+	for _, a := range e.Actions {
+		out = append(out, Action{Name: a.Name, Description: a.Description,
+			InputSchema: a.InputSchema, Retryable: a.Retryable, Annotations: a.Annotations})
+	}
+	return out
+}
+
 // Result is the outcome of a call that reached the tool and came back.
 type Result struct {
 	// Content is the tool's output as JSON.

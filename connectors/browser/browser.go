@@ -83,12 +83,7 @@ func New(opts Options) *Connector {
 
 // Actions returns the actions of the tool's catalog entry.
 func (c *Connector) Actions(_ context.Context, t *connectors.Tool) ([]connectors.Action, error) {
-	out := make([]connectors.Action, 0, len(t.Entry.Actions))
-	for _, a := range t.Entry.Actions {
-		out = append(out, connectors.Action{Name: a.Name, Description: a.Description,
-			InputSchema: a.InputSchema, Retryable: a.Retryable, Annotations: a.Annotations})
-	}
-	return out, nil
+	return connectors.EntryActions(t.Entry), nil
 }
 
 // Page is the result of fetch_page.
@@ -176,7 +171,6 @@ func (c *Connector) fetch(ctx context.Context, target *url.URL) (*Page, error) {
 		page.Text, page.Truncated = text, page.Truncated || cut
 	default:
 		// Binary content (images, PDFs, archives): report it, read nothing.
-		page.Text = ""
 	}
 	return page, nil
 }

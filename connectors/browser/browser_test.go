@@ -3,9 +3,7 @@ package browser_test
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -14,6 +12,7 @@ import (
 
 	"github.com/quiverhq/quiver/connectors"
 	"github.com/quiverhq/quiver/connectors/browser"
+	"github.com/quiverhq/quiver/connectors/connectortest"
 )
 
 const page = `<!doctype html>
@@ -39,15 +38,6 @@ func call(t *testing.T, c *browser.Connector, ctx context.Context, url string) (
 	t.Helper()
 	args, _ := json.Marshal(map[string]string{"url": url})
 	return c.Call(ctx, &connectors.Tool{}, "fetch_page", args)
-}
-
-func kindOf(t *testing.T, err error) connectors.Kind {
-	t.Helper()
-	var e *connectors.Error
-	if !errors.As(err, &e) {
-		t.Fatalf("error %T is not a *connectors.Error: %v", err, err)
-	}
-	return e.Kind
 }
 
 func TestFetchPageExtracts(t *testing.T) {
@@ -156,11 +146,11 @@ func TestFetchPageRefuses(t *testing.T) {
 	t.Parallel()
 	c := browser.New(browser.Options{AllowPrivate: true})
 	for _, u := range []string{"ftp://example.com/x", "file:///etc/passwd", "example.com", "javascript:alert(1)", "http://"} {
-		if _, err := call(t, c, context.Background(), u); kindOf(t, err) != connectors.KindRejected {
+		if _, err := call(t, c, context.Background(), u); connectortest.Kind(t, err) != connectors.KindRejected {
 			t.Errorf("%s: %v", u, err)
 		}
 	}
-	if _, err := c.Call(context.Background(), &connectors.Tool{}, "click", json.RawMessage(`{}`)); kindOf(t, err) != connectors.KindUnknownAction {
+	if _, err := c.Call(context.Background(), &connectors.Tool{}, "click", json.RawMessage(`{}`)); connectortest.Kind(t, err) != connectors.KindUnknownAction {
 		t.Errorf("unknown action: %v", err)
 	}
 }
@@ -174,7 +164,7 @@ func TestFetchPageSSRFGuard(t *testing.T) {
 	}))
 	t.Cleanup(srv.Close)
 	_, err := call(t, browser.New(browser.Options{}), context.Background(), srv.URL)
-	if got := kindOf(t, err); got != connectors.KindUnreachable {
+	if got := connectortest.Kind(t, err); got != connectors.KindUnreachable {
 		t.Errorf("kind = %s (%v)", got, err)
 	}
 	if len(hits) != 0 {
@@ -187,47 +177,23 @@ func TestFetchPageTransportFailures(t *testing.T) {
 	c := browser.New(browser.Options{AllowPrivate: true})
 	t.Run("refused", func(t *testing.T) {
 		t.Parallel()
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		addr := ln.Addr().String()
-		ln.Close()
-		if _, err := call(t, c, context.Background(), "http://"+addr+"/"); kindOf(t, err) != connectors.KindUnreachable {
+		if _, err := call(t, c, context.Background(), "http://"+connectortest.ClosedAddr(t)+"/"); connectortest.Kind(t, err) != connectors.KindUnreachable {
 			t.Errorf("refused: %v", err)
 		}
 	})
 	t.Run("hangs past deadline", func(t *testing.T) {
 		t.Parallel()
-		release := make(chan struct{})
-		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			select {
-			case <-release:
-			case <-r.Context().Done():
-			}
-		}))
-		t.Cleanup(srv.Close)
-		t.Cleanup(func() { close(release) })
+		srv := connectortest.HangingServer(t)
 		ctx, cancel := context.WithTimeout(context.Background(), 150*time.Millisecond)
 		defer cancel()
-		if _, err := call(t, c, ctx, srv.URL); kindOf(t, err) != connectors.KindOutcomeUnknown {
+		if _, err := call(t, c, ctx, srv.URL); connectortest.Kind(t, err) != connectors.KindOutcomeUnknown {
 			t.Errorf("hang: %v", err)
 		}
 	})
 	t.Run("closed mid-response", func(t *testing.T) {
 		t.Parallel()
-		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			conn, buf, err := w.(http.Hijacker).Hijack()
-			if err != nil {
-				t.Error(err)
-				return
-			}
-			buf.WriteString("HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: 5000\r\n\r\n<html><title>cut")
-			buf.Flush()
-			conn.Close()
-		}))
-		t.Cleanup(srv.Close)
-		if _, err := call(t, c, context.Background(), srv.URL); kindOf(t, err) != connectors.KindOutcomeUnknown {
+		srv := connectortest.CutServer(t, "HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: 5000\r\n\r\n<html><title>cut")
+		if _, err := call(t, c, context.Background(), srv.URL); connectortest.Kind(t, err) != connectors.KindOutcomeUnknown {
 			t.Errorf("cut: %v", err)
 		}
 	})

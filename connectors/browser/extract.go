@@ -50,17 +50,15 @@ func block(a atom.Atom) bool {
 	return false
 }
 
-// toUTF8 decodes data by its declared or sniffed charset.
+// toUTF8 decodes data by its declared or sniffed charset; data it cannot
+// decode is kept as it is, with invalid UTF-8 replaced.
 func toUTF8(data []byte, contentType string) string {
-	r, err := charset.NewReader(bytes.NewReader(data), contentType)
-	if err != nil {
-		return strings.ToValidUTF8(string(data), "\uFFFD")
+	if r, err := charset.NewReader(bytes.NewReader(data), contentType); err == nil {
+		if out, err := io.ReadAll(r); err == nil {
+			data = out
+		}
 	}
-	out, err := io.ReadAll(r)
-	if err != nil {
-		return strings.ToValidUTF8(string(data), "\uFFFD")
-	}
-	return strings.ToValidUTF8(string(out), "\uFFFD")
+	return strings.ToValidUTF8(string(data), "\uFFFD")
 }
 
 // readHTML parses a page fetched from base.
@@ -159,26 +157,13 @@ func links(root *html.Node, base *url.URL) ([]Link, bool) {
 			case atom.Script, atom.Style, atom.Template, atom.Noscript:
 				return
 			case atom.A, atom.Area:
-				if href, ok := attr(n, "href"); ok {
-					if u, err := base.Parse(strings.TrimSpace(href)); err == nil && (u.Scheme == "http" || u.Scheme == "https") {
-						u.Fragment = ""
-						abs := u.String()
-						if !seen[abs] {
-							if len(out) >= maxLinks {
-								truncated = true
-								return
-							}
-							seen[abs] = true
-							text := collapse(textOf(n))
-							if text == "" {
-								text, _ = attr(n, "aria-label")
-								if text == "" {
-									text, _ = attr(n, "title")
-								}
-							}
-							out = append(out, Link{Text: text, Href: abs})
-						}
+				if l, ok := link(n, base); ok && !seen[l.Href] {
+					if len(out) >= maxLinks {
+						truncated = true
+						return
 					}
+					seen[l.Href] = true
+					out = append(out, l)
 				}
 			}
 		}
@@ -188,6 +173,29 @@ func links(root *html.Node, base *url.URL) ([]Link, bool) {
 	}
 	walk(root)
 	return out, truncated
+}
+
+// link is the hyperlink of an a or area element, if it has an http(s) one:
+// its href made absolute without the fragment, its text or else its
+// aria-label or title.
+func link(n *html.Node, base *url.URL) (Link, bool) {
+	href, ok := attr(n, "href")
+	if !ok {
+		return Link{}, false
+	}
+	u, err := base.Parse(strings.TrimSpace(href))
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") {
+		return Link{}, false
+	}
+	u.Fragment = ""
+	text := collapse(textOf(n))
+	if text == "" {
+		text, _ = attr(n, "aria-label")
+	}
+	if text == "" {
+		text, _ = attr(n, "title")
+	}
+	return Link{Text: text, Href: u.String()}, true
 }
 
 // textOf is all text under n, skipping non-readable elements.

@@ -78,12 +78,7 @@ func New(opts Options) *Connector {
 
 // Actions returns the actions of the tool's catalog entry.
 func (c *Connector) Actions(_ context.Context, t *connectors.Tool) ([]connectors.Action, error) {
-	out := make([]connectors.Action, 0, len(t.Entry.Actions))
-	for _, a := range t.Entry.Actions {
-		out = append(out, connectors.Action{Name: a.Name, Description: a.Description,
-			InputSchema: a.InputSchema, Retryable: a.Retryable, Annotations: a.Annotations})
-	}
-	return out, nil
+	return connectors.EntryActions(t.Entry), nil
 }
 
 // Response is the result of every action. A status >= 400 makes the result

@@ -3,9 +3,7 @@ package httprequest_test
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -14,6 +12,7 @@ import (
 
 	"github.com/quiverhq/quiver/catalog"
 	"github.com/quiverhq/quiver/connectors"
+	"github.com/quiverhq/quiver/connectors/connectortest"
 	"github.com/quiverhq/quiver/connectors/httprequest"
 )
 
@@ -61,15 +60,6 @@ func tool(base string, config ...string) *connectors.Tool {
 }
 
 func open() *httprequest.Connector { return httprequest.New(httprequest.Options{AllowPrivate: true}) }
-
-func kindOf(t *testing.T, err error) connectors.Kind {
-	t.Helper()
-	var e *connectors.Error
-	if !errors.As(err, &e) {
-		t.Fatalf("error %T is not a *connectors.Error: %v", err, err)
-	}
-	return e.Kind
-}
 
 func decode(t *testing.T, res connectors.Result) httprequest.Response {
 	t.Helper()
@@ -220,12 +210,12 @@ func TestRefusedBeforeSending(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := open().Call(context.Background(), tool(srv.URL, tc.config...), tc.action, json.RawMessage(tc.args))
-			if got := kindOf(t, err); got != tc.kind {
+			if got := connectortest.Kind(t, err); got != tc.kind {
 				t.Errorf("kind = %s, want %s (%v)", got, tc.kind, err)
 			}
 		})
 	}
-	if _, err := open().Call(context.Background(), tool("ftp://example.com"), "get", json.RawMessage(`{"path":"/"}`)); kindOf(t, err) != connectors.KindRejected {
+	if _, err := open().Call(context.Background(), tool("ftp://example.com"), "get", json.RawMessage(`{"path":"/"}`)); connectortest.Kind(t, err) != connectors.KindRejected {
 		t.Errorf("ftp base: %v", err)
 	}
 	select {
@@ -247,7 +237,7 @@ func TestActionsFromCatalog(t *testing.T) {
 		t.Fatalf("actions = %+v, %v", acts, err)
 	}
 	for _, a := range acts {
-		if _, err := open().Call(context.Background(), tool("http://127.0.0.1:1"), a.Name, json.RawMessage(`{"path":"//x"}`)); kindOf(t, err) != connectors.KindRejected {
+		if _, err := open().Call(context.Background(), tool("http://127.0.0.1:1"), a.Name, json.RawMessage(`{"path":"//x"}`)); connectortest.Kind(t, err) != connectors.KindRejected {
 			t.Errorf("catalog action %s is not handled: %v", a.Name, err)
 		}
 	}
@@ -287,7 +277,7 @@ func TestSSRFGuard(t *testing.T) {
 	t.Parallel()
 	srv, got := echo(t)
 	_, err := httprequest.New(httprequest.Options{}).Call(context.Background(), tool(srv.URL), "post", json.RawMessage(`{"path":"/"}`))
-	if k := kindOf(t, err); k != connectors.KindUnreachable {
+	if k := connectortest.Kind(t, err); k != connectors.KindUnreachable {
 		t.Errorf("kind = %s (%v)", k, err)
 	}
 	select {
@@ -301,61 +291,30 @@ func TestTransportFailures(t *testing.T) {
 	t.Parallel()
 	t.Run("refused", func(t *testing.T) {
 		t.Parallel()
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		addr := ln.Addr().String()
-		ln.Close()
-		if _, err := open().Call(context.Background(), tool("http://"+addr), "post", json.RawMessage(`{"path":"/"}`)); kindOf(t, err) != connectors.KindUnreachable {
+		if _, err := open().Call(context.Background(), tool("http://"+connectortest.ClosedAddr(t)), "post", json.RawMessage(`{"path":"/"}`)); connectortest.Kind(t, err) != connectors.KindUnreachable {
 			t.Errorf("refused: %v", err)
 		}
 	})
 	t.Run("hangs past deadline", func(t *testing.T) {
 		t.Parallel()
-		release := make(chan struct{})
-		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			io.Copy(io.Discard, r.Body)
-			select {
-			case <-release:
-			case <-r.Context().Done():
-			}
-		}))
-		t.Cleanup(srv.Close)
-		t.Cleanup(func() { close(release) })
+		srv := connectortest.HangingServer(t)
 		ctx, cancel := context.WithTimeout(context.Background(), 150*time.Millisecond)
 		defer cancel()
-		if _, err := open().Call(ctx, tool(srv.URL), "post", json.RawMessage(`{"path":"/","body":{"a":1}}`)); kindOf(t, err) != connectors.KindOutcomeUnknown {
+		if _, err := open().Call(ctx, tool(srv.URL), "post", json.RawMessage(`{"path":"/","body":{"a":1}}`)); connectortest.Kind(t, err) != connectors.KindOutcomeUnknown {
 			t.Errorf("hang: %v", err)
 		}
 	})
 	t.Run("closed mid-response", func(t *testing.T) {
 		t.Parallel()
-		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			conn, buf, err := w.(http.Hijacker).Hijack()
-			if err != nil {
-				t.Error(err)
-				return
-			}
-			buf.WriteString("HTTP/1.1 201 Created\r\nContent-Type: application/json\r\nContent-Length: 500\r\n\r\n{\"id\":")
-			buf.Flush()
-			conn.Close()
-		}))
-		t.Cleanup(srv.Close)
-		if _, err := open().Call(context.Background(), tool(srv.URL), "post", json.RawMessage(`{"path":"/"}`)); kindOf(t, err) != connectors.KindOutcomeUnknown {
+		srv := connectortest.CutServer(t, "HTTP/1.1 201 Created\r\nContent-Type: application/json\r\nContent-Length: 500\r\n\r\n{\"id\":")
+		if _, err := open().Call(context.Background(), tool(srv.URL), "post", json.RawMessage(`{"path":"/"}`)); connectortest.Kind(t, err) != connectors.KindOutcomeUnknown {
 			t.Errorf("cut: %v", err)
 		}
 	})
 	t.Run("closed before answering", func(t *testing.T) {
 		t.Parallel()
-		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			conn, _, err := w.(http.Hijacker).Hijack()
-			if err == nil {
-				conn.Close()
-			}
-		}))
-		t.Cleanup(srv.Close)
-		if _, err := open().Call(context.Background(), tool(srv.URL), "post", json.RawMessage(`{"path":"/"}`)); kindOf(t, err) != connectors.KindOutcomeUnknown {
+		srv := connectortest.CutServer(t, "")
+		if _, err := open().Call(context.Background(), tool(srv.URL), "post", json.RawMessage(`{"path":"/"}`)); connectortest.Kind(t, err) != connectors.KindOutcomeUnknown {
 			t.Errorf("closed: %v", err)
 		}
 	})

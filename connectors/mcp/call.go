@@ -65,12 +65,18 @@ func (c *Connector) Call(ctx context.Context, t *connectors.Tool, action string,
 			c.opts.Logger.Debug("mcp fast path off for a session", "tool_id", t.ID, "error", st.err)
 			continue
 		}
-		cerr := classify(st, err, tgt)
-		if cerr.Kind == connectors.KindUpstreamAuth {
-			c.pool.retire(s, "credentials refused")
-		}
-		return connectors.Result{}, cerr
+		return connectors.Result{}, c.failed(s, st, err, tgt)
 	}
+}
+
+// failed classifies a request on s that failed for good. A server that
+// refused the credentials retires s: the next user connects afresh.
+func (c *Connector) failed(s *slot, st attemptState, err error, tgt *target) *connectors.Error {
+	cerr := classify(st, err, tgt)
+	if cerr.Kind == connectors.KindUpstreamAuth {
+		c.pool.retire(s, "credentials refused")
+	}
+	return cerr
 }
 
 // callOn calls action on s's session: by the fast path when the session

@@ -143,10 +143,11 @@ var (
 // New returns a Connector; opts may be nil for the defaults.
 func New(opts *Options) *Connector {
 	o := opts.withDefaults()
+	guard := egress.Options{AllowPrivate: o.AllowPrivate}
 	c := &Connector{
 		opts:      o,
-		transport: egress.Transport(egress.Options{AllowPrivate: o.AllowPrivate}),
-		h1:        newH1Transport(egress.Dialer(egress.Options{AllowPrivate: o.AllowPrivate}).DialContext, nil),
+		transport: egress.Transport(guard),
+		h1:        newH1Transport(egress.Dialer(guard).DialContext, nil),
 		discovery: newDiscovery(o.DiscoveryTTL),
 	}
 	c.pool = newPool(c)
@@ -185,11 +186,9 @@ func forbiddenHeader(canon string) bool {
 // resolveTarget reads a tool's endpoint and credentials from its entry and
 // configuration. A problem is a *connectors.FieldError naming the field.
 func resolveTarget(entry *catalog.Entry, config map[string]string, accessToken string) (*target, error) {
-	raw := ""
+	raw := strings.TrimSpace(config["url"])
 	if entry != nil && entry.MCPURL != "" {
 		raw = entry.MCPURL
-	} else {
-		raw = strings.TrimSpace(config["url"])
 	}
 	if raw == "" {
 		return nil, &connectors.FieldError{Field: "url", Message: "The MCP server's URL is required."}
@@ -231,11 +230,21 @@ func resolveTarget(entry *catalog.Entry, config map[string]string, accessToken s
 // origin is scheme://host:port of u in lower case, with the scheme's default
 // port made explicit, so that equal origins compare equal.
 func origin(u *url.URL) string {
-	port := u.Port()
-	if port == "" {
-		port = map[string]string{"http": "80", "https": "443"}[strings.ToLower(u.Scheme)]
+	return strings.ToLower(u.Scheme) + "://" + strings.ToLower(u.Hostname()) + ":" + port(u)
+}
+
+// port is u's port, or its scheme's default one.
+func port(u *url.URL) string {
+	if p := u.Port(); p != "" {
+		return p
 	}
-	return strings.ToLower(u.Scheme) + "://" + strings.ToLower(u.Hostname()) + ":" + port
+	switch strings.ToLower(u.Scheme) {
+	case "http":
+		return "80"
+	case "https":
+		return "443"
+	}
+	return ""
 }
 
 // toolTarget resolves a connected tool's target; a configuration problem is

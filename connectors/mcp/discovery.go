@@ -47,11 +47,7 @@ func (c *Connector) Actions(ctx context.Context, t *connectors.Tool) ([]connecto
 				continue
 			}
 		}
-		cerr := classify(st, err, tgt)
-		if cerr.Kind == connectors.KindUpstreamAuth {
-			c.pool.retire(s, "credentials refused")
-		}
-		return nil, cerr
+		return nil, c.failed(s, st, err, tgt)
 	}
 }
 

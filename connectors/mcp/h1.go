@@ -9,7 +9,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"net/url"
 	"sync"
 	"syscall"
 	"time"
@@ -60,7 +59,7 @@ func (t *h1Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		return nil, fmt.Errorf("mcp: unsupported scheme %q", req.URL.Scheme)
 	}
 	ctx := req.Context()
-	addr := hostPort(req.URL)
+	addr := net.JoinHostPort(req.URL.Hostname(), port(req.URL))
 	key := req.URL.Scheme + "://" + addr
 	pc := t.get(key)
 	if pc == nil {
@@ -270,15 +269,6 @@ func (b *h1Body) finish(eof bool) {
 		return
 	}
 	b.pc.conn.Close()
-}
-
-// hostPort is u's host and port, the port defaulted by scheme.
-func hostPort(u *url.URL) string {
-	port := u.Port()
-	if port == "" {
-		port = map[string]string{"http": "80", "https": "443"}[u.Scheme]
-	}
-	return net.JoinHostPort(u.Hostname(), port)
 }
 
 func closeBody(req *http.Request) {

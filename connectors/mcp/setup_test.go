@@ -3,12 +3,12 @@ package mcp
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"testing"
 	"time"
 
 	"github.com/quiverhq/quiver/catalog"
 	"github.com/quiverhq/quiver/connectors"
+	"github.com/quiverhq/quiver/connectors/connectortest"
 	"github.com/quiverhq/quiver/internal/mcptest"
 )
 
@@ -58,12 +58,8 @@ func mustCall(t testing.TB, c *Connector, tool *connectors.Tool, action, args st
 // wantKind fails unless err is a *connectors.Error of kind.
 func wantKind(t testing.TB, err error, kind connectors.Kind) {
 	t.Helper()
-	var ce *connectors.Error
-	if !errors.As(err, &ce) {
-		t.Fatalf("error %v (%T) is not a *connectors.Error", err, err)
-	}
-	if ce.Kind != kind {
-		t.Fatalf("kind = %s, want %s (error: %v)", ce.Kind, kind, err)
+	if got := connectortest.Kind(t, err); got != kind {
+		t.Fatalf("kind = %s, want %s (error: %v)", got, kind, err)
 	}
 }
 

@@ -19,7 +19,12 @@ const maxErrorBody = 4 << 10
 type attempt struct {
 	claimed atomic.Bool
 
-	mu       sync.Mutex
+	mu  sync.Mutex
+	rec attemptState
+}
+
+// attemptState is what an attempt recorded.
+type attemptState struct {
 	started  bool        // the POST reached the HTTP transport
 	err      error       // the round trip failed
 	status   int         // the status it got
@@ -35,15 +40,15 @@ func withAttempt(ctx context.Context, a *attempt) context.Context {
 	return context.WithValue(ctx, attemptKey{}, a)
 }
 
-// claim makes the request being sent the one a records; only the first
-// caller wins.
+// claimAttempt makes the request being sent the one ctx's attempt records;
+// only the first caller wins.
 func claimAttempt(ctx context.Context) *attempt {
 	a, _ := ctx.Value(attemptKey{}).(*attempt)
 	if a == nil || !a.claimed.CompareAndSwap(false, true) {
 		return nil
 	}
 	a.mu.Lock()
-	a.started = true
+	a.rec.started = true
 	a.mu.Unlock()
 	return a
 }
@@ -52,18 +57,7 @@ func claimAttempt(ctx context.Context) *attempt {
 func (a *attempt) snapshot() attemptState {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	return attemptState{started: a.started, err: a.err, status: a.status, header: a.header,
-		body: a.body, tooLarge: a.tooLarge}
-}
-
-// attemptState is a copy of an attempt's record.
-type attemptState struct {
-	started  bool
-	err      error
-	status   int
-	header   http.Header
-	body     []byte
-	tooLarge bool
+	return a.rec
 }
 
 // roundTripper adds a tool's credentials to requests for its own origin only,
@@ -94,7 +88,7 @@ func (rt *roundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	if err != nil {
 		a.mu.Lock()
-		a.err = err
+		a.rec.err = err
 		a.mu.Unlock()
 		return resp, err
 	}
@@ -106,17 +100,17 @@ func (rt *roundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
 		return resp, nil
 	}
 	a.mu.Lock()
-	a.status = resp.StatusCode
+	a.rec.status = resp.StatusCode
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		// Keep the start of the body for a message, and give the SDK the
 		// whole body back: it looks for a JSON-RPC error in it.
 		head, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
-		a.header, a.body = resp.Header.Clone(), head
+		a.rec.header, a.rec.body = resp.Header.Clone(), head
 		resp.Body = readCloser{io.MultiReader(bytes.NewReader(head), resp.Body), resp.Body}
 	} else {
 		resp.Body = readCloser{&capped{r: resp.Body, left: rt.maxBytes, over: func() {
 			a.mu.Lock()
-			a.tooLarge = true
+			a.rec.tooLarge = true
 			a.mu.Unlock()
 		}}, resp.Body}
 	}

@@ -86,7 +86,7 @@ func verifyError(a attemptState, err error, tgt *target, entry *catalog.Entry) e
 		urlField.Message = fmt.Sprintf("The connection to %s failed before it answered: %s.", tgt.host, connectReason(a.err, err))
 	case a.status != 0 && (a.status < 200 || a.status > 299):
 		urlField.Message = fmt.Sprintf("The server answered HTTP %d (%s); is this the MCP endpoint?", a.status, refusalMessage(a))
-	case ctxExpired(err):
+	case isTimeout(err):
 		urlField.Message = fmt.Sprintf("%s did not complete the MCP handshake in time.", tgt.host)
 	default:
 		urlField.Message = fmt.Sprintf("%s did not answer as an MCP server: %s.", tgt.host, clip(err.Error()))
@@ -96,8 +96,6 @@ func verifyError(a attemptState, err error, tgt *target, entry *catalog.Entry) e
 	}
 	return urlField
 }
-
-func ctxExpired(err error) bool { return isTimeout(err) }
 
 // connectReason is a short reason a connection failed, without the request
 // details (which name the URL, and may carry a token in its query).

@@ -2,26 +2,20 @@ package mcp
 
 import (
 	"errors"
-	"net"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/quiverhq/quiver/catalog"
 	"github.com/quiverhq/quiver/connectors"
+	"github.com/quiverhq/quiver/connectors/connectortest"
 	"github.com/quiverhq/quiver/internal/mcptest"
 )
 
 // closedURL returns the URL of a port nothing listens on.
 func closedURL(t *testing.T) string {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	l.Close()
-	return "http://" + addr + "/mcp"
+	return "http://" + connectortest.ClosedAddr(t) + "/mcp"
 }
 
 func wantField(t *testing.T, err error, field, contains string) {

@@ -3,9 +3,7 @@ package tavily_test
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -14,6 +12,7 @@ import (
 
 	"github.com/quiverhq/quiver/catalog"
 	"github.com/quiverhq/quiver/connectors"
+	"github.com/quiverhq/quiver/connectors/connectortest"
 	"github.com/quiverhq/quiver/connectors/tavily"
 )
 
@@ -27,15 +26,6 @@ func tool(t *testing.T) *connectors.Tool {
 	}
 	e, _ := c.Get("tavily")
 	return &connectors.Tool{ID: 1, Entry: e, Config: map[string]string{tavily.ConfigKey: key}}
-}
-
-func kindOf(t *testing.T, err error) connectors.Kind {
-	t.Helper()
-	var e *connectors.Error
-	if !errors.As(err, &e) {
-		t.Fatalf("error %T is not a *connectors.Error: %v", err, err)
-	}
-	return e.Kind
 }
 
 func TestSearchPassesArgumentsAndKey(t *testing.T) {
@@ -121,7 +111,7 @@ func TestStatusMapping(t *testing.T) {
 			t.Cleanup(srv.Close)
 			res, err := tavily.New(tavily.Options{BaseURL: srv.URL}).Call(context.Background(), tool(t), "search", json.RawMessage(`{"query":"q"}`))
 			if tc.kind != "" {
-				if got := kindOf(t, err); got != tc.kind {
+				if got := connectortest.Kind(t, err); got != tc.kind {
 					t.Fatalf("kind = %s, want %s", got, tc.kind)
 				}
 				if !strings.Contains(err.Error(), tc.msg) {
@@ -145,12 +135,12 @@ func TestStatusMapping(t *testing.T) {
 func TestUnknownActionAndMissingKey(t *testing.T) {
 	t.Parallel()
 	c := tavily.New(tavily.Options{BaseURL: "http://127.0.0.1:1"})
-	if _, err := c.Call(context.Background(), tool(t), "crawl", nil); kindOf(t, err) != connectors.KindUnknownAction {
+	if _, err := c.Call(context.Background(), tool(t), "crawl", nil); connectortest.Kind(t, err) != connectors.KindUnknownAction {
 		t.Errorf("unknown action: %v", err)
 	}
 	tl := tool(t)
 	tl.Config = map[string]string{}
-	if _, err := c.Call(context.Background(), tl, "search", json.RawMessage(`{"query":"q"}`)); kindOf(t, err) != connectors.KindUpstreamAuth {
+	if _, err := c.Call(context.Background(), tl, "search", json.RawMessage(`{"query":"q"}`)); connectortest.Kind(t, err) != connectors.KindUpstreamAuth {
 		t.Errorf("missing key: %v", err)
 	}
 }
@@ -167,59 +157,27 @@ func TestTransportFailures(t *testing.T) {
 	t.Parallel()
 	t.Run("refused", func(t *testing.T) {
 		t.Parallel()
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		addr := ln.Addr().String()
-		ln.Close()
-		_, err = tavily.New(tavily.Options{BaseURL: "http://" + addr}).Call(context.Background(), tool(t), "search", json.RawMessage(`{"query":"q"}`))
-		if got := kindOf(t, err); got != connectors.KindUnreachable {
+		_, err := tavily.New(tavily.Options{BaseURL: "http://" + connectortest.ClosedAddr(t)}).Call(context.Background(), tool(t), "search", json.RawMessage(`{"query":"q"}`))
+		if got := connectortest.Kind(t, err); got != connectors.KindUnreachable {
 			t.Errorf("kind = %s (%v)", got, err)
 		}
 	})
 	t.Run("hangs past deadline", func(t *testing.T) {
 		t.Parallel()
-		srv := hangingServer(t)
+		srv := connectortest.HangingServer(t)
 		ctx, cancel := context.WithTimeout(context.Background(), 150*time.Millisecond)
 		defer cancel()
 		_, err := tavily.New(tavily.Options{BaseURL: srv.URL}).Call(ctx, tool(t), "search", json.RawMessage(`{"query":"q"}`))
-		if got := kindOf(t, err); got != connectors.KindOutcomeUnknown {
+		if got := connectortest.Kind(t, err); got != connectors.KindOutcomeUnknown {
 			t.Errorf("kind = %s (%v)", got, err)
 		}
 	})
 	t.Run("closed mid-response", func(t *testing.T) {
 		t.Parallel()
-		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			conn, buf, err := w.(http.Hijacker).Hijack()
-			if err != nil {
-				t.Error(err)
-				return
-			}
-			buf.WriteString("HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{\"results\":[")
-			buf.Flush()
-			conn.Close()
-		}))
-		t.Cleanup(srv.Close)
+		srv := connectortest.CutServer(t, "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{\"results\":[")
 		_, err := tavily.New(tavily.Options{BaseURL: srv.URL}).Call(context.Background(), tool(t), "search", json.RawMessage(`{"query":"q"}`))
-		if got := kindOf(t, err); got != connectors.KindOutcomeUnknown {
+		if got := connectortest.Kind(t, err); got != connectors.KindOutcomeUnknown {
 			t.Errorf("kind = %s (%v)", got, err)
 		}
 	})
-}
-
-// hangingServer accepts requests and never answers them until the test ends.
-func hangingServer(t *testing.T) *httptest.Server {
-	t.Helper()
-	release := make(chan struct{})
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		io.Copy(io.Discard, r.Body)
-		select {
-		case <-release:
-		case <-r.Context().Done():
-		}
-	}))
-	t.Cleanup(srv.Close)
-	t.Cleanup(func() { close(release) }) // runs first: cleanups are LIFO
-	return srv
 }

@@ -31,7 +31,8 @@ func (t *Tiered) Begin(ctx context.Context, account int64, key string, fingerpri
 }
 
 // Finish implements Cache. The near copy is kept even if the far tier
-// fails: it holds a terminal outcome the database already has.
+// fails: it holds a terminal outcome, which the database holds too or is
+// recording at the same moment (calls.dispatch).
 func (t *Tiered) Finish(ctx context.Context, account int64, key string, e *Entry, ttl time.Duration) error {
 	if e.ExpiresAt == 0 {
 		e.ExpiresAt = time.Now().Add(ttl).UnixMilli()

@@ -10,87 +10,15 @@ Quickstart::
     result = client.tools.call(tavily.id, action="search", arguments={"query": "..."})
 """
 
-from ._client import DEFAULT_BASE_URL, NOT_GIVEN, AgentClient, AgentsResource, IdempotencyKeysResource, ToolsResource
-from ._errors import (
-    APIConnectionError,
-    APIStatusError,
-    APITimeoutError,
-    AuthenticationError,
-    BadRequestError,
-    ConflictError,
-    IdempotencyKeyRequiredError,
-    IdempotencyKeyReusedError,
-    InternalServerError,
-    InvalidIdempotencyKeyError,
-    NotFoundError,
-    PayloadTooLargeError,
-    PermissionDeniedError,
-    QuiverError,
-    RateLimitError,
-    RequestInProgressError,
-    ServiceUnavailableError,
-    ToolNotConfiguredError,
-    ToolOutcomeUnknownError,
-    ToolUnreachableError,
-    UpstreamAuthFailedError,
-    ValidationError,
-)
+# The public names are each submodule's ``__all__``, re-exported here (not listed twice).
+from . import _client, _errors, _models
+from ._client import *  # noqa: F401,F403
+from ._errors import *  # noqa: F401,F403
 from ._http import validate_idempotency_key
-from ._models import (
-    Action,
-    Agent,
-    AvailableTool,
-    CallLogEntry,
-    CallResult,
-    ConfigurationStep,
-    IdempotencyKeyState,
-    Page,
-    QuiverObject,
-    Tool,
-)
+from ._models import *  # noqa: F401,F403
 from ._version import __version__
 
-__all__ = [
-    "AgentClient",
-    "AgentsResource",
-    "ToolsResource",
-    "IdempotencyKeysResource",
-    "DEFAULT_BASE_URL",
-    "NOT_GIVEN",
-    "validate_idempotency_key",
-    "__version__",
-    # models
-    "QuiverObject",
-    "AvailableTool",
-    "ConfigurationStep",
-    "Tool",
-    "Action",
-    "Agent",
-    "CallResult",
-    "CallLogEntry",
-    "IdempotencyKeyState",
-    "Page",
-    # errors
-    "QuiverError",
-    "APIConnectionError",
-    "APITimeoutError",
-    "APIStatusError",
-    "BadRequestError",
-    "InvalidIdempotencyKeyError",
-    "IdempotencyKeyRequiredError",
-    "AuthenticationError",
-    "PermissionDeniedError",
-    "NotFoundError",
-    "ConflictError",
-    "IdempotencyKeyReusedError",
-    "RequestInProgressError",
-    "ToolNotConfiguredError",
-    "ToolOutcomeUnknownError",
-    "PayloadTooLargeError",
-    "ValidationError",
-    "RateLimitError",
-    "InternalServerError",
-    "ToolUnreachableError",
-    "UpstreamAuthFailedError",
-    "ServiceUnavailableError",
-]
+__all__ = ["validate_idempotency_key", "__version__"]
+__all__ += _client.__all__
+__all__ += _models.__all__
+__all__ += _errors.__all__

@@ -19,7 +19,14 @@ from ._models import (
     Tool,
 )
 
-__all__ = ["AgentClient", "DEFAULT_BASE_URL"]
+__all__ = [
+    "AgentClient",
+    "AgentsResource",
+    "ToolsResource",
+    "IdempotencyKeysResource",
+    "DEFAULT_BASE_URL",
+    "NOT_GIVEN",
+]
 
 DEFAULT_BASE_URL = "http://localhost:8080"
 DEFAULT_TIMEOUT = 60.0
