@@ -10,8 +10,6 @@ import (
 	"github.com/quiverhq/quiver/internal/problem"
 )
 
-const accountKey = "quiver.account"
-
 // authenticate resolves X-API-KEY (or Authorization: Bearer) to an account
 // before anything else: before the body is read, before any lookup.
 func (s *Server) authenticate(c *gin.Context) {
@@ -38,13 +36,9 @@ func (s *Server) authenticate(c *gin.Context) {
 		s.writeError(c, problem.New(problem.Forbidden, "This API key is read-only: it cannot change anything."))
 		return
 	}
-	c.Set(accountKey, p.Account)
-	c.Set(readOnlyKey, p.ReadOnly)
 	c.Request = c.Request.WithContext(accounts.WithPrincipal(c.Request.Context(), p))
 	c.Next()
 }
-
-const readOnlyKey = "quiver.read_only"
 
 // readOnlyAllowed reports whether a read-only key may make this request:
 // any read, and the two ways of calling a tool, where the engine lets
@@ -58,7 +52,8 @@ func readOnlyAllowed(c *gin.Context) bool {
 	return route == "/api/v1/agents/custom-tools/call" || route == "/api/v1/agents/:id/mcp"
 }
 
-func account(c *gin.Context) int64 { return c.GetInt64(accountKey) }
+// account is the authenticated caller's account.
+func account(c *gin.Context) int64 { return accounts.PrincipalFrom(c.Request.Context()).Account }
 
 // authenticateAPI authenticates requests under /api/v1 (but the OAuth
 // callback, which its state authenticates) and lets others through.

@@ -5,6 +5,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"github.com/quiverhq/quiver/internal/accounts"
 	"github.com/quiverhq/quiver/internal/calls"
 	"github.com/quiverhq/quiver/internal/problem"
 )
@@ -45,8 +46,9 @@ func (s *Server) call(c *gin.Context) {
 		s.writeError(c, err)
 		return
 	}
-	resp, err := s.Calls.Call(c.Request.Context(), calls.Request{AccountID: account(c), Body: b, Key: key, HasKey: hasKey,
-		ReadOnly: c.GetBool(readOnlyKey)})
+	p := accounts.PrincipalFrom(c.Request.Context())
+	resp, err := s.Calls.Call(c.Request.Context(), calls.Request{AccountID: p.Account, Body: b, Key: key, HasKey: hasKey,
+		ReadOnly: p.ReadOnly})
 	if err != nil {
 		s.writeError(c, err)
 		return

@@ -27,7 +27,7 @@ func pair(t *testing.T) (f *fakes, fast *Server, fastURL, sdkURL string) {
 		s := New(Options{Agents: f, Tools: f, Calls: engineFunc(f.CallEngine), ListTTL: time.Minute})
 		s.sdkOnly = sdkOnly
 		r := gin.New()
-		s.Register(r.Group("/api/v1", func(c *gin.Context) { c.Set(AccountKey, int64(1)) }))
+		s.Register(r.Group("/api/v1", asAccount1))
 		hs := httptest.NewServer(r)
 		t.Cleanup(hs.Close)
 		return s, hs.URL + "/api/v1/agents/7/mcp"
@@ -207,7 +207,7 @@ func TestMCPFastPathBodyLimit(t *testing.T) {
 	f, _ := setup(t)
 	s := New(Options{Agents: f, Tools: f, Calls: engineFunc(f.CallEngine), MaxBodyBytes: 300})
 	r := gin.New()
-	s.Register(r.Group("/api/v1", func(c *gin.Context) { c.Set(AccountKey, int64(1)) }))
+	s.Register(r.Group("/api/v1", asAccount1))
 	hs := httptest.NewServer(r)
 	t.Cleanup(hs.Close)
 	url := hs.URL + "/api/v1/agents/7/mcp"

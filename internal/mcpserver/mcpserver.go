@@ -53,15 +53,12 @@ import (
 	"github.com/gin-gonic/gin"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/quiverhq/quiver/internal/accounts"
 	"github.com/quiverhq/quiver/internal/agents"
 	"github.com/quiverhq/quiver/internal/calls"
 	"github.com/quiverhq/quiver/internal/problem"
 	"github.com/quiverhq/quiver/internal/toolconfig"
 )
-
-// AccountKey is the Gin context key under which the API's auth middleware
-// puts the caller's account ID.
-const AccountKey = "quiver.account"
 
 // DefaultListTTL is how long an agent's tool list is reused before it is
 // read again: attaching or detaching a tool shows within about this long.
@@ -177,7 +174,7 @@ func (s *Server) serve(c *gin.Context) {
 		return
 	}
 	ctx := c.Request.Context()
-	ts, err := s.sets.get(ctx, c.GetInt64(AccountKey), id)
+	ts, err := s.sets.get(ctx, accounts.PrincipalFrom(ctx).Account, id)
 	if err != nil {
 		s.writeError(c, err)
 		return

@@ -16,6 +16,7 @@ import (
 
 	"github.com/quiverhq/quiver/catalog"
 	"github.com/quiverhq/quiver/connectors"
+	"github.com/quiverhq/quiver/internal/accounts"
 	"github.com/quiverhq/quiver/internal/agents"
 	"github.com/quiverhq/quiver/internal/calls"
 	"github.com/quiverhq/quiver/internal/problem"
@@ -104,7 +105,7 @@ func setup(t *testing.T) (*fakes, string) {
 	gin.SetMode(gin.ReleaseMode)
 	s := New(Options{Agents: f, Tools: f, Calls: engineFunc(f.CallEngine), ListTTL: 50 * time.Millisecond})
 	r := gin.New()
-	s.Register(r.Group("/api/v1", func(c *gin.Context) { c.Set(AccountKey, int64(1)) }))
+	s.Register(r.Group("/api/v1", asAccount1))
 	hs := httptest.NewServer(r)
 	t.Cleanup(hs.Close)
 	return f, hs.URL
@@ -353,4 +354,10 @@ func TestMCPToolsetKeptWhileUnchanged(t *testing.T) {
 	if n := f.agentGets; n < 3 {
 		t.Fatalf("the agent was read %d times; every build reads it", n)
 	}
+}
+
+// asAccount1 stands in for the API's auth middleware: the caller is
+// account 1 with full rights.
+func asAccount1(c *gin.Context) {
+	c.Request = c.Request.WithContext(accounts.WithPrincipal(c.Request.Context(), accounts.Principal{Account: 1}))
 }
