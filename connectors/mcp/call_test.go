@@ -3,7 +3,6 @@ package mcp
 import (
 	"encoding/json"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -139,9 +138,7 @@ func TestCallRejected(t *testing.T) {
 func TestCallDropAfterActIsOutcomeUnknown(t *testing.T) {
 	t.Parallel()
 	for _, stateless := range []bool{false, true} {
-		srv := mcptest.Start(t, mcptest.Counter, mcptest.Options{Stateless: stateless})
-		c := setup(t, nil)
-		tool := toolFor(srv, 1, nil)
+		srv, c, tool := counterSetup(t, mcptest.Options{Stateless: stateless}, nil)
 		mustCall(t, c, tool, "read_count", `{}`) // warm: the drop happens on a live session
 
 		_, err := call(t, c, tool, "drop_after_act", `{}`)
@@ -156,9 +153,7 @@ func TestCallDropAfterActIsOutcomeUnknown(t *testing.T) {
 
 func TestCallSlowToolTimesOutAsOutcomeUnknown(t *testing.T) {
 	t.Parallel()
-	srv := mcptest.Start(t, mcptest.Counter, mcptest.Options{SlowDelay: 5 * time.Second})
-	c := setup(t, nil)
-	tool := toolFor(srv, 1, nil)
+	srv, c, tool := counterSetup(t, mcptest.Options{SlowDelay: 5 * time.Second}, nil)
 	mustCall(t, c, tool, "read_count", `{}`)
 
 	start := time.Now()
@@ -176,9 +171,7 @@ func TestCallSlowToolTimesOutAsOutcomeUnknown(t *testing.T) {
 
 func TestCallStoppedServerIsUnreachable(t *testing.T) {
 	t.Parallel()
-	srv := mcptest.Start(t, mcptest.Counter, mcptest.Options{})
-	c := setup(t, nil)
-	tool := toolFor(srv, 1, nil)
+	srv, c, tool := counterSetup(t, mcptest.Options{}, nil)
 	mustCall(t, c, tool, "read_count", `{}`) // a pooled session exists
 	srv.Close()
 
@@ -243,9 +236,7 @@ func TestCallUpstreamAuth(t *testing.T) {
 
 func TestCallResultTooLarge(t *testing.T) {
 	t.Parallel()
-	srv := mcptest.Start(t, mcptest.Counter, mcptest.Options{})
-	c := setup(t, &Options{AllowPrivate: true, MaxResponseBytes: 64 << 10})
-	tool := toolFor(srv, 1, nil)
+	_, c, tool := counterSetup(t, mcptest.Options{}, &Options{AllowPrivate: true, MaxResponseBytes: 64 << 10})
 	res := mustCall(t, c, tool, "big", `{"bytes":200000}`)
 	if !res.IsError || !strings.Contains(string(res.Content), "result_too_large") {
 		t.Errorf("result = %v %s", res.IsError, res.Content)
@@ -253,32 +244,6 @@ func TestCallResultTooLarge(t *testing.T) {
 	res = mustCall(t, c, tool, "big", `{"bytes":1000}`)
 	if res.IsError {
 		t.Errorf("small result is an error: %s", res.Content)
-	}
-}
-
-func TestCallConcurrentSessionReuse(t *testing.T) {
-	t.Parallel()
-	srv := mcptest.Start(t, mcptest.Counter, mcptest.Options{})
-	c := setup(t, nil)
-	tool := toolFor(srv, 1, nil)
-
-	var wg sync.WaitGroup
-	for range 10 {
-		wg.Go(func() {
-			if _, err := call(t, c, tool, "increment", `{}`); err != nil {
-				t.Error(err)
-			}
-		})
-	}
-	wg.Wait()
-	for range 10 {
-		mustCall(t, c, tool, "increment", `{}`)
-	}
-	if n := srv.Calls("increment"); n != 20 {
-		t.Errorf("increment ran %d times, want 20", n)
-	}
-	if n := srv.Initializes(); n != 1 {
-		t.Errorf("initializes = %d, want exactly 1", n)
 	}
 }
 

@@ -108,9 +108,7 @@ func TestActionsRetryableFromAnnotations(t *testing.T) {
 
 func TestActionsCachedAndInvalidated(t *testing.T) {
 	t.Parallel()
-	srv := mcptest.Start(t, mcptest.Counter, mcptest.Options{PageSize: 100})
-	c := setup(t, nil)
-	tool := toolFor(srv, 1, nil)
+	srv, c, tool := counterSetup(t, mcptest.Options{PageSize: 100}, nil)
 	ctx := ctxFor(t, 10*time.Second)
 
 	first, err := c.Actions(ctx, tool)
@@ -148,9 +146,7 @@ func TestActionsCachedAndInvalidated(t *testing.T) {
 
 func TestActionsTTL(t *testing.T) {
 	t.Parallel()
-	srv := mcptest.Start(t, mcptest.Counter, mcptest.Options{Stateless: true, PageSize: 100})
-	c := setup(t, &Options{AllowPrivate: true, DiscoveryTTL: 50 * time.Millisecond})
-	tool := toolFor(srv, 1, nil)
+	srv, c, tool := counterSetup(t, mcptest.Options{Stateless: true, PageSize: 100}, &Options{AllowPrivate: true, DiscoveryTTL: 50 * time.Millisecond})
 	ctx := ctxFor(t, 10*time.Second)
 	if _, err := c.Actions(ctx, tool); err != nil {
 		t.Fatal(err)

@@ -94,9 +94,7 @@ func fastSessions(c *Connector) int {
 // its call's stream before answering gets its ping answered and finishes.
 func TestFastCallAnswersTheServer(t *testing.T) {
 	t.Parallel()
-	counter := mcptest.Start(t, mcptest.Counter, mcptest.Options{})
-	c := setup(t, nil)
-	tool := toolFor(counter, 1, nil)
+	_, c, tool := counterSetup(t, mcptest.Options{}, nil)
 	for i := 1; i <= 3; i++ {
 		res := mustCall(t, c, tool, "chatty", `{}`)
 		if res.IsError || string(res.Content) != fmt.Sprintf(`{"pings":%d}`, i) {
@@ -113,9 +111,7 @@ func TestFastCallAnswersTheServer(t *testing.T) {
 // their answers.
 func TestFastCallKeepsCallerIDsApart(t *testing.T) {
 	t.Parallel()
-	counter := mcptest.Start(t, mcptest.Counter, mcptest.Options{PageSize: 4})
-	c := setup(t, &Options{AllowPrivate: true, DiscoveryTTL: time.Millisecond})
-	tool := toolFor(counter, 1, nil)
+	_, c, tool := counterSetup(t, mcptest.Options{PageSize: 4}, &Options{AllowPrivate: true, DiscoveryTTL: time.Millisecond})
 	for i := range 5 {
 		res := mustCall(t, c, tool, "echo", fmt.Sprintf(`{"i":%d}`, i))
 		if want := fmt.Sprintf(`{"i":%d}`, i); string(res.Content) != want {
@@ -225,9 +221,7 @@ func TestFastCallCutStreamWithoutIDs(t *testing.T) {
 // tool's handler.
 func TestFastCallCancelsAnAbandonedCall(t *testing.T) {
 	t.Parallel()
-	counter := mcptest.Start(t, mcptest.Counter, mcptest.Options{SlowDelay: time.Minute})
-	c := setup(t, nil)
-	tool := toolFor(counter, 1, nil)
+	counter, c, tool := counterSetup(t, mcptest.Options{SlowDelay: time.Minute}, nil)
 	mustCall(t, c, tool, "read_count", `{}`) // a warm session
 	_, err := c.Call(ctxFor(t, 300*time.Millisecond), tool, "slow", json.RawMessage(`{}`))
 	wantKind(t, err, connectors.KindOutcomeUnknown)
@@ -241,12 +235,10 @@ func TestFastCallCancelsAnAbandonedCall(t *testing.T) {
 // SDK, once, and the session stays on the SDK's path.
 func TestFastCallFallsBackWhenItCannotConnect(t *testing.T) {
 	t.Parallel()
-	counter := mcptest.Start(t, mcptest.Counter, mcptest.Options{})
-	c := setup(t, nil)
+	counter, c, tool := counterSetup(t, mcptest.Options{}, nil)
 	c.h1.dial = func(ctx context.Context, network, addr string) (net.Conn, error) {
 		return nil, &net.OpError{Op: "dial", Net: network, Err: errors.New("no route for the fast path")}
 	}
-	tool := toolFor(counter, 1, nil)
 	for i := 1; i <= 2; i++ {
 		res := mustCall(t, c, tool, "increment", `{}`)
 		if string(res.Content) != fmt.Sprintf(`{"count":%d}`, i) {

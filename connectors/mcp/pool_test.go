@@ -1,6 +1,7 @@
 package mcp
 
 import (
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -13,60 +14,53 @@ import (
 	"github.com/quiverhq/quiver/internal/mcptest"
 )
 
+// TestSessionReuse: calls share one session, whether they come together to
+// a cold pool (the first connects, the others wait for it) or to a warm one.
 func TestSessionReuse(t *testing.T) {
 	t.Parallel()
 	for _, stateless := range []bool{false, true} {
-		srv := mcptest.Start(t, mcptest.Counter, mcptest.Options{Stateless: stateless})
-		c := setup(t, nil)
-		tool := toolFor(srv, 1, nil)
-		if _, err := c.Actions(ctxFor(t, 10*time.Second), tool); err != nil {
-			t.Fatal(err)
-		}
-		var wg sync.WaitGroup
-		for range 8 {
-			wg.Go(func() {
-				if _, err := call(t, c, tool, "increment", `{}`); err != nil {
-					t.Error(err)
+		for _, warm := range []bool{false, true} {
+			t.Run(fmt.Sprintf("stateless=%v,warm=%v", stateless, warm), func(t *testing.T) {
+				t.Parallel()
+				srv, c, tool := counterSetup(t, mcptest.Options{Stateless: stateless}, nil)
+				if warm {
+					if _, err := c.Actions(ctxFor(t, 10*time.Second), tool); err != nil {
+						t.Fatal(err)
+					}
 				}
+				var wg sync.WaitGroup
+				for range 10 {
+					wg.Go(func() {
+						if _, err := call(t, c, tool, "increment", `{}`); err != nil {
+							t.Error(err)
+						}
+					})
+				}
+				wg.Wait()
+				for range 10 {
+					mustCall(t, c, tool, "increment", `{}`)
+				}
+				wantRuns(t, srv, "increment", 20, 1)
 			})
-		}
-		wg.Wait()
-		for range 12 {
-			mustCall(t, c, tool, "increment", `{}`)
-		}
-		if n := srv.Calls("increment"); n != 20 {
-			t.Errorf("stateless=%v: increment ran %d times, want 20", stateless, n)
-		}
-		if n := srv.Initializes(); n != 1 {
-			t.Errorf("stateless=%v: initializes = %d, want 1", stateless, n)
 		}
 	}
 }
 
 func TestSessionForgottenReconnects(t *testing.T) {
 	t.Parallel()
-	srv := mcptest.Start(t, mcptest.Counter, mcptest.Options{})
-	c := setup(t, nil)
-	tool := toolFor(srv, 1, nil)
+	srv, c, tool := counterSetup(t, mcptest.Options{}, nil)
 	mustCall(t, c, tool, "increment", `{}`)
 
 	// The server forgets the session: our next POST gets 404, which proves
 	// it did not run, so the call is re-sent once on a new session.
 	srv.ForgetSessions()
 	mustCall(t, c, tool, "increment", `{}`)
-	if n := srv.Calls("increment"); n != 2 {
-		t.Errorf("increment ran %d times, want 2", n)
-	}
-	if n := srv.Initializes(); n != 2 {
-		t.Errorf("initializes = %d, want 2", n)
-	}
+	wantRuns(t, srv, "increment", 2, 2)
 }
 
 func TestSessionRestartReconnects(t *testing.T) {
 	t.Parallel()
-	srv := mcptest.Start(t, mcptest.Counter, mcptest.Options{})
-	c := setup(t, nil)
-	tool := toolFor(srv, 1, nil)
+	srv, c, tool := counterSetup(t, mcptest.Options{}, nil)
 	mustCall(t, c, tool, "read_count", `{}`)
 
 	srv.Restart()
@@ -79,12 +73,7 @@ func TestSessionRestartReconnects(t *testing.T) {
 		t.Fatal("never reconnected after a restart")
 	}
 	mustCall(t, c, tool, "increment", `{}`)
-	if n := srv.Calls("increment"); n != 1 {
-		t.Errorf("increment ran %d times, want 1", n)
-	}
-	if n := srv.Initializes(); n != 2 {
-		t.Errorf("initializes = %d, want 2", n)
-	}
+	wantRuns(t, srv, "increment", 1, 2)
 }
 
 func TestSessionNewVersion(t *testing.T) {
@@ -115,9 +104,7 @@ func TestSessionNewVersion(t *testing.T) {
 
 func TestSessionIdleClosed(t *testing.T) {
 	t.Parallel()
-	srv := mcptest.Start(t, mcptest.Counter, mcptest.Options{})
-	c := setup(t, &Options{AllowPrivate: true, IdleTimeout: 50 * time.Millisecond})
-	tool := toolFor(srv, 1, nil)
+	srv, c, tool := counterSetup(t, mcptest.Options{}, &Options{AllowPrivate: true, IdleTimeout: 50 * time.Millisecond})
 	mustCall(t, c, tool, "read_count", `{}`)
 	if !eventually(t, 2*time.Second, func() bool {
 		c.pool.mu.Lock()

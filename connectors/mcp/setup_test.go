@@ -35,6 +35,26 @@ func toolFor(srv *mcptest.Server, id int64, config map[string]string) *connector
 	return &connectors.Tool{ID: id, AccountID: 1, Entry: customEntry, Config: cfg, Version: 1}
 }
 
+// counterSetup starts a Counter server with srvOpts and returns it, a
+// Connector with opts (as setup takes them) and a tool (ID 1) pointing at it.
+func counterSetup(t testing.TB, srvOpts mcptest.Options, opts *Options) (*mcptest.Server, *Connector, *connectors.Tool) {
+	t.Helper()
+	srv := mcptest.Start(t, mcptest.Counter, srvOpts)
+	return srv, setup(t, opts), toolFor(srv, 1, nil)
+}
+
+// wantRuns fails unless srv ran action runs times and initialized inits
+// sessions.
+func wantRuns(t testing.TB, srv *mcptest.Server, action string, runs, inits int) {
+	t.Helper()
+	if n := srv.Calls(action); n != runs {
+		t.Errorf("%s ran %d times, want %d", action, n, runs)
+	}
+	if n := srv.Initializes(); n != inits {
+		t.Errorf("initializes = %d, want %d", n, inits)
+	}
+}
+
 func ctxFor(t testing.TB, d time.Duration) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), d)
 	t.Cleanup(cancel)
