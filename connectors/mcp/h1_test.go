@@ -89,10 +89,18 @@ func TestH1ReusesConnections(t *testing.T) {
 // is noticed before use, and the request goes on a new one.
 func TestH1ServerClosedIdle(t *testing.T) {
 	srv, conns := h1Server(t, false, echoHandler)
-	c, _ := h1Client(t, srv)
+	c, tr := h1Client(t, srv)
 	h1Post(t, c, srv.URL, "a")
 	srv.CloseClientConnections()
-	time.Sleep(20 * time.Millisecond) // the FIN arrives
+	// Wait for the FIN to reach the pooled connection.
+	key := "http://" + srv.Listener.Addr().String()
+	if !eventually(t, 2*time.Second, func() bool {
+		tr.mu.Lock()
+		defer tr.mu.Unlock()
+		return len(tr.idle[key]) == 1 && !alive(tr.idle[key][0].raw)
+	}) {
+		t.Fatal("the pooled connection never saw the server close it")
+	}
 	if got := h1Post(t, c, srv.URL, "b"); got != "b" {
 		t.Fatalf("answer %q", got)
 	}
