@@ -1,6 +1,6 @@
 // Quiver JavaScript SDK. See README.md.
 export { AgentClient, ToolsResource, AgentsResource, IdempotencyKeysResource, DEFAULT_BASE_URL } from "./src/client.js";
-export { validateIdempotencyKey } from "./src/transport.js";
+export { validateIdempotencyKey, VERSION } from "./src/transport.js";
 export {
   QuiverObject,
   AvailableTool,
@@ -38,4 +38,3 @@ export {
   ServiceUnavailableError,
   errorFromResponse,
 } from "./src/errors.js";
-export const VERSION = "0.1.0";

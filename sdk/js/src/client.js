@@ -36,8 +36,18 @@ function idOf(value, what = "id") {
   throw new TypeError(`${what} must be an integer ID, not ${JSON.stringify(value)}`);
 }
 
+const toolPath = (toolId, rest = "") => TOOLS + idOf(toolId, "toolId") + "/" + rest;
+const agentPath = (agentId) => AGENTS + idOf(agentId, "agentId") + "/";
+
 function toolIds(tools) {
   return Array.from(tools, (t) => (t !== null && typeof t === "object" ? t.id : t));
+}
+
+/** An agent's request body: the given fields, with `tools` reduced to IDs (null kept). */
+function agentBody({ tools, ...fields }) {
+  const body = { ...fields };
+  if (tools !== undefined) body.tools = tools === null ? null : toolIds(tools);
+  return body;
 }
 
 /** A client of the Quiver API. */
@@ -77,9 +87,14 @@ class Resource {
     Object.defineProperty(this, "_t", { value: transport, enumerable: false });
   }
 
-  async _get(path, Cls, query) {
-    const { data } = await this._t.request("GET", path, { query, retry: SAFE });
-    return new Cls(data ?? {});
+  /** Send a request and wrap the JSON object it answers with as `Cls` (given the response headers). */
+  async _object(method, path, Cls, options) {
+    const { data, headers } = await this._t.request(method, path, options);
+    return new Cls(data ?? {}, headers);
+  }
+
+  _get(path, Cls, query) {
+    return this._object("GET", path, Cls, { query, retry: SAFE });
   }
 
   async _page(path, field, Cls, query) {
@@ -127,7 +142,7 @@ export class ToolsResource extends Resource {
 
   /** One connected tool by ID. */
   get(toolId) {
-    return this._get(TOOLS + idOf(toolId, "toolId") + "/", Tool);
+    return this._get(toolPath(toolId), Tool);
   }
 
   /**
@@ -138,37 +153,32 @@ export class ToolsResource extends Resource {
     const body = { mcp_tool: mcpTool ?? mcp_tool };
     if (name !== undefined) body.name = name;
     Object.assign(body, extra);
-    const { data } = await this._t.request("POST", TOOLS, { body, retry: REFUSED_ONLY });
-    return new Tool(data ?? {});
+    return this._object("POST", TOOLS, Tool, { body, retry: REFUSED_ONLY });
   }
 
   /** Answer the tool's current configuration step: provideConfig(id, { userResponse: {...} }). */
   async provideConfig(toolId, params = {}) {
     const userResponse = params.userResponse ?? params.user_response ?? {};
-    const { data } = await this._t.request("POST", TOOLS + idOf(toolId, "toolId") + "/provide-config/", {
+    return this._object("POST", toolPath(toolId, "provide-config/"), Tool, {
       body: { user_response: userResponse },
       retry: REFUSED_ONLY,
     });
-    return new Tool(data ?? {});
   }
 
   /** Put the tool back at its first configuration step. */
   async resetConfig(toolId) {
-    const { data } = await this._t.request("POST", TOOLS + idOf(toolId, "toolId") + "/reset-config/", {
-      retry: REFUSED_ONLY,
-    });
-    return new Tool(data ?? {});
+    return this._object("POST", toolPath(toolId, "reset-config/"), Tool, { retry: REFUSED_ONLY });
   }
 
   /** The actions the tool offers, discovered from its connector. */
   async actions(toolId) {
-    const { data } = await this._t.request("GET", TOOLS + idOf(toolId, "toolId") + "/actions/", { retry: SAFE });
+    const { data } = await this._t.request("GET", toolPath(toolId, "actions/"), { retry: SAFE });
     return (data?.actions ?? []).map((a) => new Action(a));
   }
 
   /** Delete a connected tool; it is detached from every agent. */
   async delete(toolId) {
-    await this._t.request("DELETE", TOOLS + idOf(toolId, "toolId") + "/", { retry: SAFE });
+    await this._t.request("DELETE", toolPath(toolId), { retry: SAFE });
   }
 
   /**
@@ -189,13 +199,12 @@ export class ToolsResource extends Resource {
     if (idempotencyKey !== undefined && idempotencyKey !== null) {
       headers["Idempotency-Key"] = validateIdempotencyKey(idempotencyKey);
     }
-    const { data, headers: resHeaders } = await this._t.request("POST", TOOLS + "call/", {
+    return this._object("POST", TOOLS + "call/", CallResult, {
       body: { tool, action, arguments: args ?? {} },
       headers,
       retry: headers["Idempotency-Key"] !== undefined ? SAFE : REFUSED_ONLY,
       timeout,
     });
-    return new CallResult(data ?? {}, resHeaders);
   }
 
   /** The call log: every dispatched call (optionally of one tool), through every page. */
@@ -210,16 +219,12 @@ export class ToolsResource extends Resource {
 export class AgentsResource extends Resource {
   /** create({ name, goal, tools: [id, ...], status }). */
   async create(params = {}) {
-    const { tools, ...rest } = params;
-    const body = { ...rest };
-    if (tools !== undefined) body.tools = tools === null ? null : toolIds(tools);
-    const { data } = await this._t.request("POST", AGENTS, { body, retry: REFUSED_ONLY });
-    return new Agent(data ?? {});
+    return this._object("POST", AGENTS, Agent, { body: agentBody(params), retry: REFUSED_ONLY });
   }
 
   /** One agent by ID. */
   get(agentId) {
-    return this._get(AGENTS + idOf(agentId, "agentId") + "/", Agent);
+    return this._get(agentPath(agentId), Agent);
   }
 
   /** Every agent, following next_cursor through every page. */
@@ -248,19 +253,13 @@ export class AgentsResource extends Resource {
       agentId = a ?? b;
       params = { ...rest, ...fields };
     }
-    const { tools, ...rest } = params;
-    const body = { ...rest };
-    if (tools !== undefined) body.tools = tools === null ? null : toolIds(tools);
-    const { data } = await this._t.request("PATCH", AGENTS + idOf(agentId, "agentId") + "/", {
-      body,
-      retry: REFUSED_ONLY,
-    });
-    return new Agent(data ?? {});
+    const body = agentBody(params);
+    return this._object("PATCH", agentPath(agentId), Agent, { body, retry: REFUSED_ONLY });
   }
 
   /** Delete an agent. */
   async delete(agentId) {
-    await this._t.request("DELETE", AGENTS + idOf(agentId, "agentId") + "/", { retry: SAFE });
+    await this._t.request("DELETE", agentPath(agentId), { retry: SAFE });
   }
 }
 

@@ -181,8 +181,7 @@ export function errorFromResponse(status, headers, text) {
     (code && Object.hasOwn(BY_CODE, code) && BY_CODE[code]) ||
     BY_STATUS[status] ||
     (status >= 500 ? InternalServerError : APIStatusError);
-  const err = new Cls(message, { code, status, body, headers });
-  return err;
+  return new Cls(message, { code, status, body, headers });
 }
 
 /** A readable one-line form: "404 not_found: Tool 9 does not exist." */

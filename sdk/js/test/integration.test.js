@@ -12,7 +12,7 @@ import { promisify } from "node:util";
 
 import * as quiver from "quiver-sdk";
 import { AgentClient } from "quiver-sdk";
-import { startEnv, sleep, SDK_ROOT } from "../test-support/harness.js";
+import { startEnv, sleep, freePort, SDK_ROOT } from "../test-support/harness.js";
 
 const execFileP = promisify(execFile);
 
@@ -22,9 +22,10 @@ let httpTool;
 
 const key = () => `sdk-${randomUUID()}`;
 
-async function httpToolFor(c) {
+/** An http-request tool configured against baseUrl (default: the target server), auth none. */
+async function httpToolFor(c, baseUrl = ENV.target.url) {
   let tool = await c.tools.create({ mcpTool: "http-request" });
-  tool = await c.tools.provideConfig(tool.id, { userResponse: { base_url: ENV.target.url } });
+  tool = await c.tools.provideConfig(tool.id, { userResponse: { base_url: baseUrl } });
   tool = await c.tools.provideConfig(tool.id, { userResponse: { auth_type: "none" } });
   assert.equal(tool.isConfigured, true, JSON.stringify(tool));
   return tool;
@@ -184,11 +185,7 @@ describe("errors", () => {
 
 describe("unreachable tool", () => {
   test("closed port is 502 tool_unreachable", async () => {
-    const { freePort } = await import("../test-support/harness.js");
-    const closed = `http://127.0.0.1:${await freePort()}`;
-    let tool = await client.tools.create({ mcpTool: "http-request" });
-    tool = await client.tools.provideConfig(tool.id, { userResponse: { base_url: closed } });
-    tool = await client.tools.provideConfig(tool.id, { userResponse: { auth_type: "none" } });
+    const tool = await httpToolFor(client, `http://127.0.0.1:${await freePort()}`);
     const err = await client.tools.call(tool.id, { action: "get", arguments: { path: "/x" } }).catch((e) => e);
     assert.ok(err instanceof quiver.ToolUnreachableError, String(err));
     assert.equal(err.status, 502);
@@ -258,6 +255,16 @@ describe("pagination", () => {
   });
 });
 
+/** Runs fn(proxy, client) with a fresh connection-dropping proxy in front of the server, closed afterwards. */
+async function withProxy(clientOptions, fn) {
+  const proxy = await ENV.proxy();
+  try {
+    await fn(proxy, new AgentClient({ apiKey: ENV.apiKey, baseUrl: proxy.url, timeout: 30_000, ...clientOptions }));
+  } finally {
+    await proxy.close();
+  }
+}
+
 describe("idempotency", () => {
   test("retryable get needs no key", async () => {
     const r = await client.tools.call(httpTool.id, { action: "get", arguments: { path: "/hello" } });
@@ -317,24 +324,18 @@ describe("idempotency", () => {
   });
 
   test("connection cut after the response: retried once, tool ran once", async () => {
-    const proxy = await ENV.proxy();
-    try {
-      const c = new AgentClient({ apiKey: ENV.apiKey, baseUrl: proxy.url, timeout: 30_000 });
+    await withProxy({}, async (proxy, c) => {
       proxy.drop("POST", "/custom-tools/call", "after_response");
       const r = await c.tools.call(httpTool.id, { action: "post", arguments: { path: "/cut-after-js", body: { x: 1 } }, idempotencyKey: key() });
       assert.equal(r.isError, false);
       assert.equal(r.replayed, true);
       assert.equal(proxy.count("POST", "/custom-tools/call"), 2);
       assert.equal(ENV.target.count("/cut-after-js"), 1);
-    } finally {
-      await proxy.close();
-    }
+    });
   });
 
   test("connection cut mid-call: retried until the replay, tool ran once", async () => {
-    const proxy = await ENV.proxy();
-    try {
-      const c = new AgentClient({ apiKey: ENV.apiKey, baseUrl: proxy.url, timeout: 30_000, maxRetries: 6 });
+    await withProxy({ maxRetries: 6 }, async (proxy, c) => {
       proxy.drop("POST", "/custom-tools/call", "before_response");
       const started = Date.now();
       const r = await c.tools.call(httpTool.id, { action: "post", arguments: { path: "/slow-cut-js", body: { y: 2 } }, idempotencyKey: key() });
@@ -343,9 +344,7 @@ describe("idempotency", () => {
       assert.ok(Date.now() - started >= ENV.target.slowMs);
       assert.ok(proxy.count("POST", "/custom-tools/call") >= 2);
       assert.equal(ENV.target.count("/slow-cut-js"), 1);
-    } finally {
-      await proxy.close();
-    }
+    });
   });
 
   test("timeout is retried with the same key", async () => {
@@ -372,22 +371,16 @@ describe("idempotency", () => {
   });
 
   test("call without key is not retried on a cut", async () => {
-    const proxy = await ENV.proxy();
-    try {
-      const c = new AgentClient({ apiKey: ENV.apiKey, baseUrl: proxy.url, timeout: 30_000 });
+    await withProxy({}, async (proxy, c) => {
       proxy.drop("POST", "/custom-tools/call", "after_response");
       await assert.rejects(c.tools.call(httpTool.id, { action: "get", arguments: { path: "/nokey-cut-js" } }), quiver.APIConnectionError);
       assert.equal(proxy.count("POST", "/custom-tools/call"), 1);
       assert.equal(ENV.target.count("/nokey-cut-js"), 1);
-    } finally {
-      await proxy.close();
-    }
+    });
   });
 
   test("GET is retried on a cut, create is not", async () => {
-    const proxy = await ENV.proxy();
-    try {
-      const c = new AgentClient({ apiKey: ENV.apiKey, baseUrl: proxy.url, timeout: 30_000 });
+    await withProxy({}, async (proxy, c) => {
       const p = `/custom-tools/${httpTool.id}/`;
       proxy.drop("GET", p, "after_response");
       assert.equal((await c.tools.get(httpTool.id)).id, httpTool.id);
@@ -395,9 +388,7 @@ describe("idempotency", () => {
       proxy.drop("POST", "/custom-tools/", "after_response");
       await assert.rejects(c.tools.create({ mcpTool: "browser" }), quiver.APIConnectionError);
       assert.equal(proxy.count("POST", "/custom-tools/"), 1);
-    } finally {
-      await proxy.close();
-    }
+    });
   });
 
   test("call by catalog name", async () => {
@@ -414,8 +405,9 @@ describe("idempotency", () => {
 // The seed's JavaScript examples, verbatim except: the import line names "quiver-sdk" instead of
 // "flymyai-js-client", and the client gets its key and URL from the test
 // (`new AgentClient({ apiKey: process.env.QUIVER_API_KEY, baseUrl: process.env.QUIVER_BASE_URL })`
-// instead of `new AgentClient({ apiKey: "fly-***" })`). Each runs as its own ES module that imports the
-// package by name.
+// instead of `new AgentClient({ apiKey: "fly-***" })`). Two examples that share a variable run as one
+// module, and SEED_ATTACHING ends with one added line that prints the agent for the test to check.
+// Each runs as its own ES module that imports the package by name.
 
 const HEADER = `import { AgentClient } from "quiver-sdk";
 

@@ -65,6 +65,14 @@ def _id(value: Any, what: str = "id") -> str:
     raise TypeError(f"{what} must be an integer ID, not {value!r}")
 
 
+def _tool_path(tool_id: Any, rest: str = "") -> str:
+    return _TOOLS + _id(tool_id, "tool_id") + "/" + rest
+
+
+def _agent_path(agent_id: Any) -> str:
+    return _AGENTS + _id(agent_id, "agent_id") + "/"
+
+
 class AgentClient:
     """A client of the Quiver API.
 
@@ -131,9 +139,13 @@ class _Resource:
     def __init__(self, transport: Transport) -> None:
         self._t = transport
 
-    def _get(self, path: str, cls: Type[T], params: Optional[Mapping[str, Any]] = None) -> T:
-        data, response = self._t.request("GET", path, params=params, retry=SAFE)
+    def _object(self, method: str, path: str, cls: Type[T], **request: Any) -> T:
+        """Send a request and wrap the JSON object it answers with as ``cls``."""
+        data, response = self._t.request(method, path, **request)
         return cls._from_json(data or {}, response.headers)
+
+    def _get(self, path: str, cls: Type[T], params: Optional[Mapping[str, Any]] = None) -> T:
+        return self._object("GET", path, cls, params=params, retry=SAFE)
 
     def _page(self, path: str, field: str, cls: Type[T], params: Mapping[str, Any]) -> Page[T]:
         data, _ = self._t.request("GET", path, params=params, retry=SAFE)
@@ -188,7 +200,7 @@ class ToolsResource(_Resource):
 
     def get(self, tool_id: Union[int, Mapping[str, Any]]) -> Tool:
         """One connected tool by its ID."""
-        return self._get(_TOOLS + _id(tool_id, "tool_id") + "/", Tool)
+        return self._get(_tool_path(tool_id), Tool)
 
     def create(self, mcp_tool: str, *, name: Optional[str] = None, **extra: Any) -> Tool:
         """Connect a tool from the catalog (by its catalog ``name``, e.g. ``"tavily"``).
@@ -201,8 +213,7 @@ class ToolsResource(_Resource):
         if name is not None:
             body["name"] = name
         body.update(extra)
-        data, response = self._t.request("POST", _TOOLS, body=body, retry=REFUSED_ONLY)
-        return Tool._from_json(data or {}, response.headers)
+        return self._object("POST", _TOOLS, Tool, body=body, retry=REFUSED_ONLY)
 
     def provide_config(self, tool_id: Union[int, Mapping[str, Any]], user_response: Mapping[str, Any]) -> Tool:
         """Answer the tool's current configuration step; returns the tool, advanced.
@@ -210,29 +221,26 @@ class ToolsResource(_Resource):
         Raises :class:`~quiver.ValidationError` (with ``fields``) when a value is refused; the tool
         then stays at the same step.
         """
-        data, response = self._t.request(
+        return self._object(
             "POST",
-            _TOOLS + _id(tool_id, "tool_id") + "/provide-config/",
+            _tool_path(tool_id, "provide-config/"),
+            Tool,
             body={"user_response": dict(user_response)},
             retry=REFUSED_ONLY,
         )
-        return Tool._from_json(data or {}, response.headers)
 
     def reset_config(self, tool_id: Union[int, Mapping[str, Any]]) -> Tool:
         """Put the tool back at its first configuration step."""
-        data, response = self._t.request(
-            "POST", _TOOLS + _id(tool_id, "tool_id") + "/reset-config/", retry=REFUSED_ONLY
-        )
-        return Tool._from_json(data or {}, response.headers)
+        return self._object("POST", _tool_path(tool_id, "reset-config/"), Tool, retry=REFUSED_ONLY)
 
     def actions(self, tool_id: Union[int, Mapping[str, Any]]) -> List[Action]:
         """The actions the tool offers, discovered from its connector."""
-        data, _ = self._t.request("GET", _TOOLS + _id(tool_id, "tool_id") + "/actions/", retry=SAFE)
+        data, _ = self._t.request("GET", _tool_path(tool_id, "actions/"), retry=SAFE)
         return [Action._from_json(a) for a in (data or {}).get("actions") or []]
 
     def delete(self, tool_id: Union[int, Mapping[str, Any]]) -> None:
         """Delete a connected tool; it is detached from every agent."""
-        self._t.request("DELETE", _TOOLS + _id(tool_id, "tool_id") + "/", retry=SAFE)
+        self._t.request("DELETE", _tool_path(tool_id), retry=SAFE)
 
     # -- calling ----------------------------------------------------------------------------
 
@@ -274,15 +282,15 @@ class ToolsResource(_Resource):
         if idempotency_key is not None:
             headers["Idempotency-Key"] = validate_idempotency_key(idempotency_key)
         body = {"tool": tool, "action": action, "arguments": dict(arguments) if arguments is not None else {}}
-        data, response = self._t.request(
+        return self._object(
             "POST",
             _TOOLS + "call/",
+            CallResult,
             body=body,
             headers=headers,
             retry=SAFE if idempotency_key is not None else REFUSED_ONLY,
             timeout=timeout,
         )
-        return CallResult._from_json(data or {}, response.headers)
 
     def calls(self, *, tool: Optional[Union[int, Mapping[str, Any]]] = None, limit: Optional[int] = None) -> List[CallLogEntry]:
         """The call log: every dispatched call (optionally of one tool), through every page."""
@@ -320,12 +328,11 @@ class AgentsResource(_Resource):
         if status is not None:
             body["status"] = status
         body.update(extra)
-        data, response = self._t.request("POST", _AGENTS, body=body, retry=REFUSED_ONLY)
-        return Agent._from_json(data or {}, response.headers)
+        return self._object("POST", _AGENTS, Agent, body=body, retry=REFUSED_ONLY)
 
     def get(self, agent_id: Union[int, Mapping[str, Any]]) -> Agent:
         """One agent by its ID."""
-        return self._get(_AGENTS + _id(agent_id, "agent_id") + "/", Agent)
+        return self._get(_agent_path(agent_id), Agent)
 
     def list(self, *, limit: Optional[int] = None) -> List[Agent]:
         """Every agent of the account, following ``next_cursor`` through every page."""
@@ -356,14 +363,11 @@ class AgentsResource(_Resource):
         if status is not NOT_GIVEN:
             body["status"] = status
         body.update(extra)
-        data, response = self._t.request(
-            "PATCH", _AGENTS + _id(agent_id, "agent_id") + "/", body=body, retry=REFUSED_ONLY
-        )
-        return Agent._from_json(data or {}, response.headers)
+        return self._object("PATCH", _agent_path(agent_id), Agent, body=body, retry=REFUSED_ONLY)
 
     def delete(self, agent_id: Union[int, Mapping[str, Any]]) -> None:
         """Delete an agent."""
-        self._t.request("DELETE", _AGENTS + _id(agent_id, "agent_id") + "/", retry=SAFE)
+        self._t.request("DELETE", _agent_path(agent_id), retry=SAFE)
 
 
 class IdempotencyKeysResource(_Resource):

@@ -146,7 +146,7 @@ class Transport:
                 raise
             if 200 <= response.status < 300:
                 return _decode(response), response
-            error = _error(response)
+            error = error_from_response(response.status, response.headers, response.body)
             if attempt < self.max_retries and _should_retry(error, retry):
                 if error.retry_after is not None and error.retry_after > _MAX_RETRY_AFTER:
                     raise error
@@ -203,10 +203,6 @@ def _should_retry(error: APIStatusError, mode: str) -> bool:
     if code in ("tool_outcome_unknown", "upstream_auth_failed"):
         return False
     return status >= 500
-
-
-def _error(response: Response) -> APIStatusError:
-    return error_from_response(response.status, response.headers, response.body)
 
 
 def _decode(response: Response) -> Any:

@@ -58,44 +58,60 @@ class _Handler(BaseHTTPRequestHandler):
         n = int(self.headers.get("Content-Length") or 0)
         return self.rfile.read(n) if n else b""
 
-    def _json(self, status: int, payload: Any, headers: Optional[Dict[str, str]] = None) -> None:
-        raw = json.dumps(payload).encode()
+    def _reply(self, status: int, raw: bytes, content_type: str, headers: Optional[Dict[str, str]] = None) -> None:
         self.send_response(status)
-        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Type", content_type)
         self.send_header("Content-Length", str(len(raw)))
         for k, v in (headers or {}).items():
             self.send_header(k, v)
         self.end_headers()
         self.wfile.write(raw)
 
+    def _json(self, status: int, payload: Any, headers: Optional[Dict[str, str]] = None) -> None:
+        self._reply(status, json.dumps(payload).encode(), "application/json", headers)
 
-def _serve(handler_cls: type, state: Any) -> Tuple[ThreadingHTTPServer, int]:
-    server = _QuietServer(("127.0.0.1", 0), handler_cls)
-    server.state = state  # type: ignore[attr-defined]
-    threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
-    return server, server.server_address[1]
+    def _drop(self) -> None:
+        """Close the client connection without an answer."""
+        self.close_connection = True
+        try:
+            self.connection.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+
+
+class _LocalServer:
+    """A threaded HTTP server on a free loopback port; its handler reads this object as ``server.state``.
+
+    Subclasses set their own state first, then call ``super().__init__(handler_cls)``.
+    """
+
+    def __init__(self, handler_cls: type) -> None:
+        self.lock = threading.Lock()
+        self.server = _QuietServer(("127.0.0.1", 0), handler_cls)
+        self.server.state = self  # type: ignore[attr-defined]
+        self.port = self.server.server_address[1]
+        self.url = f"http://127.0.0.1:{self.port}"
+        threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
 
 
 # -- fake Tavily ------------------------------------------------------------------------------
 
 
-class FakeTavily:
+class FakeTavily(_LocalServer):
     """Implements Tavily's `POST /search` and `POST /extract`; counts requests."""
 
     def __init__(self) -> None:
-        self.lock = threading.Lock()
         self.requests: List[Dict[str, Any]] = []
-        self.server, self.port = _serve(_TavilyHandler, self)
-        self.url = f"http://127.0.0.1:{self.port}"
+        super().__init__(_TavilyHandler)
 
     @property
     def count(self) -> int:
         with self.lock:
             return len(self.requests)
-
-    def close(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
 
 
 class _TavilyHandler(_Handler):
@@ -135,24 +151,18 @@ class _TavilyHandler(_Handler):
 # -- target server of the http-request tool ---------------------------------------------------
 
 
-class TargetServer:
+class TargetServer(_LocalServer):
     """Records every request; `/slow...` paths answer after `slow_seconds`."""
 
     def __init__(self, slow_seconds: float = 2.0) -> None:
-        self.lock = threading.Lock()
         self.requests: List[Dict[str, Any]] = []
         self.slow_seconds = slow_seconds
-        self.server, self.port = _serve(_TargetHandler, self)
-        self.url = f"http://127.0.0.1:{self.port}"
+        super().__init__(_TargetHandler)
 
     def count(self, path: Optional[str] = None, method: Optional[str] = None) -> int:
         with self.lock:
             return sum(1 for r in self.requests
                        if (path is None or r["path"].split("?")[0] == path) and (method is None or r["method"] == method))
-
-    def close(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
 
 
 class _TargetHandler(_Handler):
@@ -180,7 +190,7 @@ class _TargetHandler(_Handler):
 # -- a proxy that can drop connections --------------------------------------------------------
 
 
-class DropProxy:
+class DropProxy(_LocalServer):
     """Forwards HTTP requests to `upstream`; can drop chosen requests' client connections.
 
     `drop(method, path_contains, when)`: the next matching request is forwarded to the upstream and
@@ -191,12 +201,10 @@ class DropProxy:
 
     def __init__(self, upstream: str) -> None:
         self.upstream = upstream.replace("http://", "")
-        self.lock = threading.Lock()
         self.rules: List[Dict[str, Any]] = []
         self.seen: List[Tuple[str, str]] = []
         self.dropped = 0
-        self.server, self.port = _serve(_ProxyHandler, self)
-        self.url = f"http://127.0.0.1:{self.port}"
+        super().__init__(_ProxyHandler)
 
     def drop(self, method: str, path_contains: str, when: str = "after_response", times: int = 1) -> None:
         with self.lock:
@@ -215,10 +223,6 @@ class DropProxy:
                     self.dropped += 1
                     return rule["when"]
         return None
-
-    def close(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
 
 
 class _ProxyHandler(_Handler):
@@ -247,19 +251,6 @@ class _ProxyHandler(_Handler):
         self.send_header("Content-Length", str(len(payload)))
         self.end_headers()
         self.wfile.write(payload)
-
-    def _drop(self) -> None:
-        self.close_connection = True
-        try:
-            self.connection.shutdown(socket.SHUT_RDWR)
-        except OSError:
-            pass
-
-    def finish(self) -> None:
-        try:
-            super().finish()
-        except OSError:
-            pass
 
     do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = _forward
 
@@ -408,25 +399,18 @@ def env() -> Env:
 # -- a scripted fake Quiver for retry/error unit tests ---------------------------------------
 
 
-class ScriptedServer:
+class ScriptedServer(_LocalServer):
     """Answers requests from a queue of (status, json body | bytes | "DROP", headers); records requests."""
 
     def __init__(self) -> None:
-        self.lock = threading.Lock()
         self.script: List[Tuple[int, Any, Dict[str, str]]] = []
         self.requests: List[Dict[str, Any]] = []
         self.default: Tuple[int, Any, Dict[str, str]] = (200, {}, {})
-        self.server, self.port = _serve(_ScriptedHandler, self)
-        self.url = f"http://127.0.0.1:{self.port}"
+        super().__init__(_ScriptedHandler)
 
     def push(self, status: int, body: Any = None, headers: Optional[Dict[str, str]] = None) -> None:
         with self.lock:
             self.script.append((status, body, headers or {}))
-
-    def close(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
-        self.server.server_close()
 
 
 class _ScriptedHandler(_Handler):
@@ -438,11 +422,7 @@ class _ScriptedHandler(_Handler):
                                    "body": raw})
             status, body, headers = state.script.pop(0) if state.script else state.default
         if body == "DROP":
-            self.close_connection = True
-            try:
-                self.connection.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass
+            self._drop()
             return
         if status == 204:
             self.send_response(204)
@@ -451,21 +431,9 @@ class _ScriptedHandler(_Handler):
             self.end_headers()
             return
         if isinstance(body, bytes):
-            self.send_response(status)
-            self.send_header("Content-Type", "text/html")
-            self.send_header("Content-Length", str(len(body)))
-            for k, v in headers.items():
-                self.send_header(k, v)
-            self.end_headers()
-            self.wfile.write(body)
+            self._reply(status, body, "text/html", headers)
             return
         self._json(status, body, headers)
-
-    def finish(self) -> None:
-        try:
-            super().finish()
-        except OSError:
-            pass
 
     do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = _handle
 

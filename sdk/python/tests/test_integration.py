@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 import unittest
 import uuid
+from typing import Any, Optional, Tuple
 
 import support
 
@@ -31,10 +32,10 @@ class Base(unittest.TestCase):
         cls.client = AgentClient(api_key=ENV.api_key, base_url=ENV.base_url, timeout=30)
 
 
-def http_tool_for(client: AgentClient) -> quiver.Tool:
-    """An http-request tool configured against the target server, auth none."""
+def http_tool_for(client: AgentClient, base_url: Optional[str] = None) -> quiver.Tool:
+    """An http-request tool configured against ``base_url`` (default: the target server), auth none."""
     tool = client.tools.create(mcp_tool="http-request")
-    tool = client.tools.provide_config(tool.id, user_response={"base_url": ENV.target.url})
+    tool = client.tools.provide_config(tool.id, user_response={"base_url": base_url or ENV.target.url})
     tool = client.tools.provide_config(tool.id, user_response={"auth_type": "none"})
     assert tool.is_configured, tool
     return tool
@@ -188,10 +189,7 @@ class TestErrors(Base):
 
 class TestUnreachable(Base):
     def test_closed_port_is_502_tool_unreachable(self) -> None:
-        closed = f"http://127.0.0.1:{support.free_port()}"
-        tool = self.client.tools.create(mcp_tool="http-request")
-        tool = self.client.tools.provide_config(tool.id, user_response={"base_url": closed})
-        tool = self.client.tools.provide_config(tool.id, user_response={"auth_type": "none"})
+        tool = http_tool_for(self.client, base_url=f"http://127.0.0.1:{support.free_port()}")
         with self.assertRaises(quiver.ToolUnreachableError) as ctx:
             self.client.tools.call(tool.id, action="get", arguments={"path": "/x"})
         self.assertEqual(ctx.exception.status, 502)
@@ -282,6 +280,13 @@ class TestIdempotency(Base):
         super().setUpClass()
         cls.tool = http_tool_for(cls.client)
 
+    def proxied_client(self, **options: Any) -> Tuple[support.DropProxy, AgentClient]:
+        """A fresh connection-dropping proxy in front of the server (closed after the test) and a client using it."""
+        proxy = ENV.proxy()
+        self.addCleanup(proxy.close)
+        options.setdefault("timeout", 30)
+        return proxy, AgentClient(api_key=ENV.api_key, base_url=proxy.url, **options)
+
     def test_two_step_configuration(self) -> None:
         tool = self.client.tools.create(mcp_tool="http-request")
         self.assertFalse(tool.is_configured)
@@ -362,9 +367,7 @@ class TestIdempotency(Base):
         self.assertEqual(ENV.target.count("/released"), 1)
 
     def test_connection_cut_after_response_is_retried_once(self) -> None:
-        proxy = ENV.proxy()
-        self.addCleanup(proxy.close)
-        client = AgentClient(api_key=ENV.api_key, base_url=proxy.url, timeout=30)
+        proxy, client = self.proxied_client()
         proxy.drop("POST", "/custom-tools/call", when="after_response")
         k = key()
         result = client.tools.call(self.tool.id, action="post", arguments={"path": "/cut-after", "body": {"x": 1}},
@@ -375,9 +378,7 @@ class TestIdempotency(Base):
         self.assertEqual(ENV.target.count("/cut-after"), 1)
 
     def test_connection_cut_mid_call_is_retried_until_replay(self) -> None:
-        proxy = ENV.proxy()
-        self.addCleanup(proxy.close)
-        client = AgentClient(api_key=ENV.api_key, base_url=proxy.url, timeout=30, max_retries=6)
+        proxy, client = self.proxied_client(max_retries=6)
         proxy.drop("POST", "/custom-tools/call", when="before_response")
         k = key()
         started = time.time()
@@ -414,9 +415,7 @@ class TestIdempotency(Base):
         self.assertEqual(ENV.target.count("/slow-inprogress"), 1)
 
     def test_call_without_key_is_not_retried(self) -> None:
-        proxy = ENV.proxy()
-        self.addCleanup(proxy.close)
-        client = AgentClient(api_key=ENV.api_key, base_url=proxy.url, timeout=30)
+        proxy, client = self.proxied_client()
         proxy.drop("POST", "/custom-tools/call", when="after_response")
         with self.assertRaises(quiver.APIConnectionError):
             client.tools.call(self.tool.id, action="get", arguments={"path": "/nokey-cut"})
@@ -424,9 +423,7 @@ class TestIdempotency(Base):
         self.assertEqual(ENV.target.count("/nokey-cut"), 1)
 
     def test_get_is_retried_and_create_is_not(self) -> None:
-        proxy = ENV.proxy()
-        self.addCleanup(proxy.close)
-        client = AgentClient(api_key=ENV.api_key, base_url=proxy.url, timeout=30)
+        proxy, client = self.proxied_client()
         proxy.drop("GET", "/custom-tools/%d/" % self.tool.id, when="after_response")
         self.assertEqual(client.tools.get(self.tool.id).id, self.tool.id)
         self.assertEqual(proxy.count("GET", "/custom-tools/%d/" % self.tool.id), 2)

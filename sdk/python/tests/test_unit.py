@@ -34,6 +34,17 @@ class Base(unittest.TestCase):
         return json.loads(raw) if raw else None
 
 
+class TestPublicNames(unittest.TestCase):
+    def test_every_public_name_is_importable(self) -> None:
+        self.assertEqual(len(quiver.__all__), len(set(quiver.__all__)))
+        for name in quiver.__all__:
+            with self.subTest(name=name):
+                self.assertTrue(hasattr(quiver, name))
+        for name in ("AgentClient", "ToolsResource", "NOT_GIVEN", "validate_idempotency_key", "__version__",
+                     "Tool", "Page", "QuiverError", "ValidationError", "ServiceUnavailableError"):
+            self.assertIn(name, quiver.__all__)
+
+
 class TestClientConfig(Base):
     def test_env_fallback(self) -> None:
         with mock.patch.dict(os.environ, {"QUIVER_API_KEY": "from-env", "QUIVER_BASE_URL": self.fake.url}):
