@@ -2,10 +2,12 @@ package api
 
 import (
 	"encoding/json"
+	"errors"
 	"strings"
 
 	"github.com/gin-gonic/gin"
 
+	"github.com/quiverhq/quiver/connectors"
 	"github.com/quiverhq/quiver/internal/problem"
 )
 
@@ -129,15 +131,20 @@ func (s *Server) toolActions(c *gin.Context) {
 		s.writeError(c, err)
 		return
 	}
-	ctx := c.Request.Context()
-	rt, err := s.Tools.Resolve(ctx, account(c), id)
+	_, actions, err := s.Calls.Actions(c.Request.Context(), account(c), id)
+	var ce *connectors.Error
+	if errors.As(err, &ce) {
+		// Nothing ran: the listing failed, 401/403 as upstream_auth_failed
+		// (after the same token refresh a call gets), anything else as
+		// tool_unreachable.
+		code := problem.ToolUnreachable
+		if ce.Kind == connectors.KindUpstreamAuth {
+			code = problem.UpstreamAuthFailed
+		}
+		err = &problem.Error{Code: code, Message: "The tool's actions could not be listed: " + err.Error(), Err: err}
+	}
 	if err != nil {
 		s.writeError(c, err)
-		return
-	}
-	actions, err := rt.Connector.Actions(ctx, rt.Tool)
-	if err != nil {
-		s.writeError(c, &problem.Error{Code: problem.ToolUnreachable, Message: "The tool's actions could not be listed: " + err.Error(), Err: err})
 		return
 	}
 	c.JSON(200, gin.H{"actions": actions})

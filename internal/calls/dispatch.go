@@ -38,7 +38,7 @@ func (c *call) dispatch(ctx context.Context, rt *toolconfig.Resolved, action *co
 	if connectors.KindOf(err) == connectors.KindUpstreamAuth {
 		// The server refused our token before running anything: refresh
 		// once (shared with concurrent calls) and retry once.
-		if next, rerr := c.reauthorize(dctx, rt, err); next != nil {
+		if next, rerr := e.reauthorize(dctx, rt, err); next != nil {
 			rt = next
 			result, err = rt.Connector.Call(dctx, rt.Tool, action.Name, args)
 		} else if rerr != err {

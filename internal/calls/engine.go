@@ -228,23 +228,9 @@ func (c *call) target(ctx context.Context) (*toolconfig.Resolved, *connectors.Ac
 	if c.b.Action == "" {
 		return nil, nil, problem.Validation("The call names no action.", map[string]string{"action": "is required"})
 	}
-	rt, err := e.opts.Tools.Resolve(ctx, c.req.AccountID, id)
+	rt, actions, err := e.Actions(ctx, c.req.AccountID, id)
 	if err != nil {
-		return nil, nil, err
-	}
-	actions, err := rt.Connector.Actions(ctx, rt.Tool)
-	if connectors.KindOf(err) == connectors.KindUpstreamAuth {
-		// Listing is read-only: a refused token gets the same one shared
-		// refresh as a refused call, then one more try.
-		if next, rerr := c.reauthorize(ctx, rt, err); next != nil {
-			rt = next
-			actions, err = rt.Connector.Actions(ctx, rt.Tool)
-		} else if rerr != err {
-			return nil, nil, unavailable(rerr)
-		}
-	}
-	if err != nil {
-		return nil, nil, connectorProblem(err)
+		return nil, nil, unavailable(connectorProblem(err))
 	}
 	for i := range actions {
 		if actions[i].Name == c.b.Action {

@@ -3,6 +3,7 @@ package calls
 import (
 	"context"
 
+	"github.com/quiverhq/quiver/connectors"
 	"github.com/quiverhq/quiver/internal/toolconfig"
 )
 
@@ -22,11 +23,11 @@ var _ Reauthorizer = (*toolconfig.Service)(nil)
 // reauthorize is dispatch's one retry after a refused token. It returns the
 // tool to call again, or nil and the error to answer with (the original
 // one when there is nothing to refresh).
-func (c *call) reauthorize(ctx context.Context, rt *toolconfig.Resolved, cause error) (*toolconfig.Resolved, error) {
-	if c.e.opts.Reauth == nil || rt.Tool.AccessToken == "" {
+func (e *Engine) reauthorize(ctx context.Context, rt *toolconfig.Resolved, cause error) (*toolconfig.Resolved, error) {
+	if e.opts.Reauth == nil || rt.Tool.AccessToken == "" {
 		return nil, cause
 	}
-	next, err := c.e.opts.Reauth.Reauthorize(ctx, rt)
+	next, err := e.opts.Reauth.Reauthorize(ctx, rt)
 	switch {
 	case err != nil:
 		return nil, err
@@ -34,4 +35,30 @@ func (c *call) reauthorize(ctx context.Context, rt *toolconfig.Resolved, cause e
 		return nil, cause
 	}
 	return next, nil
+}
+
+// Actions resolves a connected tool of the account and lists its actions,
+// with the same one shared token refresh as a call gets when the tool's
+// server refuses our OAuth token. Listing is read-only, so the retry is
+// always safe. A connector's failure comes back as a *connectors.Error;
+// every other error is the tool's resolution's (a *problem.Error, or an
+// unavailable database).
+func (e *Engine) Actions(ctx context.Context, accountID, toolID int64) (*toolconfig.Resolved, []connectors.Action, error) {
+	rt, err := e.opts.Tools.Resolve(ctx, accountID, toolID)
+	if err != nil {
+		return nil, nil, err
+	}
+	actions, err := rt.Connector.Actions(ctx, rt.Tool)
+	if connectors.KindOf(err) == connectors.KindUpstreamAuth {
+		next, rerr := e.reauthorize(ctx, rt, err)
+		if next == nil {
+			return nil, nil, rerr
+		}
+		rt = next
+		actions, err = rt.Connector.Actions(ctx, rt.Tool)
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	return rt, actions, nil
 }

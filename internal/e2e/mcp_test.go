@@ -6,6 +6,7 @@ import (
 	"net"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/quiverhq/quiver/internal/mcptest"
@@ -246,5 +247,24 @@ func TestMCPEgressGuard(t *testing.T) {
 	}
 	if n := counter.Requests(); n != 0 {
 		t.Fatalf("the guarded server reached the loopback server %d times", n)
+	}
+}
+
+// TestMCPActionsRefusedCredentials: a server that refuses the tool's
+// credentials when its actions are listed answers 502 upstream_auth_failed
+// (nothing ran), not tool_unreachable; once it accepts them again the list
+// comes back.
+func TestMCPActionsRefusedCredentials(t *testing.T) {
+	srv := testserver.Start(t, testserver.Options{Postgres: true})
+	var refuse atomic.Bool
+	counter := mcptest.Start(t, mcptest.Counter, mcptest.Options{Authorize: func(token string) bool {
+		return token == "s3cret" && !refuse.Load()
+	}})
+	id := mqConnect(t, srv, "counter", map[string]any{"url": counter.URL, "bearer_token": "s3cret"})
+	refuse.Store(true)
+	mqWant(t, srv.Do("GET", fmt.Sprintf("/api/v1/agents/custom-tools/%d/actions/", id), nil), 502, "upstream_auth_failed")
+	refuse.Store(false)
+	if actions := mqActions(t, srv, id); len(actions) != mcptest.CounterTools {
+		t.Fatalf("%d actions after the server took the credentials again", len(actions))
 	}
 }

@@ -194,7 +194,10 @@ func (s *Service) update(ctx context.Context, t *store.Tool, from string, versio
 	err := s.opts.Store.UpdateToolConfig(ctx, t, from, version)
 	s.invalidate(t.AccountID, t.ID)
 	if errors.Is(err, store.ErrConflict) {
-		return problem.New(problem.RequestInProgress, "The tool was changed by another request at the same time; read it again and retry.")
+		// API.md: request_in_progress always carries Retry-After.
+		p := problem.New(problem.RequestInProgress, "The tool was changed by another request at the same time; read it again and retry.")
+		p.RetryAfter = 1
+		return p
 	}
 	return err
 }
