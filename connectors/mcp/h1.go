@@ -41,7 +41,7 @@ type h1Transport struct {
 
 type h1Conn struct {
 	conn  net.Conn
-	raw   syscall.Conn // the TCP connection under TLS, for the liveness peek
+	probe *liveness // nil when the connection cannot be looked at
 	br    *bufio.Reader
 	bw    *bufio.Writer
 	key   string
@@ -122,7 +122,7 @@ func (t *h1Transport) connect(ctx context.Context, scheme, addr, host, key strin
 		}
 		conn = tc
 	}
-	return &h1Conn{conn: conn, raw: raw, br: bufio.NewReaderSize(conn, 16<<10), bw: bufio.NewWriterSize(conn, 8<<10), key: key}, nil
+	return &h1Conn{conn: conn, probe: newLiveness(raw), br: bufio.NewReaderSize(conn, 16<<10), bw: bufio.NewWriterSize(conn, 8<<10), key: key}, nil
 }
 
 // get takes a live idle connection to key, or returns nil.
@@ -138,7 +138,7 @@ func (t *h1Transport) get(key string) *h1Conn {
 		pc := list[len(list)-1]
 		t.idle[key] = list[:len(list)-1]
 		t.mu.Unlock()
-		if now.Sub(pc.since) < t.idleTimeout && pc.br.Buffered() == 0 && alive(pc.raw) {
+		if now.Sub(pc.since) < t.idleTimeout && pc.br.Buffered() == 0 && pc.probe.alive() {
 			return pc
 		}
 		pc.conn.Close()
@@ -207,25 +207,41 @@ func (t *h1Transport) close() {
 	t.CloseIdleConnections()
 }
 
-// alive reports whether an idle connection is still open and quiet: the
-// server neither closed it nor sent anything (an idle HTTP/1.1 connection
-// gets nothing but a close). A connection it cannot look at counts as live.
-func alive(raw syscall.Conn) bool {
+// liveness looks at an idle connection without reading from it. It is
+// made once per connection, so a check allocates nothing.
+type liveness struct {
+	rc   syscall.RawConn
+	peek func(fd uintptr) bool
+	buf  [1]byte
+	ok   bool
+}
+
+func newLiveness(raw syscall.Conn) *liveness {
 	if raw == nil {
-		return true
+		return nil
 	}
 	rc, err := raw.SyscallConn()
 	if err != nil {
-		return false
+		return nil
 	}
-	ok := false
-	var buf [1]byte
-	err = rc.Read(func(fd uintptr) bool {
-		_, _, rerr := syscall.Recvfrom(int(fd), buf[:], syscall.MSG_PEEK|syscall.MSG_DONTWAIT)
-		ok = errors.Is(rerr, syscall.EAGAIN) || errors.Is(rerr, syscall.EWOULDBLOCK)
+	l := &liveness{rc: rc}
+	l.peek = func(fd uintptr) bool {
+		_, _, err := syscall.Recvfrom(int(fd), l.buf[:], syscall.MSG_PEEK|syscall.MSG_DONTWAIT)
+		l.ok = errors.Is(err, syscall.EAGAIN) || errors.Is(err, syscall.EWOULDBLOCK)
 		return true
-	})
-	return err == nil && ok
+	}
+	return l
+}
+
+// alive reports whether an idle connection is still open and quiet: the
+// server neither closed it nor sent anything (an idle HTTP/1.1 connection
+// gets nothing but a close). A connection it cannot look at counts as live.
+func (l *liveness) alive() bool {
+	if l == nil {
+		return true
+	}
+	l.ok = false
+	return l.rc.Read(l.peek) == nil && l.ok
 }
 
 // h1Body gives the connection back once the body was read to its end, and

@@ -97,7 +97,7 @@ func TestH1ServerClosedIdle(t *testing.T) {
 	if !eventually(t, 2*time.Second, func() bool {
 		tr.mu.Lock()
 		defer tr.mu.Unlock()
-		return len(tr.idle[key]) == 1 && !alive(tr.idle[key][0].raw)
+		return len(tr.idle[key]) == 1 && !tr.idle[key][0].probe.alive()
 	}) {
 		t.Fatal("the pooled connection never saw the server close it")
 	}
