@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"strings"
 	"time"
 )
 
@@ -31,14 +32,19 @@ func (s *Store) InsertCalls(ctx context.Context, cs []CallLog) error {
 }
 
 func insertCallsSQL(n int) string {
-	q := "INSERT INTO calls (call_id, account_id, tool_id, action, outcome, duration_ms, idempotency_key, created_at) VALUES "
-	for i := 0; i < n; i++ {
+	const head = "INSERT INTO calls (call_id, account_id, tool_id, action, outcome, duration_ms, idempotency_key, created_at) VALUES "
+	const row, tail = "(?, ?, ?, ?, ?, ?, ?, ?)", " ON CONFLICT (call_id) DO NOTHING"
+	var b strings.Builder // one allocation: a batch has up to hundreds of rows
+	b.Grow(len(head) + n*(len(row)+2) + len(tail))
+	b.WriteString(head)
+	for i := range n {
 		if i > 0 {
-			q += ", "
+			b.WriteString(", ")
 		}
-		q += "(?, ?, ?, ?, ?, ?, ?, ?)"
+		b.WriteString(row)
 	}
-	return q + " ON CONFLICT (call_id) DO NOTHING"
+	b.WriteString(tail)
+	return b.String()
 }
 
 func callArgs(cs []CallLog) []any {
