@@ -25,9 +25,11 @@ import (
 	"github.com/quiverhq/quiver/internal/api"
 	"github.com/quiverhq/quiver/internal/calls"
 	"github.com/quiverhq/quiver/internal/config"
+	"github.com/quiverhq/quiver/internal/httpserver"
 	"github.com/quiverhq/quiver/internal/mcpserver"
 	"github.com/quiverhq/quiver/internal/metrics"
 	"github.com/quiverhq/quiver/internal/oauth"
+	"github.com/quiverhq/quiver/internal/problem"
 	"github.com/quiverhq/quiver/internal/replaycache"
 	"github.com/quiverhq/quiver/internal/secrets"
 	"github.com/quiverhq/quiver/internal/store"
@@ -205,18 +207,24 @@ func (a *App) Ready(ctx context.Context) error {
 // Handler is the HTTP handler to serve.
 func (a *App) Handler() http.Handler { return a.API.Handler() }
 
+// HTTPServer is the server Serve runs Handler on; tests serve through it
+// too, so what they exercise is what runs.
+func (a *App) HTTPServer() *httpserver.Server {
+	return httpserver.New(a.Handler(), &httpserver.Options{
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       120 * time.Second,
+		ErrorBody:         problem.RefusalBody,
+		Logger:            a.Logger,
+	})
+}
+
 // RunBackground runs the sweeper, purge and call log writer until ctx ends.
 func (a *App) RunBackground(ctx context.Context) { a.Engine.Run(ctx) }
 
 // Serve listens on cfg.Addr until ctx ends, then shuts down gracefully:
 // in-flight calls finish and are recorded.
 func (a *App) Serve(ctx context.Context, ready func(addr string)) error {
-	srv := &http.Server{
-		Addr:              a.Config.Addr,
-		Handler:           a.Handler(),
-		ReadHeaderTimeout: 10 * time.Second,
-		IdleTimeout:       120 * time.Second,
-	}
+	srv := a.HTTPServer()
 	ln, err := listen(a.Config.Addr)
 	if err != nil {
 		return err

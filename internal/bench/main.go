@@ -29,6 +29,7 @@ import (
 
 	"github.com/quiverhq/quiver/internal/app"
 	"github.com/quiverhq/quiver/internal/config"
+	"github.com/quiverhq/quiver/internal/httpserver"
 )
 
 func main() {
@@ -191,12 +192,14 @@ func echoHandler() http.Handler {
 	return r
 }
 
+// serve serves h on a loopback port with the server Quiver's binary uses,
+// so the baselines and Quiver are served alike.
 func serve(h http.Handler) string {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		panic(err)
 	}
-	go http.Serve(ln, h)
+	go httpserver.New(h, nil).Serve(ln)
 	return "http://" + ln.Addr().String()
 }
 

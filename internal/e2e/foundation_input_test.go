@@ -1,13 +1,17 @@
 package e2e
 
 import (
+	"bufio"
 	"bytes"
+	"encoding/json"
 	"io"
+	"net"
 	"net/http"
 	"regexp"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/quiverhq/quiver/internal/testserver"
 )
@@ -151,5 +155,45 @@ func fdTestOperations(t *testing.T, c *fdClient) {
 	}
 	if _, ok := doc["paths"].(map[string]any); !ok {
 		t.Error("openapi.json has no paths")
+	}
+}
+
+// fdTestMalformedHTTP: what the HTTP server refuses before any route sees
+// it still gets the error envelope (bad_request), and then the connection
+// closes.
+func fdTestMalformedHTTP(t *testing.T, c *fdClient) {
+	host := strings.TrimPrefix(c.srv.URL, "http://")
+	for _, tc := range []struct {
+		name   string
+		req    string
+		status int
+	}{
+		{"garbage", "HELLO\r\n\r\n", 400},
+		{"no Host", "GET /healthz HTTP/1.1\r\n\r\n", 400},
+		{"unknown expectation", "POST /api/v1/agents/ HTTP/1.1\r\nHost: x\r\nExpect: 200-ok\r\nContent-Length: 2\r\n\r\n{}", 417},
+		{"headers over 1 MiB", "GET /healthz HTTP/1.1\r\nHost: x\r\nX-Big: " + strings.Repeat("a", 1<<20+8192) + "\r\n\r\n", 431},
+		{"HTTP/2 preface", "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n", 505},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			conn, err := net.Dial("tcp", host)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer conn.Close()
+			conn.SetDeadline(time.Now().Add(10 * time.Second))
+			go io.WriteString(conn, tc.req) // the server may answer before reading it all
+			resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			body, _ := io.ReadAll(resp.Body)
+			if resp.StatusCode != tc.status || !resp.Close {
+				t.Fatalf("status %d, close %v, want %d and close: %s", resp.StatusCode, resp.Close, tc.status, body)
+			}
+			var env map[string]any
+			if err := json.Unmarshal(body, &env); err != nil || env["error"] != "bad_request" || env["message"] == "" {
+				t.Fatalf("envelope %s (%v)", body, err)
+			}
+		})
 	}
 }

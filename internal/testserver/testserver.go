@@ -1,6 +1,6 @@
 // Package testserver starts real Quiver servers for black-box tests: in
-// process (an App behind httptest) or as a subprocess of the built binary
-// (for tests that kill it). Each gets its own Postgres database or SQLite
+// process (an App served by app.HTTPServer, as the binary serves it) or as
+// a subprocess of the built binary (for tests that kill it). Each gets its own Postgres database or SQLite
 // folder. It is imported only by tests.
 package testserver
 
@@ -12,8 +12,8 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"io"
+	"net"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -103,7 +103,13 @@ func Start(t testing.TB, opts Options) *Server {
 	bgCtx, stop := context.WithCancel(ctx)
 	done := make(chan struct{})
 	go func() { a.RunBackground(bgCtx); close(done) }()
-	hs := httptest.NewServer(a.Handler())
+	// Served as the binary serves it (app.HTTPServer), on a port of its own.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := a.HTTPServer()
+	go hs.Serve(ln)
 	t.Cleanup(func() {
 		hs.Close()
 		stop()
@@ -114,7 +120,7 @@ func Start(t testing.TB, opts Options) *Server {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &Server{URL: hs.URL, Key: key, DatabaseURL: env["DATABASE_URL"], App: a, logs: logs, t: t}
+	return &Server{URL: "http://" + ln.Addr().String(), Key: key, DatabaseURL: env["DATABASE_URL"], App: a, logs: logs, t: t}
 }
 
 // LogText returns what the server logged so far.

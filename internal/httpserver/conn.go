@@ -1,0 +1,333 @@
+package httpserver
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"net"
+	"net/http"
+	"runtime/debug"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/net/http/httpguts"
+)
+
+// A connection's states. Shutdown closes only idle ones (CAS idle → closed),
+// and a connection takes a request only by CAS idle → active, so the two
+// never both win.
+const (
+	stateIdle int32 = iota
+	stateActive
+	stateClosed
+)
+
+const (
+	bufferSize = 4 << 10
+	// bufferLimit is how much of a response is held to send it with a
+	// Content-Length; past it the response is streamed, chunked.
+	bufferLimit = 64 << 10
+	// maxDrain is how much of a body the handler left unread is read and
+	// dropped to keep the connection; past it the connection closes.
+	maxDrain = 256 << 10
+)
+
+type conn struct {
+	srv    *Server
+	rwc    net.Conn
+	remote string
+	ctx    context.Context
+	state  atomic.Int32
+
+	limit limitedReader // under br: bounds the header block
+	br    *bufio.Reader
+	bw    *bufio.Writer
+	out   []byte // a response's held body, reused across requests
+
+	served int  // requests answered
+	unread bool // given up on with input maybe still unread: close gently
+}
+
+func newConn(s *Server, rwc net.Conn) *conn {
+	c := &conn{srv: s, rwc: rwc, remote: rwc.RemoteAddr().String()}
+	c.ctx = context.WithValue(context.Background(), http.LocalAddrContextKey, rwc.LocalAddr())
+	c.limit = limitedReader{r: rwc, n: math.MaxInt64}
+	c.br = bufio.NewReaderSize(&c.limit, bufferSize)
+	c.bw = bufio.NewWriterSize(rwc, bufferSize)
+	return c
+}
+
+// serve answers requests on the connection until it closes, fails, stops
+// keeping alive or the server shuts down.
+func (c *conn) serve() {
+	defer c.close()
+	defer func() {
+		if v := recover(); v != nil {
+			c.unread = true
+			if v != http.ErrAbortHandler {
+				c.srv.opts.Logger.Error("http: handler panicked", "remote", c.remote, "panic", v, "stack", string(debug.Stack()))
+			}
+		}
+	}()
+	for {
+		req, err := c.readRequest()
+		if err != nil {
+			var refusal *refusal
+			if errors.As(err, &refusal) {
+				c.unread = true
+				c.refuse(refusal)
+			}
+			return
+		}
+		if !c.serveRequest(req) {
+			return
+		}
+		c.served++
+		if c.srv.inShutdown.Load() || !c.state.CompareAndSwap(stateActive, stateIdle) {
+			return
+		}
+	}
+}
+
+func (c *conn) close() {
+	c.state.Store(stateClosed)
+	if c.unread {
+		c.closeGently()
+	}
+	c.rwc.Close()
+	c.srv.trackConn(c, false)
+}
+
+// lingerTime bounds how long a connection closed with input unread waits
+// for the client to read its answer and close its side.
+const lingerTime = 500 * time.Millisecond
+
+// closeGently ends a connection the server gave up on while the client may
+// still be sending (a refused request, a body too large to drain): a socket
+// closed with data unread sends a reset, and a client still writing then
+// sees "connection reset" instead of the answer waiting for it. So the
+// server closes its side for writing and reads (and drops) what still
+// comes, until the client closes or lingerTime passes, as net/http does.
+func (c *conn) closeGently() {
+	c.bw.Flush()
+	if cw, ok := c.rwc.(interface{ CloseWrite() error }); ok {
+		cw.CloseWrite()
+	}
+	c.rwc.SetReadDeadline(time.Now().Add(lingerTime))
+	io.Copy(io.Discard, c.rwc)
+}
+
+// refusal is a request the server answers itself, then closes the connection.
+type refusal struct {
+	status  int
+	message string
+}
+
+func (r *refusal) Error() string { return r.message }
+
+func refuse(status int, format string, args ...any) error {
+	return &refusal{status: status, message: fmt.Sprintf(format, args...)}
+}
+
+// readRequest waits for the next request and reads its line and headers.
+// A connection closed, idle for too long or cut mid-request gets no answer.
+func (c *conn) readRequest() (*http.Request, error) {
+	opts := &c.srv.opts
+	if c.br.Buffered() == 0 {
+		wait := opts.IdleTimeout
+		if c.served == 0 {
+			wait = opts.ReadHeaderTimeout // a new connection owes its request
+		}
+		c.rwc.SetReadDeadline(time.Now().Add(wait))
+		if _, err := c.br.Peek(1); err != nil {
+			return nil, err
+		}
+	}
+	if !c.state.CompareAndSwap(stateIdle, stateActive) {
+		return nil, net.ErrClosed // shut down while idle
+	}
+	c.rwc.SetReadDeadline(time.Now().Add(opts.ReadHeaderTimeout))
+	c.limit.n = int64(opts.MaxHeaderBytes) + bufferSize
+	req, err := http.ReadRequest(c.br)
+	exhausted := c.limit.n <= 0
+	c.limit.n = math.MaxInt64
+	if err != nil {
+		switch {
+		case exhausted:
+			return nil, refuse(http.StatusRequestHeaderFieldsTooLarge, "The request's line and headers exceed %d bytes.", opts.MaxHeaderBytes)
+		case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF), isNetError(err):
+			return nil, err
+		}
+		return nil, refuse(http.StatusBadRequest, "Malformed HTTP request: %v.", err)
+	}
+	c.rwc.SetReadDeadline(time.Time{})
+	if err := check(req); err != nil {
+		return nil, err
+	}
+	req.RemoteAddr = c.remote
+	return req.WithContext(c.ctx), nil
+}
+
+// check refuses what net/http's server refuses after parsing.
+func check(req *http.Request) error {
+	if req.ProtoMajor != 1 {
+		return refuse(http.StatusHTTPVersionNotSupported, "HTTP/%d.%d is not supported; use HTTP/1.1.", req.ProtoMajor, req.ProtoMinor)
+	}
+	// http.ReadRequest has moved the Host header to req.Host (so two Host
+	// headers read as the first).
+	switch {
+	case req.Host == "" && req.ProtoAtLeast(1, 1) && req.Method != "CONNECT":
+		return refuse(http.StatusBadRequest, "The request has no Host header.")
+	case req.Host != "" && !httpguts.ValidHostHeader(req.Host):
+		return refuse(http.StatusBadRequest, "The request's Host header is malformed.")
+	}
+	for k, vs := range req.Header {
+		if !httpguts.ValidHeaderFieldName(k) {
+			return refuse(http.StatusBadRequest, "The request has an invalid header name.")
+		}
+		for _, v := range vs {
+			if !httpguts.ValidHeaderFieldValue(v) {
+				return refuse(http.StatusBadRequest, "The request's %s header has an invalid value.", k)
+			}
+		}
+	}
+	if e, ok := req.Header["Expect"]; ok {
+		if len(e) != 1 || !strings.EqualFold(e[0], "100-continue") {
+			return refuse(http.StatusExpectationFailed, "Only the expectation 100-continue is supported.")
+		}
+	}
+	return nil
+}
+
+// serveRequest runs the handler and sends its response; it reports whether
+// the connection can take another request.
+func (c *conn) serveRequest(req *http.Request) bool {
+	w := newResponse(c, req)
+	if req.Body != http.NoBody {
+		b := &body{r: req.Body, w: w}
+		if _, ok := req.Header["Expect"]; ok {
+			delete(req.Header, "Expect")
+			b.mustContinue = req.ProtoAtLeast(1, 1)
+		}
+		w.body = b
+		req.Body = b
+	}
+	c.srv.handler.ServeHTTP(w, req)
+	if b := w.body; b != nil {
+		b.closed = true
+		if !b.drain() {
+			w.closeAfter = true
+			c.unread = true
+		}
+	}
+	if err := w.finish(); err != nil {
+		return false
+	}
+	return !w.closeAfter
+}
+
+// refuse answers a request the server will not hand to the handler, and the
+// connection then closes.
+func (c *conn) refuse(r *refusal) {
+	ctype, body := c.srv.opts.ErrorBody(r.status, r.message)
+	c.rwc.SetWriteDeadline(time.Now().Add(time.Second))
+	fmt.Fprintf(c.bw, "HTTP/1.1 %d %s\r\nContent-Type: %s\r\nContent-Length: %d\r\nConnection: close\r\n\r\n",
+		r.status, http.StatusText(r.status), ctype, len(body))
+	c.bw.Write(body)
+	c.bw.Flush()
+}
+
+// writeErr is the writer's sticky error, if a write to the client failed.
+func (c *conn) writeErr() error {
+	_, err := c.bw.Write(nil)
+	return err
+}
+
+func isNetError(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) || errors.Is(err, net.ErrClosed)
+}
+
+// limitedReader reads from r while n is positive; it bounds how much a
+// request's header block may take from the connection.
+type limitedReader struct {
+	r io.Reader
+	n int64
+}
+
+var errHeaderTooLarge = errors.New("httpserver: request header block too large")
+
+func (l *limitedReader) Read(p []byte) (int, error) {
+	if l.n <= 0 {
+		return 0, errHeaderTooLarge
+	}
+	if int64(len(p)) > l.n {
+		p = p[:l.n]
+	}
+	n, err := l.r.Read(p)
+	l.n -= int64(n)
+	return n, err
+}
+
+// body is a request's body as the handler sees it: it sends 100 Continue
+// on the first read when the client waits for one, and Close only stops
+// further reads (the server drains what is left, within maxDrain).
+type body struct {
+	r            io.ReadCloser
+	w            *response
+	mustContinue bool // the client sent Expect: 100-continue; nothing answered yet
+	sawEOF       bool
+	closed       bool
+	err          error // a read error other than EOF: the connection is spent
+}
+
+func (b *body) Read(p []byte) (int, error) {
+	if b.closed {
+		return 0, http.ErrBodyReadAfterClose
+	}
+	if b.sawEOF {
+		return 0, io.EOF
+	}
+	if b.mustContinue {
+		b.mustContinue = false
+		if !b.w.wroteHeader {
+			b.w.c.bw.WriteString("HTTP/1.1 100 Continue\r\n\r\n")
+			if err := b.w.c.bw.Flush(); err != nil {
+				b.err = err
+				return 0, err
+			}
+		}
+	}
+	n, err := b.r.Read(p)
+	switch {
+	case err == io.EOF:
+		b.sawEOF = true
+	case err != nil:
+		b.err = err
+	}
+	return n, err
+}
+
+func (b *body) Close() error {
+	b.closed = true
+	return nil
+}
+
+// drain reads what the handler left of the body, and reports whether the
+// connection is still at a request boundary.
+func (b *body) drain() bool {
+	switch {
+	case b.sawEOF:
+		return true
+	case b.err != nil, b.mustContinue:
+		// A broken read, or a client still waiting for 100 Continue before
+		// sending a body nobody wants.
+		return false
+	}
+	n, err := io.CopyN(io.Discard, b.r, maxDrain+1)
+	return n <= maxDrain && err == io.EOF
+}

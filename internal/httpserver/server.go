@@ -1,0 +1,223 @@
+// Package httpserver serves HTTP/1.1 to an http.Handler: Quiver's API
+// listener. It owns connections, request framing and graceful shutdown; it
+// never looks at what a request means.
+//
+// Why not net/http's server: it watches every connection while a handler
+// runs with a goroutine started per request, and stops it when the handler
+// returns — a goroutine start, a deadline change that wakes it and a
+// condition-variable handshake on every request, each waking an idle
+// processor of the Go scheduler. For a proxy whose own work per call is tens
+// of microseconds those wake-ups were the largest part of Quiver's CPU per
+// call and ~0.15 ms of its latency (BenchmarkMCPReadCount; README,
+// Performance). Here each connection is read by one goroutine that also runs
+// the handler, so a request adds no goroutine hand-off of its own:
+//
+//	accept ─▶ conn goroutine: [idle: wait for a byte] ─▶ read request ─▶ handler ─▶ write response ─┐
+//	                 ▲                                                                            │
+//	                 └──────────────────────── keep-alive ─────────────────────────────────────────┘
+//
+// Parsing is net/http's (http.ReadRequest), plus the checks net/http's
+// server adds: the Host header, header names and values, the size of the
+// header block, Expect. A response is held until the handler returns and
+// goes out in one write with a Content-Length; one that grows past
+// bufferLimit or is flushed is streamed, chunked.
+//
+// Not supported, on purpose: HTTP/2, TLS (terminate it in front), Hijack,
+// response trailers, and cancelling a request's context when its client
+// goes away — every Quiver handler is bounded by its own timeouts, and a
+// dispatched tool call has to outlive its client anyway. One difference in
+// parsing: http.ReadRequest drops the Host header once read, so an empty
+// Host reads as none (refused), and an absolute-form target (sent only to
+// proxies) is taken without looking at the Host header.
+package httpserver
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Defaults for Options' zero values.
+const (
+	DefaultReadHeaderTimeout = 10 * time.Second
+	DefaultIdleTimeout       = 120 * time.Second
+	DefaultMaxHeaderBytes    = 1 << 20
+)
+
+// Options tune a Server; nil or zero fields take the defaults.
+type Options struct {
+	// ReadHeaderTimeout bounds reading a request's line and headers: from
+	// its first byte, or from the accept for a connection's first request.
+	ReadHeaderTimeout time.Duration
+	// IdleTimeout closes a keep-alive connection that sends nothing for
+	// this long.
+	IdleTimeout time.Duration
+	// MaxHeaderBytes bounds a request's line and headers; more gets 431.
+	MaxHeaderBytes int
+	// ErrorBody renders the body of a request the server refuses before any
+	// handler runs (400, 417, 431, 505). Nil gives text/plain.
+	ErrorBody func(status int, message string) (contentType string, body []byte)
+	// Logger gets handler panics and accept errors. Nil discards them.
+	Logger *slog.Logger
+}
+
+func (o *Options) withDefaults() Options {
+	var out Options
+	if o != nil {
+		out = *o
+	}
+	if out.ReadHeaderTimeout <= 0 {
+		out.ReadHeaderTimeout = DefaultReadHeaderTimeout
+	}
+	if out.IdleTimeout <= 0 {
+		out.IdleTimeout = DefaultIdleTimeout
+	}
+	if out.MaxHeaderBytes <= 0 {
+		out.MaxHeaderBytes = DefaultMaxHeaderBytes
+	}
+	if out.ErrorBody == nil {
+		out.ErrorBody = func(status int, message string) (string, []byte) {
+			return "text/plain; charset=utf-8", []byte(message)
+		}
+	}
+	if out.Logger == nil {
+		out.Logger = slog.New(slog.DiscardHandler)
+	}
+	return out
+}
+
+// Server serves HTTP/1.1 connections to one handler.
+type Server struct {
+	handler http.Handler
+	opts    Options
+
+	inShutdown atomic.Bool
+	mu         sync.Mutex
+	listeners  map[*net.Listener]struct{}
+	conns      map[*conn]struct{}
+}
+
+// New returns a server for handler; opts may be nil.
+func New(handler http.Handler, opts *Options) *Server {
+	return &Server{
+		handler:   handler,
+		opts:      opts.withDefaults(),
+		listeners: make(map[*net.Listener]struct{}),
+		conns:     make(map[*conn]struct{}),
+	}
+}
+
+// Serve accepts connections on ln until Shutdown or Close, and then returns
+// http.ErrServerClosed. Other accept errors (a full file table, an aborted
+// connection) are logged and retried with a growing pause, as net/http does.
+func (s *Server) Serve(ln net.Listener) error {
+	if !s.track(&ln, true) {
+		return http.ErrServerClosed
+	}
+	defer s.track(&ln, false)
+	var pause time.Duration
+	for {
+		rwc, err := ln.Accept()
+		if err != nil {
+			if s.inShutdown.Load() {
+				return http.ErrServerClosed
+			}
+			if errors.Is(err, net.ErrClosed) {
+				return err
+			}
+			pause = min(max(2*pause, 5*time.Millisecond), time.Second)
+			s.opts.Logger.Warn("http: accept failed; retrying", "error", err, "pause", pause)
+			time.Sleep(pause)
+			continue
+		}
+		pause = 0
+		c := newConn(s, rwc)
+		if !s.trackConn(c, true) {
+			rwc.Close()
+			return http.ErrServerClosed
+		}
+		go c.serve()
+	}
+}
+
+// Shutdown stops accepting, closes idle connections and waits until the
+// requests in flight have been answered (their connections then close), or
+// until ctx ends, whose error it then returns.
+func (s *Server) Shutdown(ctx context.Context) error {
+	s.inShutdown.Store(true)
+	err := s.closeListeners()
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	for !s.closeIdle() {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-tick.C:
+		}
+	}
+	return err
+}
+
+// Close stops accepting and closes every connection, busy or not.
+func (s *Server) Close() error {
+	s.inShutdown.Store(true)
+	err := s.closeListeners()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for c := range s.conns {
+		c.state.Store(stateClosed)
+		c.rwc.Close()
+	}
+	return err
+}
+
+// track adds or removes a listener; it refuses to add once shut down.
+func (s *Server) track(ln *net.Listener, add bool) bool { return track(s, s.listeners, ln, add) }
+
+// trackConn adds or removes a connection; it refuses to add once shut down.
+func (s *Server) trackConn(c *conn, add bool) bool { return track(s, s.conns, c, add) }
+
+func track[K comparable](s *Server, set map[K]struct{}, k K, add bool) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !add {
+		delete(set, k)
+		return true
+	}
+	if s.inShutdown.Load() {
+		return false
+	}
+	set[k] = struct{}{}
+	return true
+}
+
+func (s *Server) closeListeners() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var err error
+	for ln := range s.listeners {
+		if cerr := (*ln).Close(); cerr != nil && err == nil {
+			err = cerr
+		}
+	}
+	return err
+}
+
+// closeIdle closes the connections waiting for a request and reports
+// whether none are left. A connection answering a request closes itself
+// when it sees the shutdown.
+func (s *Server) closeIdle() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for c := range s.conns {
+		if c.state.CompareAndSwap(stateIdle, stateClosed) {
+			c.rwc.Close()
+		}
+	}
+	return len(s.conns) == 0
+}
