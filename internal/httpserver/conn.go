@@ -177,8 +177,8 @@ func check(req *http.Request) error {
 	if req.ProtoMajor != 1 {
 		return refuse(http.StatusHTTPVersionNotSupported, "HTTP/%d.%d is not supported; use HTTP/1.1.", req.ProtoMajor, req.ProtoMinor)
 	}
-	// http.ReadRequest has moved the Host header to req.Host (so two Host
-	// headers read as the first).
+	// http.ReadRequest has refused two Host headers and moved the one to
+	// req.Host, so an empty Host header reads as none.
 	switch {
 	case req.Host == "" && req.ProtoAtLeast(1, 1) && req.Method != "CONNECT":
 		return refuse(http.StatusBadRequest, "The request has no Host header.")
