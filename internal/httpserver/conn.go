@@ -164,7 +164,9 @@ func (c *conn) readRequest() (*http.Request, error) {
 		}
 		return nil, refuse(http.StatusBadRequest, "Malformed HTTP request: %v.", err)
 	}
-	c.rwc.SetReadDeadline(time.Time{})
+	if req.Body != http.NoBody {
+		c.rwc.SetReadDeadline(time.Now().Add(opts.BodyTimeout))
+	} // else nothing reads the connection before the next request's deadline
 	if err := check(req); err != nil {
 		return nil, err
 	}

@@ -521,3 +521,30 @@ func TestRequestFields(t *testing.T) {
 		t.Errorf("a bodyless request's Body is %T, want http.NoBody", r.Body)
 	}
 }
+
+// A body that stops arriving fails the handler's read after BodyTimeout,
+// and the connection, now out of step, closes after the answer.
+func TestBodyTimeout(t *testing.T) {
+	t.Parallel()
+	readErr := make(chan error, 1)
+	ts := setup(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, err := io.ReadAll(r.Body)
+		readErr <- err
+		w.WriteHeader(http.StatusBadRequest)
+	}), &httpserver.Options{BodyTimeout: 100 * time.Millisecond})
+	rc := dial(t, ts.addr)
+	rc.send("POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 10\r\n\r\nhalf!")
+	select {
+	case err := <-readErr:
+		if err == nil {
+			t.Fatal("the read of a stalled body succeeded")
+		}
+	case <-time.After(safety):
+		t.Fatal("the read of a stalled body never failed")
+	}
+	resp, _ := rc.read("POST")
+	if resp.StatusCode != http.StatusBadRequest || !resp.Close {
+		t.Fatalf("status %d, close %v; want 400 and close", resp.StatusCode, resp.Close)
+	}
+	rc.expectClosed()
+}

@@ -46,6 +46,7 @@ import (
 const (
 	DefaultReadHeaderTimeout = 10 * time.Second
 	DefaultIdleTimeout       = 120 * time.Second
+	DefaultBodyTimeout       = 60 * time.Second
 	DefaultMaxHeaderBytes    = 1 << 20
 )
 
@@ -57,6 +58,10 @@ type Options struct {
 	// IdleTimeout closes a keep-alive connection that sends nothing for
 	// this long.
 	IdleTimeout time.Duration
+	// BodyTimeout bounds reading a request's body, from the end of its
+	// headers, so a client trickling a body cannot hold a connection (and
+	// a handler) forever. A read past it fails and the connection closes.
+	BodyTimeout time.Duration
 	// MaxHeaderBytes bounds a request's line and headers; more gets 431.
 	MaxHeaderBytes int
 	// ErrorBody renders the body of a request the server refuses before any
@@ -76,6 +81,9 @@ func (o *Options) withDefaults() Options {
 	}
 	if out.IdleTimeout <= 0 {
 		out.IdleTimeout = DefaultIdleTimeout
+	}
+	if out.BodyTimeout <= 0 {
+		out.BodyTimeout = DefaultBodyTimeout
 	}
 	if out.MaxHeaderBytes <= 0 {
 		out.MaxHeaderBytes = DefaultMaxHeaderBytes
