@@ -27,11 +27,13 @@ import (
 	"github.com/quiverhq/quiver/internal/testserver"
 )
 
-// BenchmarkMCPReadCount calls Counter's read-only read_count three ways, so
-// Quiver's overhead can be quoted: direct (a Go SDK session straight to the
-// MCP server), rest (POST /api/v1/agents/custom-tools/call/ without a key)
-// and agent-mcp (a Go SDK session to /api/v1/agents/{id}/mcp). The
-// parallel16 variants run 16 goroutines.
+// BenchmarkMCPReadCount calls Counter's read-only read_count several ways,
+// so Quiver's overhead can be quoted: direct (a Go SDK session straight to
+// the MCP server), through two baseline proxies (bare-proxy, tcp-forward),
+// rest (POST /api/v1/agents/custom-tools/call/ without a key), agent-mcp (a
+// Go SDK session to /api/v1/agents/{id}/mcp) and agent-http (the same
+// tools/call posted with net/http's client). The parallel16 variants run 16
+// goroutines.
 //
 //	go test ./internal/e2e/ -run '^$' -bench MCPReadCount -benchtime 2s
 func BenchmarkMCPReadCount(b *testing.B) {
@@ -101,6 +103,27 @@ func BenchmarkMCPReadCount(b *testing.B) {
 		}
 	}
 
+	// agent-http posts the same tools/call to the agent endpoint with a plain
+	// net/http client, as rest does: Quiver's side of agent-mcp without the
+	// SDK client's own hand-offs, which a process hop makes dearer.
+	agentURL := fmt.Sprintf("%s/api/v1/agents/%d/mcp", quiver.URL, agentID)
+	callBody := []byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"counter__read_count","arguments":{}}}`)
+	agentHTTP := func(tb testing.TB) {
+		req, _ := http.NewRequest("POST", agentURL, bytes.NewReader(callBody))
+		req.Header.Set("X-API-KEY", key)
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("Mcp-Protocol-Version", quivermcp.ProtocolVersion)
+		resp, err := restClient.Do(req)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 200 || !bytes.Contains(b, []byte(`"result":{`)) || bytes.Contains(b, []byte(`"isError":true`)) {
+			tb.Fatalf("agent-http: %d %s", resp.StatusCode, b)
+		}
+	}
 	variants := []struct {
 		name string
 		call func(testing.TB)
@@ -110,6 +133,7 @@ func BenchmarkMCPReadCount(b *testing.B) {
 		{"tcp-forward", viaSDK(viaFwd, "read_count")},
 		{"rest", rest},
 		{"agent-mcp", viaSDK(agent, "counter__read_count")},
+		{"agent-http", agentHTTP},
 	}
 	for _, v := range variants {
 		v.call(b) // warm: sessions, discovery, caches
