@@ -31,6 +31,10 @@ const (
 	// bufferLimit is how much of a response is held to send it with a
 	// Content-Length; past it the response is streamed, chunked.
 	bufferLimit = 64 << 10
+	// keepBuffer is the largest held-body buffer a connection keeps for its
+	// next response; the usual answer fits, and thousands of idle
+	// connections do not each pin up to bufferLimit.
+	keepBuffer = 8 << 10
 	// maxDrain is how much of a body the handler left unread is read and
 	// dropped to keep the connection; past it the connection closes.
 	maxDrain = 256 << 10

@@ -311,8 +311,10 @@ func (w *response) finish() error {
 		w.closeAfter = true // a short body leaves the client waiting for the rest: end it
 	}
 	w.finished = true
-	if cap(w.buf) <= bufferLimit {
+	if cap(w.buf) <= keepBuffer {
 		w.c.out = w.buf[:0]
+	} else {
+		w.c.out = nil // a large body's buffer is not kept by an idle connection
 	}
 	return w.c.bw.Flush()
 }
