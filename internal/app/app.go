@@ -210,12 +210,7 @@ func (a *App) Handler() http.Handler { return a.API.Handler() }
 // HTTPServer is the server Serve runs Handler on; tests serve through it
 // too, so what they exercise is what runs.
 func (a *App) HTTPServer() *httpserver.Server {
-	return httpserver.New(a.Handler(), &httpserver.Options{
-		ReadHeaderTimeout: 10 * time.Second,
-		IdleTimeout:       120 * time.Second,
-		ErrorBody:         problem.RefusalBody,
-		Logger:            a.Logger,
-	})
+	return httpserver.New(a.Handler(), &httpserver.Options{ErrorBody: problem.RefusalBody, Logger: a.Logger})
 }
 
 // RunBackground runs the sweeper, purge and call log writer until ctx ends.

@@ -114,15 +114,7 @@ func (w *response) Write(p []byte) (int, error) {
 	if err := w.startBody(len(p)); err != nil {
 		return 0, err
 	}
-	return w.write(p, nil)
-}
-
-// WriteString saves Gin's string writes a conversion.
-func (w *response) WriteString(s string) (int, error) {
-	if err := w.startBody(len(s)); err != nil {
-		return 0, err
-	}
-	return w.write(nil, &s)
+	return w.write(p)
 }
 
 func (w *response) startBody(n int) error {
@@ -145,43 +137,28 @@ func (w *response) startBody(n int) error {
 	return nil
 }
 
-// write holds p (or s) while it fits in bufferLimit, and otherwise sends the
+// write holds p while it fits in bufferLimit, and otherwise sends the
 // header block and streams.
-func (w *response) write(p []byte, s *string) (int, error) {
-	n := len(p)
-	if s != nil {
-		n = len(*s)
-	}
+func (w *response) write(p []byte) (int, error) {
 	if w.req.Method == http.MethodHead {
 		if len(w.buf) < sniffLen {
-			w.buf = appendBytes(w.buf, p, s)
+			w.buf = append(w.buf, p...)
 		}
-		return n, nil
+		return len(p), nil
 	}
-	if !w.sent && len(w.buf)+n <= bufferLimit {
-		w.buf = appendBytes(w.buf, p, s)
-		return n, nil
+	if !w.sent && len(w.buf)+len(p) <= bufferLimit {
+		w.buf = append(w.buf, p...)
+		return len(p), nil
 	}
 	if !w.sent {
-		first := p
-		if s != nil {
-			first = []byte((*s)[:min(len(*s), sniffLen)])
-		}
-		if err := w.send(false, first); err != nil {
+		if err := w.send(false, p); err != nil {
 			return 0, err
 		}
 	}
-	if err := w.writeWire(p, s); err != nil {
+	if err := w.writeWire(p); err != nil {
 		return 0, err
 	}
-	return n, nil
-}
-
-func appendBytes(buf, p []byte, s *string) []byte {
-	if s != nil {
-		return append(buf, *s...)
-	}
-	return append(buf, p...)
+	return len(p), nil
 }
 
 // Flush sends what the handler wrote so far; the response is then streamed.
@@ -255,7 +232,7 @@ func (w *response) send(final bool, first []byte) error {
 	bw.WriteString("\r\n")
 	w.sent = true
 	if len(w.buf) > 0 && hasBody && w.req.Method != http.MethodHead {
-		if err := w.writeWire(w.buf, nil); err != nil {
+		if err := w.writeWire(w.buf); err != nil {
 			return err
 		}
 	}
@@ -271,24 +248,16 @@ func writeLength(bw *bufio.Writer, n int64) {
 
 // writeWire writes body bytes after the header block, framed as chunks
 // when streaming chunked.
-func (w *response) writeWire(p []byte, s *string) error {
+func (w *response) writeWire(p []byte) error {
 	bw := w.c.bw
-	n := len(p)
-	if s != nil {
-		n = len(*s)
-	}
-	if n == 0 {
+	if len(p) == 0 {
 		return nil
 	}
 	if w.chunked {
-		bw.Write(strconv.AppendInt(bw.AvailableBuffer(), int64(n), 16))
+		bw.Write(strconv.AppendInt(bw.AvailableBuffer(), int64(len(p)), 16))
 		bw.WriteString("\r\n")
 	}
-	if s != nil {
-		bw.WriteString(*s)
-	} else {
-		bw.Write(p)
-	}
+	bw.Write(p)
 	if w.chunked {
 		bw.WriteString("\r\n")
 	}
