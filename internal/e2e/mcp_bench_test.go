@@ -86,44 +86,39 @@ func BenchmarkMCPReadCount(b *testing.B) {
 			}
 		}
 	}
-	restClient := &http.Client{Transport: transport}
-	body := []byte(fmt.Sprintf(`{"tool":%d,"action":"read_count","arguments":{}}`, id))
-	rest := func(tb testing.TB) {
-		req, _ := http.NewRequest("POST", quiver.URL+mqCallPath, bytes.NewReader(body))
-		req.Header.Set("X-API-KEY", key)
-		req.Header.Set("Content-Type", "application/json")
-		resp, err := restClient.Do(req)
-		if err != nil {
-			tb.Fatal(err)
-		}
-		_, _ = io.Copy(io.Discard, resp.Body)
-		resp.Body.Close()
-		if resp.StatusCode != 200 {
-			tb.Fatalf("rest: %d", resp.StatusCode)
+	// viaHTTP posts body to url with net/http's client; ok checks the
+	// answer's body.
+	httpClient := &http.Client{Transport: transport}
+	viaHTTP := func(name, url string, body []byte, ok func([]byte) bool, headers ...string) func(tb testing.TB) {
+		return func(tb testing.TB) {
+			req, _ := http.NewRequest("POST", url, bytes.NewReader(body))
+			req.Header.Set("X-API-KEY", key)
+			req.Header.Set("Content-Type", "application/json")
+			for i := 0; i+1 < len(headers); i += 2 {
+				req.Header.Set(headers[i], headers[i+1])
+			}
+			resp, err := httpClient.Do(req)
+			if err != nil {
+				tb.Fatal(err)
+			}
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != 200 || !ok(b) {
+				tb.Fatalf("%s: %d %s", name, resp.StatusCode, b)
+			}
 		}
 	}
-
-	// agent-http posts the same tools/call to the agent endpoint with a plain
-	// net/http client, as rest does: Quiver's side of agent-mcp without the
+	rest := viaHTTP("rest", quiver.URL+mqCallPath, []byte(fmt.Sprintf(`{"tool":%d,"action":"read_count","arguments":{}}`, id)),
+		func([]byte) bool { return true })
+	// agent-http posts the same tools/call to the agent endpoint with
+	// net/http's client, as rest does: Quiver's side of agent-mcp without the
 	// SDK client's own hand-offs, which a process hop makes dearer.
-	agentURL := fmt.Sprintf("%s/api/v1/agents/%d/mcp", quiver.URL, agentID)
-	callBody := []byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"counter__read_count","arguments":{}}}`)
-	agentHTTP := func(tb testing.TB) {
-		req, _ := http.NewRequest("POST", agentURL, bytes.NewReader(callBody))
-		req.Header.Set("X-API-KEY", key)
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Accept", "application/json, text/event-stream")
-		req.Header.Set("Mcp-Protocol-Version", quivermcp.ProtocolVersion)
-		resp, err := restClient.Do(req)
-		if err != nil {
-			tb.Fatal(err)
-		}
-		b, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		if resp.StatusCode != 200 || !bytes.Contains(b, []byte(`"result":{`)) || bytes.Contains(b, []byte(`"isError":true`)) {
-			tb.Fatalf("agent-http: %d %s", resp.StatusCode, b)
-		}
-	}
+	agentHTTP := viaHTTP("agent-http", fmt.Sprintf("%s/api/v1/agents/%d/mcp", quiver.URL, agentID),
+		[]byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"counter__read_count","arguments":{}}}`),
+		func(b []byte) bool {
+			return bytes.Contains(b, []byte(`"result":{`)) && !bytes.Contains(b, []byte(`"isError":true`))
+		},
+		"Accept", "application/json, text/event-stream", "Mcp-Protocol-Version", quivermcp.ProtocolVersion)
 	variants := []struct {
 		name string
 		call func(testing.TB)
