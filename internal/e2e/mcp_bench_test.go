@@ -15,6 +15,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -29,11 +30,12 @@ import (
 
 // BenchmarkMCPReadCount calls Counter's read-only read_count several ways,
 // so Quiver's overhead can be quoted: direct (a Go SDK session straight to
-// the MCP server), through two baseline proxies (bare-proxy, tcp-forward),
-// rest (POST /api/v1/agents/custom-tools/call/ without a key), agent-mcp (a
-// Go SDK session to /api/v1/agents/{id}/mcp) and agent-http (the same
-// tools/call posted with net/http's client). The parallel16 variants run 16
-// goroutines.
+// the MCP server), direct-http (the same tools/call on that session, posted
+// with net/http's client), through two baseline proxies (bare-proxy,
+// tcp-forward), rest (POST /api/v1/agents/custom-tools/call/ without a key),
+// agent-mcp (a Go SDK session to /api/v1/agents/{id}/mcp) and agent-http
+// (the same tools/call posted with net/http's client). The parallel16
+// variants run 16 goroutines.
 //
 //	go test ./internal/e2e/ -run '^$' -bench MCPReadCount -benchtime 2s
 func BenchmarkMCPReadCount(b *testing.B) {
@@ -89,9 +91,9 @@ func BenchmarkMCPReadCount(b *testing.B) {
 	// viaHTTP posts body to url with net/http's client; ok checks the
 	// answer's body.
 	httpClient := &http.Client{Transport: transport}
-	viaHTTP := func(name, url string, body []byte, ok func([]byte) bool, headers ...string) func(tb testing.TB) {
+	viaHTTP := func(name, url string, body func() []byte, ok func([]byte) bool, headers ...string) func(tb testing.TB) {
 		return func(tb testing.TB) {
-			req, _ := http.NewRequest("POST", url, bytes.NewReader(body))
+			req, _ := http.NewRequest("POST", url, bytes.NewReader(body()))
 			req.Header.Set("X-API-KEY", key)
 			req.Header.Set("Content-Type", "application/json")
 			for i := 0; i+1 < len(headers); i += 2 {
@@ -108,22 +110,37 @@ func BenchmarkMCPReadCount(b *testing.B) {
 			}
 		}
 	}
-	rest := viaHTTP("rest", quiver.URL+mqCallPath, []byte(fmt.Sprintf(`{"tool":%d,"action":"read_count","arguments":{}}`, id)),
-		func([]byte) bool { return true })
+	// callBody is a tools/call of tool, each with an ID of its own (a
+	// session may refuse an ID still in flight), far from the SDK client's.
+	var lastID atomic.Int64
+	lastID.Store(1 << 40)
+	callBody := func(tool string) func() []byte {
+		return func() []byte {
+			return fmt.Appendf(nil, `{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":%q,"arguments":{}}}`, lastID.Add(1), tool)
+		}
+	}
+	mcpOK := func(b []byte) bool {
+		return bytes.Contains(b, []byte(`"result":{`)) && !bytes.Contains(b, []byte(`"isError":true`))
+	}
+	mcpHeaders := []string{"Accept", "application/json, text/event-stream", "Mcp-Protocol-Version", quivermcp.ProtocolVersion}
+	// direct-http posts tools/call on direct's session with net/http's
+	// client: what the SDK client itself costs when caller and server share
+	// a process, to set against agent-mcp minus agent-http.
+	directHTTP := viaHTTP("direct-http", counter.URL, callBody("read_count"), mcpOK,
+		append(mcpHeaders, "Mcp-Session-Id", direct.ID())...)
+	restBody := fmt.Appendf(nil, `{"tool":%d,"action":"read_count","arguments":{}}`, id)
+	rest := viaHTTP("rest", quiver.URL+mqCallPath, func() []byte { return restBody }, func([]byte) bool { return true })
 	// agent-http posts the same tools/call to the agent endpoint with
 	// net/http's client, as rest does: Quiver's side of agent-mcp without the
 	// SDK client's own hand-offs, which a process hop makes dearer.
 	agentHTTP := viaHTTP("agent-http", fmt.Sprintf("%s/api/v1/agents/%d/mcp", quiver.URL, agentID),
-		[]byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"counter__read_count","arguments":{}}}`),
-		func(b []byte) bool {
-			return bytes.Contains(b, []byte(`"result":{`)) && !bytes.Contains(b, []byte(`"isError":true`))
-		},
-		"Accept", "application/json, text/event-stream", "Mcp-Protocol-Version", quivermcp.ProtocolVersion)
+		callBody("counter__read_count"), mcpOK, mcpHeaders...)
 	variants := []struct {
 		name string
 		call func(testing.TB)
 	}{
 		{"direct", viaSDK(direct, "read_count")},
+		{"direct-http", directHTTP},
 		{"bare-proxy", viaSDK(viaProxy, "read_count")},
 		{"tcp-forward", viaSDK(viaFwd, "read_count")},
 		{"rest", rest},
