@@ -29,4 +29,5 @@ lint: ## gofmt, go vet and staticcheck
 
 bench: ## load test of the call endpoint vs an echo baseline, and MCP calls direct, via baseline proxies and via Quiver
 	$(GO) run ./internal/bench
+	$(GO) test -run '^$$' -bench 'MCPInterleaved' -benchtime 1x ./internal/e2e
 	$(GO) test -run '^$$' -bench 'MCPReadCount' -benchtime 2s ./internal/e2e

@@ -36,9 +36,64 @@ import (
 // agent-mcp (a Go SDK session to /api/v1/agents/{id}/mcp) and agent-http
 // (the same tools/call posted with net/http's client). The parallel16
 // variants run 16 goroutines.
+// Each variant runs on its own for the bench time, so the machine's speed
+// may move between them; BenchmarkMCPInterleaved takes them in turns.
 //
 //	go test ./internal/e2e/ -run '^$' -bench MCPReadCount -benchtime 2s
 func BenchmarkMCPReadCount(b *testing.B) {
+	variants := mqSetup(b)
+	for _, v := range variants {
+		b.Run(v.name, func(b *testing.B) {
+			b.ReportAllocs()
+			lat := make([]time.Duration, 0, b.N)
+			cpu, qcpu := processCPU(), v.proxy.cpu()
+			for b.Loop() {
+				start := time.Now()
+				v.call(b)
+				lat = append(lat, time.Since(start))
+			}
+			mqReportCPU(b, cpu, qcpu, v.proxy, len(lat))
+			mqReportLatency(b, lat)
+		})
+	}
+	for _, v := range variants {
+		b.Run(v.name+"-parallel16", func(b *testing.B) {
+			b.ReportAllocs()
+			b.SetParallelism((16 + runtime.GOMAXPROCS(0) - 1) / runtime.GOMAXPROCS(0))
+			var mu sync.Mutex
+			var lat []time.Duration
+			cpu, qcpu := processCPU(), v.proxy.cpu()
+			b.RunParallel(func(pb *testing.PB) {
+				var mine []time.Duration
+				for pb.Next() {
+					start := time.Now()
+					v.call(b)
+					mine = append(mine, time.Since(start))
+				}
+				mu.Lock()
+				lat = append(lat, mine...)
+				mu.Unlock()
+			})
+			mqReportCPU(b, cpu, qcpu, v.proxy, len(lat))
+			mqReportLatency(b, lat)
+		})
+	}
+}
+
+// mqVariant is one way of calling read_count.
+type mqVariant struct {
+	name string
+	call func(testing.TB)
+	// proxy is the process between caller and server whose CPU is
+	// measured: Quiver, or a baseline proxy (direct's is Quiver, idle).
+	proxy *proc
+}
+
+// mqSetup starts Quiver, the MCP server and the baseline proxies, connects
+// the server to Quiver as a tool attached to an agent, and returns the
+// variants, each called once (sessions, discovery and caches warm).
+func mqSetup(b *testing.B) []mqVariant {
+	b.Helper()
 	// Quiver runs as its own process, as in production, so its CPU time is
 	// its own: the caller and the MCP server share this process.
 	env := map[string]string{
@@ -135,63 +190,19 @@ func BenchmarkMCPReadCount(b *testing.B) {
 	// SDK client's own hand-offs, which a process hop makes dearer.
 	agentHTTP := viaHTTP("agent-http", fmt.Sprintf("%s/api/v1/agents/%d/mcp", quiver.URL, agentID),
 		callBody("counter__read_count"), mcpOK, mcpHeaders...)
-	variants := []struct {
-		name string
-		call func(testing.TB)
-	}{
-		{"direct", viaSDK(direct, "read_count")},
-		{"direct-http", directHTTP},
-		{"bare-proxy", viaSDK(viaProxy, "read_count")},
-		{"tcp-forward", viaSDK(viaFwd, "read_count")},
-		{"rest", rest},
-		{"agent-mcp", viaSDK(agent, "counter__read_count")},
-		{"agent-http", agentHTTP},
+	variants := []mqVariant{
+		{"direct", viaSDK(direct, "read_count"), quiver},
+		{"direct-http", directHTTP, quiver},
+		{"bare-proxy", viaSDK(viaProxy, "read_count"), bare},
+		{"tcp-forward", viaSDK(viaFwd, "read_count"), fwd},
+		{"rest", rest, quiver},
+		{"agent-mcp", viaSDK(agent, "counter__read_count"), quiver},
+		{"agent-http", agentHTTP, quiver},
 	}
 	for _, v := range variants {
-		v.call(b) // warm: sessions, discovery, caches
-		b.Run(v.name, func(b *testing.B) {
-			b.ReportAllocs()
-			lat := make([]time.Duration, 0, b.N)
-			proxy := map[string]*proc{"bare-proxy": bare, "tcp-forward": fwd}[v.name]
-			if proxy == nil {
-				proxy = quiver
-			}
-			cpu, qcpu := processCPU(), proxy.cpu()
-			for b.Loop() {
-				start := time.Now()
-				v.call(b)
-				lat = append(lat, time.Since(start))
-			}
-			mqReportCPU(b, cpu, qcpu, proxy, len(lat))
-			mqReportLatency(b, lat)
-		})
+		v.call(b)
 	}
-	for _, v := range variants {
-		b.Run(v.name+"-parallel16", func(b *testing.B) {
-			b.ReportAllocs()
-			b.SetParallelism((16 + runtime.GOMAXPROCS(0) - 1) / runtime.GOMAXPROCS(0))
-			var mu sync.Mutex
-			var lat []time.Duration
-			proxy := map[string]*proc{"bare-proxy": bare, "tcp-forward": fwd}[v.name]
-			if proxy == nil {
-				proxy = quiver
-			}
-			cpu, qcpu := processCPU(), proxy.cpu()
-			b.RunParallel(func(pb *testing.PB) {
-				var mine []time.Duration
-				for pb.Next() {
-					start := time.Now()
-					v.call(b)
-					mine = append(mine, time.Since(start))
-				}
-				mu.Lock()
-				lat = append(lat, mine...)
-				mu.Unlock()
-			})
-			mqReportCPU(b, cpu, qcpu, proxy, len(lat))
-			mqReportLatency(b, lat)
-		})
-	}
+	return variants
 }
 
 // proxyTargetEnv, when set, makes this test binary a bare reverse proxy to
