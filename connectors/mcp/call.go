@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/quiverhq/quiver/connectors"
@@ -56,6 +57,9 @@ func (c *Connector) Call(ctx context.Context, t *connectors.Tool, action string,
 			if try == 0 {
 				continue
 			}
+		}
+		if werr := toolFailure(st, err); werr != nil {
+			return failure(werr), nil
 		}
 		if try == 0 && s.fast.Load() != nil && st.err != nil && egress.IsConnectFailure(st.err) && !egress.IsBlocked(st.err) {
 			// The fast path could not connect where the session's own
@@ -184,5 +188,22 @@ func tooLarge(limit int64) connectors.Result {
 		"error":   "result_too_large",
 		"message": fmt.Sprintf("The tool's result is larger than %d bytes.", limit),
 	})
+	return connectors.Result{Content: b, IsError: true}
+}
+
+// failure is the error result of a tools/call answered with a JSON-RPC
+// error that may have come after the tool acted (see toolFailure): the
+// server's code, message and data, under "error": "mcp_error".
+func failure(werr *jsonrpc.Error) connectors.Result {
+	p := struct {
+		Error   string          `json:"error"`
+		Code    int64           `json:"code"`
+		Message string          `json:"message"`
+		Data    json.RawMessage `json:"data,omitempty"`
+	}{"mcp_error", werr.Code, werr.Message, nil}
+	if json.Valid(werr.Data) {
+		p.Data = werr.Data
+	}
+	b, _ := json.Marshal(p)
 	return connectors.Result{Content: b, IsError: true}
 }

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/quiverhq/quiver/connectors"
 	"github.com/quiverhq/quiver/internal/egress"
@@ -40,6 +41,9 @@ func classify(a attemptState, err error, tgt *target) *connectors.Error {
 			"the MCP server at %s refused the credentials (HTTP %d): %s", tgt.host, a.status, refusalMessage(a))
 	}
 	if werr := serverError(err); werr != nil {
+		// Call has taken the tools/call errors that are its outcome
+		// (toolFailure): a tools/call error left here was refused before it
+		// was processed. Other requests (tools/list) change nothing.
 		return connectors.Errorf(connectors.KindRejected, err, "the MCP server refused the request: %s", werr.Message)
 	}
 	if a.status >= 400 && a.status < 500 {
@@ -62,6 +66,32 @@ func isTimeout(err error) bool {
 	}
 	var t interface{ Timeout() bool }
 	return errors.Is(err, context.DeadlineExceeded) || (errors.As(err, &t) && t.Timeout())
+}
+
+// notProcessed reports whether a JSON-RPC error code says the server did
+// not process the request: JSON-RPC's own request errors (which the SDK also
+// answers for an unknown tool or arguments its schema refuses) and the MCP
+// refusals made before a request is handled. Any other code may come after
+// a tool acted.
+func notProcessed(code int64) bool {
+	switch code {
+	case jsonrpc.CodeParseError, jsonrpc.CodeInvalidRequest, jsonrpc.CodeMethodNotFound, jsonrpc.CodeInvalidParams,
+		mcp.CodeHeaderMismatch, mcp.CodeMissingRequiredClientCapabilities, mcp.CodeUnsupportedProtocolVersion,
+		mcp.CodeURLElicitationRequired:
+		return true
+	}
+	return false
+}
+
+// toolFailure returns the JSON-RPC error a tools/call was answered with when
+// it is the call's outcome: an error code that does not say the request went
+// unprocessed, from a server that accepted the request (not a 4xx).
+func toolFailure(a attemptState, err error) *jsonrpc.Error {
+	werr := serverError(err)
+	if werr == nil || notProcessed(werr.Code) || a.status >= 400 && a.status < 500 {
+		return nil
+	}
+	return werr
 }
 
 // sessionGone reports whether a request failed because our session is gone

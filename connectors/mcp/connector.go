@@ -44,14 +44,23 @@
 //	404 to a request carrying our session ID        → reconnect, retry once
 //	dial refused / DNS / egress blocked             → KindUnreachable
 //	401 or 403                                      → KindUpstreamAuth
-//	JSON-RPC error from the server (unknown tool,
-//	  invalid params, method error)                 → KindRejected
+//	JSON-RPC error saying the request was not
+//	  processed (parse, invalid request, unknown
+//	  method, invalid params or unknown tool, the
+//	  MCP header/version/capability/elicitation
+//	  refusals)                                     → KindRejected
 //	any other 4xx                                   → KindRejected
+//	any other JSON-RPC error to tools/call          → error result
 //	timeout, lost connection, 5xx, anything else    → KindOutcomeUnknown
 //
 // Retrying is safe only in the first two rows: the server provably did not
-// run the request. A result larger than MaxResponseBytes is an error result
-// ({"error": "result_too_large"}): the tool ran, and that is its outcome.
+// run the request. A JSON-RPC error with any other code (internal error,
+// a server's own codes, a tool handler's error) may come after the tool
+// acted: the server answered, so it is the call's outcome, an error result
+// ({"error": "mcp_error", "code", "message", "data"}) kept and replayed like
+// any other, and the key is not released. A result larger than
+// MaxResponseBytes is an error result too ({"error": "result_too_large"}):
+// the tool ran, and that is its outcome.
 package mcp
 
 import (
