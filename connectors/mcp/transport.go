@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"strings"
 	"sync"
 	"sync/atomic"
 )
@@ -61,7 +62,7 @@ func (a *attempt) snapshot() attemptState {
 }
 
 // roundTripper adds a tool's credentials to requests for its own origin only,
-// records attempts, and caps response bodies.
+// records attempts, and caps every response body at maxBytes.
 type roundTripper struct {
 	base     http.RoundTripper
 	target   *target
@@ -83,14 +84,31 @@ func (rt *roundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
 		a = claimAttempt(req.Context())
 	}
 	resp, err := rt.base.RoundTrip(req)
-	if a == nil {
+	if err != nil {
+		if a != nil {
+			a.mu.Lock()
+			a.rec.err = err
+			a.mu.Unlock()
+		}
 		return resp, err
 	}
-	if err != nil {
-		a.mu.Lock()
-		a.rec.err = err
-		a.mu.Unlock()
-		return resp, err
+	// Every body is capped, whatever its status and whoever reads it: the
+	// SDK reads a refused response's body whole, and a DELETE's answer or a
+	// redirect's are no smaller for being nobody's attempt. The one
+	// exception is the session's standalone event stream (a GET answered
+	// 200 with events), which lives as long as the session: its events are
+	// each bounded by the SDK (MaxEventSize, set to maxBytes in dial), and
+	// a cap on its total would cut a healthy session after enough
+	// notifications.
+	if req.Method == http.MethodGet && resp.StatusCode == http.StatusOK && a == nil &&
+		strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
+		return resp, nil
+	}
+	raw := resp.Body
+	body := &capped{r: raw, left: rt.maxBytes}
+	resp.Body = readCloser{body, raw}
+	if a == nil {
+		return resp, nil
 	}
 	switch resp.StatusCode {
 	case http.StatusMovedPermanently, http.StatusFound, http.StatusSeeOther,
@@ -100,21 +118,23 @@ func (rt *roundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
 		return resp, nil
 	}
 	a.mu.Lock()
+	defer a.mu.Unlock()
 	a.rec.status = resp.StatusCode
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		// Keep the start of the body for a message, and give the SDK the
-		// whole body back: it looks for a JSON-RPC error in it.
-		head, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
+		// body back from its start: it looks for a JSON-RPC error in it.
+		// Past the limit its read fails, but tooLarge stays unset: the
+		// status says what happened, and no result came that was too large.
+		head, _ := io.ReadAll(io.LimitReader(body, maxErrorBody))
 		a.rec.header, a.rec.body = resp.Header.Clone(), head
-		resp.Body = readCloser{io.MultiReader(bytes.NewReader(head), resp.Body), resp.Body}
-	} else {
-		resp.Body = readCloser{&capped{r: resp.Body, left: rt.maxBytes, over: func() {
-			a.mu.Lock()
-			a.rec.tooLarge = true
-			a.mu.Unlock()
-		}}, resp.Body}
+		resp.Body = readCloser{io.MultiReader(bytes.NewReader(head), body), raw}
+		return resp, nil
 	}
-	a.mu.Unlock()
+	body.over = func() {
+		a.mu.Lock()
+		a.rec.tooLarge = true
+		a.mu.Unlock()
+	}
 	return resp, nil
 }
 
