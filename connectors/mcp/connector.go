@@ -82,6 +82,7 @@ const (
 	DefaultDiscoveryTTL     = 60 * time.Second
 	DefaultIdleTimeout      = 5 * time.Minute
 	DefaultConnectTimeout   = 15 * time.Second
+	DefaultDiscoveryTimeout = 15 * time.Second
 	DefaultMaxResponseBytes = 16 << 20
 	// ProtocolVersion is the MCP version Quiver asks for. It is the newest
 	// version with the initialize handshake that servers in use speak; a
@@ -101,6 +102,9 @@ type Options struct {
 	IdleTimeout time.Duration
 	// ConnectTimeout bounds opening a session (connect and initialize).
 	ConnectTimeout time.Duration
+	// DiscoveryTimeout bounds listing a tool's actions (every page of
+	// tools/list together), after its session is open.
+	DiscoveryTimeout time.Duration
 	// MaxResponseBytes caps the size of one response from a server.
 	MaxResponseBytes int64
 	// SDKCalls sends every tools/call through the SDK's client session
@@ -124,6 +128,9 @@ func (o *Options) withDefaults() Options {
 	}
 	if out.ConnectTimeout <= 0 {
 		out.ConnectTimeout = DefaultConnectTimeout
+	}
+	if out.DiscoveryTimeout <= 0 {
+		out.DiscoveryTimeout = DefaultDiscoveryTimeout
 	}
 	if out.MaxResponseBytes <= 0 {
 		out.MaxResponseBytes = DefaultMaxResponseBytes

@@ -3,6 +3,7 @@ package mcp
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"sync"
 	"time"
 
@@ -19,6 +20,11 @@ const maxPages = 100
 // cached per (tool ID, Version) for DiscoveryTTL or until the server says
 // its tool list changed. An action is retryable when its tool is annotated
 // read-only or idempotent.
+//
+// Listing, every page and the one retry together, is bounded by
+// DiscoveryTimeout once a session is open (opening one is bounded by
+// ConnectTimeout): a listing that runs out of time, ours or the caller's,
+// is KindUnreachable, since tools/list changes nothing on the server.
 func (c *Connector) Actions(ctx context.Context, t *connectors.Tool) ([]connectors.Action, error) {
 	key := slotKey{t.ID, t.Version}
 	if actions, ok := c.discovery.get(key); ok {
@@ -29,17 +35,33 @@ func (c *Connector) Actions(ctx context.Context, t *connectors.Tool) ([]connecto
 		return nil, err
 	}
 	gen := c.discovery.generation(key)
+	var listCtx context.Context
 	for try := 0; ; try++ {
 		s, err := c.pool.acquire(ctx, t, tgt)
 		if err != nil {
 			return nil, err
 		}
-		tools, st, err := listTools(ctx, s.sess)
+		if listCtx == nil {
+			var cancel context.CancelFunc
+			listCtx, cancel = context.WithTimeout(ctx, c.opts.DiscoveryTimeout)
+			defer cancel()
+		}
+		tools, st, err := listTools(listCtx, s.sess)
 		c.pool.release(s)
 		if err == nil {
 			actions := toActions(tools)
 			c.discovery.put(key, gen, actions)
 			return actions, nil
+		}
+		if errors.Is(listCtx.Err(), context.DeadlineExceeded) {
+			// Before sessionGone: a request the deadline stopped before it
+			// left says nothing about the session.
+			limit := ""
+			if ctx.Err() == nil {
+				limit = " (" + c.opts.DiscoveryTimeout.String() + ")"
+			}
+			return nil, connectors.Errorf(connectors.KindUnreachable, listCtx.Err(),
+				"the MCP server at %s did not list its tools in time%s", tgt.host, limit)
 		}
 		if sessionGone(st, s.sess.ID()) {
 			c.pool.retire(s, "session gone")
