@@ -32,7 +32,7 @@ type BlockedError struct {
 }
 
 func (e *BlockedError) Error() string {
-	return fmt.Sprintf("egress to %s is not allowed: it is a loopback, link-local or private address", e.Addr)
+	return fmt.Sprintf("egress to %s is not allowed: it is a loopback, link-local, private or reserved address", e.Addr)
 }
 
 // IsBlocked reports whether err (or an error it wraps) is a *BlockedError.
@@ -41,21 +41,57 @@ func IsBlocked(err error) bool {
 	return errors.As(err, &b)
 }
 
-// Allowed reports whether a connection to addr is allowed under opts.
+// Non-public ranges that net/netip has no predicate for.
+var (
+	reserved4 = []netip.Prefix{
+		netip.MustParsePrefix("0.0.0.0/8"),     // "this network" (RFC 791); Linux dials 0.0.0.0 as the host itself
+		netip.MustParsePrefix("100.64.0.0/10"), // shared address space, carrier-grade NAT (RFC 6598)
+		netip.MustParsePrefix("192.0.0.0/24"),  // IETF protocol assignments (RFC 6890)
+		netip.MustParsePrefix("198.18.0.0/15"), // benchmarking (RFC 2544)
+		netip.MustParsePrefix("240.0.0.0/4"),   // reserved (RFC 1112), and 255.255.255.255, broadcast
+	}
+	// NAT64 prefixes (RFC 6052, RFC 8215): a translator forwards these to
+	// the IPv4 address in their last 32 bits, which may be private. The
+	// whole prefixes are refused rather than the embedded address checked,
+	// for simplicity: the cost is that on an IPv6-only network with DNS64,
+	// servers reachable only over IPv4 are refused too.
+	nat64 = []netip.Prefix{
+		netip.MustParsePrefix("64:ff9b::/96"),
+		netip.MustParsePrefix("64:ff9b:1::/48"),
+	}
+	// compat4 holds the deprecated IPv4-compatible IPv6 addresses, ::a.b.c.d
+	// (RFC 4291 §2.5.5.1), checked as the IPv4 address they embed, as
+	// IPv4-mapped ones are.
+	compat4 = netip.MustParsePrefix("::/96")
+)
+
+// Allowed reports whether a connection to addr is allowed under opts. Unless
+// opts.AllowPrivate, it refuses loopback, private, link-local, multicast,
+// unspecified and reserved addresses, NAT64 ones, and the IPv4-mapped and
+// IPv4-compatible forms of every refused IPv4 address.
 func Allowed(addr netip.Addr, opts Options) bool {
 	if opts.AllowPrivate {
 		return true
 	}
-	addr = addr.Unmap()
+	// Prefix.Contains never matches an address with a zone.
+	addr = addr.WithZone("").Unmap()
+	if compat4.Contains(addr) {
+		addr = netip.AddrFrom4([4]byte(addr.AsSlice()[12:]))
+	}
 	switch {
 	case addr.IsLoopback(), addr.IsPrivate(), addr.IsLinkLocalUnicast(),
 		addr.IsLinkLocalMulticast(), addr.IsInterfaceLocalMulticast(),
 		addr.IsMulticast(), addr.IsUnspecified():
 		return false
 	}
-	// 100.64.0.0/10 (carrier-grade NAT) is not public either.
-	if addr.Is4() && netip.MustParsePrefix("100.64.0.0/10").Contains(addr) {
-		return false
+	ranges := nat64
+	if addr.Is4() {
+		ranges = reserved4
+	}
+	for _, p := range ranges {
+		if p.Contains(addr) {
+			return false
+		}
 	}
 	return true
 }

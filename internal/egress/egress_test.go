@@ -22,6 +22,7 @@ func TestAllowed(t *testing.T) {
 		"224.0.0.1":        false,
 		"::1":              false,
 		"fe80::1":          false,
+		"fe80::1%eth0":     false,
 		"fc00::1":          false,
 		"::ffff:127.0.0.1": false, // v4-mapped loopback
 		"::":               false,
@@ -35,6 +36,76 @@ func TestAllowed(t *testing.T) {
 		}
 		if !Allowed(netip.MustParseAddr(s), Options{AllowPrivate: true}) {
 			t.Errorf("AllowPrivate refused %s", s)
+		}
+	}
+}
+
+// TestAllowedRanges checks each non-public range at its edges: its first
+// and last address are refused, and the addresses just outside it are
+// allowed (unless they fall in a neighbouring refused range, as noted).
+// Every IPv4 address is checked again in its IPv4-mapped (::ffff:a.b.c.d)
+// and IPv4-compatible (::a.b.c.d) IPv6 forms, which must answer alike.
+func TestAllowedRanges(t *testing.T) {
+	v4 := []struct {
+		name    string
+		refused []string
+		allowed []string
+	}{
+		{"this network 0.0.0.0/8", []string{"0.0.0.0", "0.0.0.1", "0.1.2.3", "0.255.255.255"}, []string{"1.0.0.0"}},
+		{"private 10.0.0.0/8", []string{"10.0.0.0", "10.255.255.255"}, []string{"9.255.255.255", "11.0.0.0"}},
+		{"shared 100.64.0.0/10", []string{"100.64.0.0", "100.127.255.255"}, []string{"100.63.255.255", "100.128.0.0"}},
+		{"loopback 127.0.0.0/8", []string{"127.0.0.0", "127.255.255.255"}, []string{"126.255.255.255", "128.0.0.0"}},
+		{"link-local 169.254.0.0/16", []string{"169.254.0.0", "169.254.255.255"}, []string{"169.253.255.255", "169.255.0.0"}},
+		{"private 172.16.0.0/12", []string{"172.16.0.0", "172.31.255.255"}, []string{"172.15.255.255", "172.32.0.0"}},
+		{"IETF protocol assignments 192.0.0.0/24", []string{"192.0.0.0", "192.0.0.8", "192.0.0.255"}, []string{"191.255.255.255", "192.0.1.0"}},
+		{"private 192.168.0.0/16", []string{"192.168.0.0", "192.168.255.255"}, []string{"192.167.255.255", "192.169.0.0"}},
+		{"benchmarking 198.18.0.0/15", []string{"198.18.0.0", "198.19.255.255"}, []string{"198.17.255.255", "198.20.0.0"}},
+		// 239.255.255.255, just below 240.0.0.0/4, is multicast; the
+		// address below both is allowed.
+		{"multicast 224.0.0.0/4", []string{"224.0.0.0", "239.255.255.255"}, []string{"223.255.255.255"}},
+		{"reserved 240.0.0.0/4", []string{"240.0.0.0", "250.1.2.3", "255.255.255.254", "255.255.255.255"}, nil},
+	}
+	v6 := []struct {
+		name    string
+		refused []string
+		allowed []string
+	}{
+		{"NAT64 64:ff9b::/96, whatever IPv4 it embeds",
+			[]string{"64:ff9b::", "64:ff9b::7f00:1", "64:ff9b::a00:1", "64:ff9b::808:808", "64:ff9b::ffff:ffff"},
+			[]string{"64:ff9a:ffff:ffff:ffff:ffff:ffff:ffff", "64:ff9b::1:0:0"}},
+		{"local-use NAT64 64:ff9b:1::/48",
+			[]string{"64:ff9b:1::", "64:ff9b:1::808:808", "64:ff9b:1:ffff:ffff:ffff:ffff:ffff"},
+			[]string{"64:ff9b:0:ffff:ffff:ffff:ffff:ffff", "64:ff9b:2::"}},
+		{"NAT64 with a zone", []string{"64:ff9b::808:808%eth0"}, nil},
+		{"unique local fc00::/7", []string{"fc00::", "fdff:ffff:ffff:ffff:ffff:ffff:ffff:ffff"}, []string{"fbff:ffff:ffff:ffff:ffff:ffff:ffff:ffff", "fe00::"}},
+		{"link-local fe80::/10", []string{"fe80::", "febf:ffff:ffff:ffff:ffff:ffff:ffff:ffff"}, []string{"fe7f:ffff:ffff:ffff:ffff:ffff:ffff:ffff"}},
+		{"multicast ff00::/8", []string{"ff00::", "ff02::1"}, nil},
+	}
+	check := func(name, s string, want bool) {
+		t.Helper()
+		addr := netip.MustParseAddr(s)
+		if got := Allowed(addr, Options{}); got != want {
+			t.Errorf("%s: Allowed(%s) = %v, want %v", name, s, got, want)
+		}
+		if !Allowed(addr, Options{AllowPrivate: true}) {
+			t.Errorf("%s: AllowPrivate refused %s", name, s)
+		}
+	}
+	for _, r := range v4 {
+		for want, addrs := range map[bool][]string{false: r.refused, true: r.allowed} {
+			for _, s := range addrs {
+				b := netip.MustParseAddr(s).As4()
+				check(r.name, s, want)
+				check(r.name+", v4-mapped", "::ffff:"+s, want)
+				check(r.name+", v4-compatible", netip.AddrFrom16([16]byte{12: b[0], 13: b[1], 14: b[2], 15: b[3]}).String(), want)
+			}
+		}
+	}
+	for _, r := range v6 {
+		for want, addrs := range map[bool][]string{false: r.refused, true: r.allowed} {
+			for _, s := range addrs {
+				check(r.name, s, want)
+			}
 		}
 	}
 }
