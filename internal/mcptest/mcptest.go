@@ -72,6 +72,9 @@ type Options struct {
 	PageSize int
 	// SlowDelay is how long Counter's slow tool takes; zero means 2s.
 	SlowDelay time.Duration
+	// RefuseStatus is the HTTP status of a refused request: 401 when zero;
+	// 403 models a server that knows the credentials and denies them.
+	RefuseStatus int
 }
 
 // Server is a running test server.
@@ -93,6 +96,8 @@ type Server struct {
 	calls    map[string]int
 	headers  []http.Header
 	seq      atomic.Int64
+	dropped  map[string]bool // tools DropTool hid
+	announce int             // tools/call answers still to carry a list_changed notice
 }
 
 // Start starts a test server of the given kind and stops it when the test
@@ -105,7 +110,10 @@ func Start(t testing.TB, kind Kind, opts Options) *Server {
 	if opts.SlowDelay == 0 {
 		opts.SlowDelay = 2 * time.Second
 	}
-	s := &Server{kind: kind, opts: opts, calls: map[string]int{}}
+	if opts.RefuseStatus == 0 {
+		opts.RefuseStatus = http.StatusUnauthorized
+	}
+	s := &Server{kind: kind, opts: opts, calls: map[string]int{}, dropped: map[string]bool{}}
 	s.swap()
 	s.ts = httptest.NewServer(s.middleware(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path != "/mcp" {
@@ -136,6 +144,7 @@ func (s *Server) swap() {
 func (s *Server) newMCPServer() *mcp.Server {
 	opts := &mcp.ServerOptions{PageSize: s.opts.PageSize, Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: true}}}
 	srv := mcp.NewServer(&mcp.Implementation{Name: "mcptest-" + string(s.kind), Version: "1.0.0"}, opts)
+	s.installGate(srv)
 	switch s.kind {
 	case Mail:
 		s.addMailTools(srv)
@@ -264,7 +273,7 @@ func (s *Server) middleware(next http.Handler) http.Handler {
 				w.Header().Set("WWW-Authenticate", `Bearer resource_metadata="`+s.opts.ResourceMetadata+`"`)
 			}
 			w.Header().Set("Content-Type", "application/json")
-			w.WriteHeader(http.StatusUnauthorized)
+			w.WriteHeader(s.opts.RefuseStatus)
 			json.NewEncoder(w).Encode(map[string]string{"error": "unauthorized", "message": msg})
 			return
 		}
@@ -295,7 +304,7 @@ func (s *Server) middleware(next http.Handler) http.Handler {
 }
 
 // authorize reports whether r carries the credentials the server wants, and
-// if not, the message its 401 carries.
+// if not, the message its refusal (401, or Options.RefuseStatus) carries.
 func (s *Server) authorize(r *http.Request) (string, bool) {
 	bearer, _ := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
 	key := s.opts.RequireBearer

@@ -1,0 +1,331 @@
+package e2e
+
+import (
+	"bytes"
+	"fmt"
+	"net/url"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/quiverhq/quiver/internal/mcptest"
+	"github.com/quiverhq/quiver/internal/testserver"
+)
+
+// Custom MCP servers through the REST API, in the cases mcp_test.go leaves
+// out: stateless servers, the seed-003-like inbox, refusals on configure
+// with the server's own words, and a key released by a server's JSON-RPC
+// refusal. Helpers start with mcv and take the (sub)test's t, so a failure
+// is reported where it happened.
+
+// mcvDo sends a request with the server's key on behalf of t.
+func mcvDo(t *testing.T, srv *testserver.Server, method, path string, body any, headers ...string) *testserver.Response {
+	t.Helper()
+	return testserver.Do(t, srv.URL, srv.Key, method, path, body, headers...)
+}
+
+// mcvConfigure creates a custom-mcp tool and provides its form step,
+// returning the tool's ID and the provide-config answer.
+func mcvConfigure(t *testing.T, srv *testserver.Server, name string, config map[string]any) (int64, *testserver.Response) {
+	t.Helper()
+	r := mcvDo(t, srv, "POST", "/api/v1/agents/custom-tools/", map[string]any{"mcp_tool": "custom-mcp", "name": name})
+	if r.Status != 201 {
+		t.Fatalf("create: %d %s", r.Status, r.Body)
+	}
+	id := fdInt(t, fdObject(t, r)["id"])
+	return id, mcvDo(t, srv, "POST", fmt.Sprintf("/api/v1/agents/custom-tools/%d/provide-config/", id), map[string]any{"user_response": config})
+}
+
+// mcvConnect configures a custom-mcp tool and requires it accepted.
+func mcvConnect(t *testing.T, srv *testserver.Server, name string, config map[string]any) int64 {
+	t.Helper()
+	id, r := mcvConfigure(t, srv, name, config)
+	if r.Status != 200 || r.JSON()["is_configured"] != true {
+		t.Fatalf("configure %s: %d %s", name, r.Status, r.Body)
+	}
+	return id
+}
+
+// mcvCall calls an action, with an Idempotency-Key if key is set.
+func mcvCall(t *testing.T, srv *testserver.Server, tool int64, action string, args map[string]any, key string) *testserver.Response {
+	t.Helper()
+	var h []string
+	if key != "" {
+		h = []string{"Idempotency-Key", key}
+	}
+	if args == nil {
+		args = map[string]any{}
+	}
+	return mcvDo(t, srv, "POST", mqCallPath, map[string]any{"tool": tool, "action": action, "arguments": args}, h...)
+}
+
+// mcvResult requires a 200 call answer and returns it and its result object.
+func mcvResult(t *testing.T, r *testserver.Response, isError bool) (map[string]any, map[string]any) {
+	t.Helper()
+	if r.Status != 200 {
+		t.Fatalf("call: %d %s", r.Status, r.Body)
+	}
+	m := fdObject(t, r)
+	res, _ := m["result"].(map[string]any)
+	if m["is_error"] != isError || res == nil {
+		t.Fatalf("is_error %v, want %v, result object; body %s", m["is_error"], isError, r.Body)
+	}
+	return m, res
+}
+
+// mcvKeyState returns the state of an idempotency key, "" when it is free
+// (404).
+func mcvKeyState(t *testing.T, srv *testserver.Server, key string) string {
+	t.Helper()
+	r := mcvDo(t, srv, "GET", "/api/v1/idempotency-keys/"+url.PathEscape(key), nil)
+	if r.Status == 404 {
+		fdWantError(t, r, 404, "not_found")
+		return ""
+	}
+	if r.Status != 200 {
+		t.Fatalf("key %s: %d %s", key, r.Status, r.Body)
+	}
+	s, _ := fdObject(t, r)["state"].(string)
+	return s
+}
+
+// mcvActions lists a tool's actions by name.
+func mcvActions(t *testing.T, srv *testserver.Server, tool int64) map[string]map[string]any {
+	t.Helper()
+	r := mcvDo(t, srv, "GET", fmt.Sprintf("/api/v1/agents/custom-tools/%d/actions/", tool), nil)
+	if r.Status != 200 {
+		t.Fatalf("actions: %d %s", r.Status, r.Body)
+	}
+	out := map[string]map[string]any{}
+	for _, a := range fdList(t, fdObject(t, r), "actions") {
+		out[a["name"].(string)] = a
+	}
+	return out
+}
+
+// mcvInboxArgs are send_reply's arguments.
+var mcvInboxArgs = map[string]any{"business": "park-studio", "threadId": "t_81", "body": "The darker blue is attached."}
+
+func TestMCPCoverage(t *testing.T) {
+	srv := testserver.Start(t, testserver.Options{Postgres: true})
+
+	for _, mode := range []mcptest.Options{{Stateless: true, PageSize: 3}, {Stateless: true, JSONResponse: true, PageSize: 3}} {
+		t.Run(fmt.Sprintf("stateless server json=%v", mode.JSONResponse), func(t *testing.T) {
+			counter := mcptest.Start(t, mcptest.Counter, mode)
+			id := mcvConnect(t, srv, fmt.Sprintf("stateless-%v", mode.JSONResponse), map[string]any{"url": counter.URL})
+			if n := counter.Initializes(); n != 1 {
+				t.Fatalf("configure initialized %d sessions, want 1 (its check)", n)
+			}
+
+			// 22 tools at 3 a page: 8 pages of tools/list.
+			actions := mcvActions(t, srv, id)
+			if len(actions) != mcptest.CounterTools {
+				t.Fatalf("%d actions, want %d", len(actions), mcptest.CounterTools)
+			}
+			if actions["increment"]["retryable"] != false || actions["read_count"]["retryable"] != true ||
+				actions[fmt.Sprintf("dummy_%02d", mcptest.DummyTools-1)] == nil {
+				t.Fatalf("increment %v, read_count %v", actions["increment"], actions["read_count"])
+			}
+
+			if _, res := mcvResult(t, mcvCall(t, srv, id, "read_count", nil, ""), false); fmt.Sprint(res["count"]) != "0" {
+				t.Fatalf("read_count = %v, want 0", res["count"])
+			}
+
+			key := fmt.Sprintf("k-stateless-%v", mode.JSONResponse)
+			answers := make([]*testserver.Response, 12)
+			var wg sync.WaitGroup
+			for i := range answers {
+				wg.Go(func() { answers[i] = mcvCall(t, srv, id, "increment", nil, key) })
+			}
+			wg.Wait()
+			var body []byte
+			fresh, busy := 0, 0
+			for _, r := range answers {
+				switch {
+				case r.Status == 200:
+					if body != nil && !bytes.Equal(body, r.Body) {
+						t.Fatalf("two different 200 bodies:\n%s\n%s", body, r.Body)
+					}
+					body = r.Body
+					if r.Header.Get("Idempotent-Replayed") != "true" {
+						fresh++
+					}
+				case r.Status == 409:
+					mqWant(t, r, 409, "request_in_progress")
+					busy++
+				default:
+					t.Fatalf("unexpected answer %d %s", r.Status, r.Body)
+				}
+			}
+			t.Logf("%d of %d answered 200 (%d not replayed)", len(answers)-busy, len(answers), fresh)
+			if n := counter.Calls("increment"); n != 1 {
+				t.Fatalf("increment ran %d times under one key, want 1", n)
+			}
+			if fresh > 1 {
+				t.Fatalf("%d answers were not marked replayed; only the run's own may be", fresh)
+			}
+			last := mcvCall(t, srv, id, "increment", nil, key)
+			if last.Status != 200 || last.Header.Get("Idempotent-Replayed") != "true" || (body != nil && !bytes.Equal(last.Body, body)) {
+				t.Fatalf("retry after the race: %d %v %s", last.Status, last.Header, last.Body)
+			}
+			if _, res := mcvResult(t, last, false); fmt.Sprint(res["count"]) != "1" {
+				t.Fatalf("the stored outcome is %v, want count 1", res)
+			}
+			if _, res := mcvResult(t, mcvCall(t, srv, id, "read_count", nil, ""), false); fmt.Sprint(res["count"]) != "1" {
+				t.Fatalf("read_count after the race = %v, want 1", res["count"])
+			}
+			if n := counter.Calls("increment"); n != 1 {
+				t.Fatalf("increment ran %d times in all, want 1", n)
+			}
+			// A stateless server keeps no session, but Quiver still
+			// initializes once and reuses its client session for every
+			// listing and call.
+			if n := counter.Initializes(); n != 2 {
+				t.Fatalf("%d initializes, want 2 (configure's check and one pooled session)", n)
+			}
+		})
+	}
+
+	t.Run("inbox send_reply replays and cancel_send works", func(t *testing.T) {
+		inbox := mcptest.Start(t, mcptest.Inbox, mcptest.Options{})
+		id := mcvConnect(t, srv, "inbox-cov", map[string]any{"url": inbox.URL, "bearer_token": mcptest.InboxKey})
+
+		first := mcvCall(t, srv, id, "send_reply", mcvInboxArgs, "k-inbox-send")
+		_, res := mcvResult(t, first, false)
+		if first.Header.Get("Idempotent-Replayed") != "" {
+			t.Fatal("the first answer is marked replayed")
+		}
+		if res["status"] != "queued" {
+			t.Fatalf("status = %v, want queued", res["status"])
+		}
+		if sendsAt := fdTime(t, res["sendsAt"]); !sendsAt.After(time.Now()) {
+			t.Fatalf("sendsAt %v is not in the future (the undo window)", sendsAt)
+		}
+		sendID, _ := res["sendId"].(string)
+		if !strings.HasPrefix(sendID, "s_") {
+			t.Fatalf("sendId = %v", res["sendId"])
+		}
+
+		again := mcvCall(t, srv, id, "send_reply", mcvInboxArgs, "k-inbox-send")
+		if again.Status != 200 || !bytes.Equal(again.Body, first.Body) || again.Header.Get("Idempotent-Replayed") != "true" {
+			t.Fatalf("retry: %d replayed=%q\n%s\nfirst:\n%s", again.Status, again.Header.Get("Idempotent-Replayed"), again.Body, first.Body)
+		}
+		if n := inbox.Calls("send_reply"); n != 1 {
+			t.Fatalf("send_reply ran %d times, want 1", n)
+		}
+
+		_, res = mcvResult(t, mcvCall(t, srv, id, "cancel_send", map[string]any{"business": "park-studio", "sendId": sendID}, ""), false)
+		if res["cancelled"] != true || res["sendId"] != sendID {
+			t.Fatalf("cancel_send: %v", res)
+		}
+		if n := inbox.Calls("cancel_send"); n != 1 {
+			t.Fatalf("cancel_send ran %d times, want 1", n)
+		}
+	})
+
+	// The inbox refuses a bad key before anything runs, with 401 (its own
+	// way) or 403; either is 422 on the field that carried the key, with the
+	// server's own message.
+	for _, status := range []int{401, 403} {
+		t.Run(fmt.Sprintf("upstream %d on configure names the field with the server's message", status), func(t *testing.T) {
+			inbox := mcptest.Start(t, mcptest.Inbox, mcptest.Options{RefuseStatus: status})
+			for _, c := range []struct {
+				field  string
+				config map[string]any
+			}{
+				{"bearer_token", map[string]any{"url": inbox.URL, "bearer_token": "sydbar_revoked"}},
+				{"headers", map[string]any{"url": inbox.URL, "headers": map[string]any{"X-Api-Key": "sydbar_revoked"}}},
+			} {
+				id, r := mcvConfigure(t, srv, "refused", c.config)
+				msg, _ := fdWantFields(t, r, "validation_error", c.field)[c.field].(string)
+				if !strings.Contains(msg, "This key doesn't check out. Create a new one in Sydbar") {
+					t.Errorf("%d, %s: message %q does not carry the server's own", status, c.field, msg)
+				}
+				if strings.Contains(string(r.Body), "sydbar_revoked") {
+					t.Errorf("the refused key is echoed back: %s", r.Body)
+				}
+				if got := fdObject(t, mcvDo(t, srv, "GET", fmt.Sprintf("/api/v1/agents/custom-tools/%d/", id), nil)); got["is_configured"] != false {
+					t.Errorf("the refused tool is configured: %v", got)
+				}
+			}
+			if n := inbox.Initializes(); n != 0 {
+				t.Fatalf("%d initializes reached the refusing server", n)
+			}
+			mcvConnect(t, srv, "accepted", map[string]any{"url": inbox.URL, "headers": map[string]any{"X-Api-Key": mcptest.InboxKey}})
+		})
+	}
+
+	t.Run("a server's JSON-RPC refusal releases the key", func(t *testing.T) {
+		counter := mcptest.Start(t, mcptest.Counter, mcptest.Options{})
+		id := mcvConnect(t, srv, "counter-release", map[string]any{"url": counter.URL})
+		if a := mcvActions(t, srv, id)["increment"]; a == nil || a["retryable"] != false {
+			t.Fatalf("increment: %v", a)
+		}
+
+		// The server is redeployed without increment and tells no one:
+		// Quiver's cached discovery still offers it.
+		counter.DropTool("increment")
+		r := mcvCall(t, srv, id, "increment", nil, "k-release")
+		m := fdWantError(t, r, 422, "invalid_arguments")
+		if msg, _ := m["message"].(string); !strings.Contains(msg, `unknown tool "increment"`) {
+			t.Errorf("message %q does not carry the server's refusal", msg)
+		}
+		if f := fdFields(t, m); f["arguments"] == nil {
+			t.Errorf("fields %v, want arguments", f)
+		}
+		if n := counter.Calls("increment"); n != 0 {
+			t.Fatalf("increment ran %d times", n)
+		}
+		if s := mcvKeyState(t, srv, "k-release"); s != "" {
+			t.Fatalf("after a pre-effect rejection the key is %q, want free (404)", s)
+		}
+		testserver.Eventually(t, 5*time.Second, "the rejected call in the call log", func() bool {
+			r := mcvDo(t, srv, "GET", fmt.Sprintf("/api/v1/agents/custom-tools/calls/?tool=%d", id), nil)
+			for _, c := range fdList(t, fdObject(t, r), "calls") {
+				if c["idempotency_key"] == "k-release" && c["outcome"] == "rejected" {
+					return true
+				}
+			}
+			return false
+		})
+
+		counter.RestoreTool("increment")
+		ok := mcvCall(t, srv, id, "increment", nil, "k-release")
+		if _, res := mcvResult(t, ok, false); fmt.Sprint(res["count"]) != "1" || ok.Header.Get("Idempotent-Replayed") != "" {
+			t.Fatalf("the corrected call: replayed=%q %s", ok.Header.Get("Idempotent-Replayed"), ok.Body)
+		}
+		if n := counter.Calls("increment"); n != 1 {
+			t.Fatalf("increment ran %d times, want 1", n)
+		}
+		if s := mcvKeyState(t, srv, "k-release"); s != "succeeded" {
+			t.Fatalf("key state %q, want succeeded", s)
+		}
+	})
+
+	t.Run("a server's invalid-params refusal releases the key for corrected arguments", func(t *testing.T) {
+		// order_status's schema takes an empty merchant; the server refuses
+		// it (invalid params) without running anything.
+		mail := mcptest.Start(t, mcptest.Mail, mcptest.Options{})
+		id := mcvConnect(t, srv, "mail-release", map[string]any{"url": mail.URL})
+		m := fdWantError(t, mcvCall(t, srv, id, "order_status", map[string]any{"merchant": ""}, "k-merchant"), 422, "invalid_arguments")
+		if msg, _ := m["message"].(string); !strings.Contains(msg, "order_status requires merchant") {
+			t.Errorf("message %q does not carry the server's refusal", msg)
+		}
+		if n := mail.Calls("order_status"); n != 0 {
+			t.Fatalf("order_status ran %d times", n)
+		}
+		if s := mcvKeyState(t, srv, "k-merchant"); s != "" {
+			t.Fatalf("the key is %q, want free", s)
+		}
+		// A different body under the released key is a new call, not a reuse.
+		_, res := mcvResult(t, mcvCall(t, srv, id, "order_status", map[string]any{"merchant": "Acme"}, "k-merchant"), false)
+		orders, _ := res["orders"].([]any)
+		if len(orders) != 1 || orders[0].(map[string]any)["merchant"] != "Acme" {
+			t.Fatalf("result %v", res)
+		}
+		if s := mcvKeyState(t, srv, "k-merchant"); s != "succeeded" {
+			t.Fatalf("key state %q, want succeeded", s)
+		}
+	})
+}
