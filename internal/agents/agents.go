@@ -108,7 +108,11 @@ func (s *Service) validate(ctx context.Context, accountID int64, in Input, creat
 		}
 	}
 	if in.Tools != nil {
-		if msg := s.checkTools(ctx, accountID, *in.Tools); msg != "" {
+		msg, err := s.checkTools(ctx, accountID, *in.Tools)
+		if err != nil {
+			return err // the database, not the input: 503 when it is down
+		}
+		if msg != "" {
 			bad["tools"] = msg
 		}
 	}
@@ -118,21 +122,22 @@ func (s *Service) validate(ctx context.Context, accountID int64, in Input, creat
 	return nil
 }
 
-// checkTools refuses a tool list whole if any ID is not the account's.
-func (s *Service) checkTools(ctx context.Context, accountID int64, ids []int64) string {
+// checkTools refuses a tool list whole if any ID is not the account's: msg
+// says why. err is the store's, when the IDs could not be looked up.
+func (s *Service) checkTools(ctx context.Context, accountID int64, ids []int64) (msg string, err error) {
 	if len(ids) > MaxTools {
-		return fmt.Sprintf("must list at most %d tools", MaxTools)
+		return fmt.Sprintf("must list at most %d tools", MaxTools), nil
 	}
 	seen := map[int64]bool{}
 	for _, id := range ids {
 		if seen[id] {
-			return fmt.Sprintf("lists tool %d twice", id)
+			return fmt.Sprintf("lists tool %d twice", id), nil
 		}
 		seen[id] = true
 	}
 	found, err := s.store.ExistingToolIDs(ctx, accountID, ids)
 	if err != nil {
-		return "could not be checked: " + err.Error()
+		return "", err
 	}
 	var missing []string
 	for _, id := range ids {
@@ -141,9 +146,9 @@ func (s *Service) checkTools(ctx context.Context, accountID int64, ids []int64) 
 		}
 	}
 	if len(missing) > 0 {
-		return "unknown tool IDs: " + strings.Join(missing, ", ")
+		return "unknown tool IDs: " + strings.Join(missing, ", "), nil
 	}
-	return ""
+	return "", nil
 }
 
 // Create makes an agent.

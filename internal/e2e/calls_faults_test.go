@@ -239,6 +239,13 @@ func TestPostgresDownDispatchesNothing(t *testing.T) {
 	if e.tool.count("/down") != 0 {
 		t.Fatal("a call was dispatched while the database was down")
 	}
+	// Checking an agent's tool IDs needs the database too: 503, not a
+	// validation error carrying the driver's message.
+	r = e.srv.Do("POST", "/api/v1/agents/", map[string]any{"name": "down", "tools": []int64{e.id}})
+	wantError(t, r, 503, "unavailable")
+	if strings.Contains(string(r.Body), "connect") {
+		t.Errorf("the answer leaks connection details: %s", r.Body)
+	}
 	px.setCut(false)
 	testserver.Eventually(t, 10*time.Second, "the database to come back", func() bool {
 		return e.call(callBody(e.id, "/down", 1), "k-down").Status == 200
