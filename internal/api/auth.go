@@ -15,9 +15,7 @@ import (
 func (s *Server) authenticate(c *gin.Context) {
 	key := c.GetHeader("X-API-KEY")
 	if key == "" {
-		if v, ok := strings.CutPrefix(c.GetHeader("Authorization"), "Bearer "); ok {
-			key = strings.TrimSpace(v)
-		}
+		key = bearer(c.GetHeader("Authorization"))
 	}
 	if key == "" {
 		s.writeError(c, problem.New(problem.Unauthorized, "An API key is required: send it in the X-API-KEY header."))
@@ -62,4 +60,14 @@ func (s *Server) authenticateAPI(c *gin.Context) {
 	if strings.HasPrefix(p, "/api/v1/") && !strings.HasPrefix(p, "/api/v1/oauth/") {
 		s.authenticate(c)
 	}
+}
+
+// bearer returns the credentials of an Authorization header with the Bearer
+// scheme, whose name is case-insensitive (RFC 9110 §11.1), or "".
+func bearer(h string) string {
+	scheme, v, ok := strings.Cut(h, " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
+		return ""
+	}
+	return strings.TrimSpace(v)
 }

@@ -163,6 +163,15 @@ func fdTestAuth(t *testing.T, c *fdClient) {
 		if r.Status != 201 {
 			t.Fatalf("Bearer key create: %d %s", r.Status, r.Body)
 		}
+		// The scheme's name is case-insensitive (RFC 9110 §11.1).
+		for _, scheme := range []string{"bearer", "BEARER"} {
+			if r := testserver.Do(t, c.srv.URL, "", "GET", fdPath("/api/v1/agents/%d/", agent), nil, "Authorization", scheme+" "+c.key); r.Status != 200 {
+				t.Errorf("%s key: %d %s", scheme, r.Status, r.Body)
+			}
+		}
+		if r := testserver.Do(t, c.srv.URL, "", "GET", fdPath("/api/v1/agents/%d/", agent), nil, "Authorization", "Basic "+c.key); r.Status != 401 {
+			t.Errorf("Basic scheme: %d %s, want 401", r.Status, r.Body)
+		}
 	})
 
 	t.Run("operations need no key", func(t *testing.T) {
