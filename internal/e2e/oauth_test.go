@@ -7,6 +7,7 @@ package e2e
 // servers that accept only the access tokens it issued.
 
 import (
+	"context"
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base64"
@@ -630,4 +631,32 @@ func TestOAuthRefusedTokenWhileListingActions(t *testing.T) {
 	if n := p.refreshes.Load() - before; n != 1 {
 		t.Fatalf("refreshes = %d, want 1", n)
 	}
+}
+
+// TestOAuthReadOnlyKeyCannotConnect: completing an OAuth step connects the
+// tool, so a read-only key reading the step (or calling the tool) is shown
+// the step without an authorization URL; a full key still gets one.
+func TestOAuthReadOnlyKeyCannotConnect(t *testing.T) {
+	p := oaStartProvider(t)
+	_, env := oaGitHub(t, p)
+	srv := testserver.Start(t, testserver.Options{Env: env})
+	ro, _, err := srv.App.Accounts.CreateReadOnlyKey(context.Background(), "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	id, _ := oaCreate(t, srv, srv.Key, "github-mcp")
+
+	step := oaStep(t, srv, ro, id)
+	if step["type"] != "oauth" || step["authorization_url"] != nil || step["error"] != "read_only_key" {
+		t.Fatalf("read-only key sees %v, want the oauth step with error read_only_key and no URL", step)
+	}
+	r := testserver.Do(t, srv.URL, ro, "GET", "/api/v1/agents/custom-tools/", nil)
+	if r.Status != 200 || strings.Contains(string(r.Body), "authorization_url") {
+		t.Fatalf("read-only list: %d %s", r.Status, r.Body)
+	}
+	r = testserver.Do(t, srv.URL, ro, "POST", mqCallPath, map[string]any{"tool": id, "action": "read_count", "arguments": map[string]any{}})
+	if r.Status != 409 || r.JSON()["error"] != "tool_not_configured" || strings.Contains(string(r.Body), "authorization_url") {
+		t.Fatalf("read-only call: %d %s", r.Status, r.Body)
+	}
+	oaAuthURL(t, oaStep(t, srv, srv.Key, id)) // a full key gets its URL
 }

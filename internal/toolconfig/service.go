@@ -12,6 +12,7 @@ import (
 
 	"github.com/quiverhq/quiver/catalog"
 	"github.com/quiverhq/quiver/connectors"
+	"github.com/quiverhq/quiver/internal/accounts"
 	"github.com/quiverhq/quiver/internal/problem"
 	"github.com/quiverhq/quiver/internal/secrets"
 	"github.com/quiverhq/quiver/internal/store"
@@ -388,6 +389,13 @@ func (s *Service) stepView(ctx context.Context, t *store.Tool, e *catalog.Entry)
 	}
 	if e.OAuth != nil {
 		sv.Provider = e.OAuth.Provider
+	}
+	if accounts.PrincipalFrom(ctx).ReadOnly {
+		// Completing the step connects the tool: a read-only key may see
+		// the step but not start it (and its reads leave no state behind).
+		sv.Error = ReadOnlyKey
+		sv.Description = "A read-only API key cannot connect a tool: read this step with a full key to get its authorization URL."
+		return sv
 	}
 	var err error = ErrProviderNotConfigured
 	if s.opts.OAuth != nil {

@@ -41,5 +41,9 @@ type StepView struct {
 // provider has no client on this server.
 const ProviderNotConfigured = "oauth_provider_not_configured"
 
+// ReadOnlyKey is the StepView.Error of an oauth step read with a read-only
+// key, which is given no authorization URL.
+const ReadOnlyKey = "read_only_key"
+
 // toUTC drops the monotonic reading and zone so JSON shows RFC 3339 UTC.
 func toUTC(t time.Time) time.Time { return t.UTC().Truncate(time.Second) }
