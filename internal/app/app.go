@@ -29,7 +29,6 @@ import (
 	"github.com/quiverhq/quiver/internal/mcpserver"
 	"github.com/quiverhq/quiver/internal/metrics"
 	"github.com/quiverhq/quiver/internal/oauth"
-	"github.com/quiverhq/quiver/internal/problem"
 	"github.com/quiverhq/quiver/internal/replaycache"
 	"github.com/quiverhq/quiver/internal/secrets"
 	"github.com/quiverhq/quiver/internal/store"
@@ -210,7 +209,7 @@ func (a *App) Handler() http.Handler { return a.API.Handler() }
 // HTTPServer is the server Serve runs Handler on; tests serve through it
 // too, so what they exercise is what runs.
 func (a *App) HTTPServer() *httpserver.Server {
-	return httpserver.New(a.Handler(), &httpserver.Options{ErrorBody: problem.RefusalBody, Logger: a.Logger})
+	return httpserver.New(a.Handler(), &httpserver.Options{ErrorBody: api.RefusalBody, RefusalHeader: api.RefusalHeader, Logger: a.Logger})
 }
 
 // RunBackground runs the sweeper, purge and call log writer until ctx ends.

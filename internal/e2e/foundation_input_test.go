@@ -3,6 +3,7 @@ package e2e
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"io"
 	"net"
@@ -167,12 +168,17 @@ func fdTestMalformedHTTP(t *testing.T, c *fdClient) {
 		name   string
 		req    string
 		status int
+		code   string // bad_request when empty
 	}{
-		{"garbage", "HELLO\r\n\r\n", 400},
-		{"no Host", "GET /healthz HTTP/1.1\r\n\r\n", 400},
-		{"unknown expectation", "POST /api/v1/agents/ HTTP/1.1\r\nHost: x\r\nExpect: 200-ok\r\nContent-Length: 2\r\n\r\n{}", 417},
-		{"headers over 1 MiB", "GET /healthz HTTP/1.1\r\nHost: x\r\nX-Big: " + strings.Repeat("a", 1<<20+8192) + "\r\n\r\n", 431},
-		{"HTTP/2 preface", "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n", 505},
+		{"garbage", "HELLO\r\n\r\n", 400, ""},
+		{"no Host", "GET /healthz HTTP/1.1\r\n\r\n", 400, ""},
+		{"unknown expectation", "POST /api/v1/agents/ HTTP/1.1\r\nHost: x\r\nExpect: 200-ok\r\nContent-Length: 2\r\n\r\n{}", 417, ""},
+		{"headers over 1 MiB", "GET /healthz HTTP/1.1\r\nHost: x\r\nX-Big: " + strings.Repeat("a", 1<<20+8192) + "\r\n\r\n", 431, ""},
+		{"HTTP/2 preface", "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n", 505, ""},
+		// A control character is not allowed in any header value, so HTTP
+		// parsing refuses it; for the key it is still the key's error.
+		{"control character in Idempotency-Key", "POST " + mqCallPath + " HTTP/1.1\r\nHost: x\r\nIdempotency-Key: ab\x7f\r\nContent-Length: 2\r\n\r\n{}", 400, "invalid_idempotency_key"},
+		{"control character in X-API-KEY", "GET /api/v1/agents/ HTTP/1.1\r\nHost: x\r\nX-API-KEY: qv_secret_value\x01\r\n\r\n", 400, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			conn, err := net.Dial("tcp", host)
@@ -190,9 +196,16 @@ func fdTestMalformedHTTP(t *testing.T, c *fdClient) {
 			if resp.StatusCode != tc.status || !resp.Close {
 				t.Fatalf("status %d, close %v, want %d and close: %s", resp.StatusCode, resp.Close, tc.status, body)
 			}
+			code := cmp.Or(tc.code, "bad_request")
 			var env map[string]any
-			if err := json.Unmarshal(body, &env); err != nil || env["error"] != "bad_request" || env["message"] == "" {
-				t.Fatalf("envelope %s (%v)", body, err)
+			if err := json.Unmarshal(body, &env); err != nil || env["error"] != code || env["message"] == "" {
+				t.Fatalf("envelope %s (%v), want %s", body, err, code)
+			}
+			if resp.Header.Get("X-Request-Id") == "" {
+				t.Error("no X-Request-Id")
+			}
+			if strings.Contains(string(body), "secret_value") {
+				t.Errorf("the refusal repeats a header's value: %s", body)
 			}
 		})
 	}

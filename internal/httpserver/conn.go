@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"runtime/debug"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -80,7 +81,7 @@ func (c *conn) serve() {
 	for {
 		req, err := c.readRequest()
 		if err != nil {
-			var refusal *refusal
+			var refusal *Refusal
 			if errors.As(err, &refusal) {
 				c.unread = true
 				c.refuse(refusal)
@@ -125,16 +126,43 @@ func (c *conn) closeGently() {
 	io.Copy(io.Discard, c.rwc)
 }
 
-// refusal is a request the server answers itself, then closes the connection.
-type refusal struct {
-	status  int
-	message string
+// Refusal is a request the server answers itself, then closes the
+// connection.
+type Refusal struct {
+	Status  int
+	Message string
+	// Header names the request header field that was malformed, when one
+	// was ("Idempotency-Key"); its value is never repeated.
+	Header string
 }
 
-func (r *refusal) Error() string { return r.message }
+func (r *Refusal) Error() string { return r.Message }
 
 func refuse(status int, format string, args ...any) error {
-	return &refusal{status: status, message: fmt.Sprintf(format, args...)}
+	return &Refusal{Status: status, Message: fmt.Sprintf(format, args...)}
+}
+
+// malformedHeader is http.ReadRequest's error for a header line it refuses
+// (a control character in the value, say), which quotes the whole line.
+const malformedHeader = "malformed MIME header line: "
+
+// parseRefusal is the refusal of a request http.ReadRequest could not
+// parse. For a malformed header line it names the field but does not
+// repeat the line, which may hold a credential.
+func parseRefusal(err error) *Refusal {
+	msg := err.Error()
+	if line, ok := strings.CutPrefix(msg, malformedHeader); ok {
+		if unq, e := strconv.Unquote(line); e == nil {
+			line = unq
+		}
+		if name, _, ok := strings.Cut(line, ":"); ok && httpguts.ValidHeaderFieldName(name) {
+			name = http.CanonicalHeaderKey(name)
+			return &Refusal{Status: http.StatusBadRequest, Header: name,
+				Message: fmt.Sprintf("The request's %s header holds a character HTTP does not allow in a header value.", name)}
+		}
+		return &Refusal{Status: http.StatusBadRequest, Message: "The request has a malformed header line."}
+	}
+	return &Refusal{Status: http.StatusBadRequest, Message: fmt.Sprintf("Malformed HTTP request: %v.", err)}
 }
 
 // readRequest waits for the next request and reads its line and headers.
@@ -166,7 +194,7 @@ func (c *conn) readRequest() (*http.Request, error) {
 		case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF), isNetError(err):
 			return nil, err
 		}
-		return nil, refuse(http.StatusBadRequest, "Malformed HTTP request: %v.", err)
+		return nil, parseRefusal(err)
 	}
 	if req.Body != http.NoBody {
 		c.rwc.SetReadDeadline(time.Now().Add(opts.BodyTimeout))
@@ -235,11 +263,21 @@ func (c *conn) serveRequest(req *http.Request) bool {
 
 // refuse answers a request the server will not hand to the handler, and the
 // connection then closes.
-func (c *conn) refuse(r *refusal) {
-	ctype, body := c.srv.opts.ErrorBody(r.status, r.message)
+func (c *conn) refuse(r *Refusal) {
+	ctype, body := c.srv.opts.ErrorBody(*r)
 	c.rwc.SetWriteDeadline(time.Now().Add(time.Second))
-	fmt.Fprintf(c.bw, "HTTP/1.1 %d %s\r\nContent-Type: %s\r\nContent-Length: %d\r\nConnection: close\r\n\r\n",
-		r.status, http.StatusText(r.status), ctype, len(body))
+	fmt.Fprintf(c.bw, "HTTP/1.1 %d %s\r\nContent-Type: %s\r\nContent-Length: %d\r\nConnection: close\r\n",
+		r.Status, http.StatusText(r.Status), ctype, len(body))
+	if c.srv.opts.RefusalHeader != nil {
+		for k, vs := range c.srv.opts.RefusalHeader() {
+			for _, v := range vs {
+				if httpguts.ValidHeaderFieldName(k) && httpguts.ValidHeaderFieldValue(v) {
+					fmt.Fprintf(c.bw, "%s: %s\r\n", k, v)
+				}
+			}
+		}
+	}
+	c.bw.WriteString("\r\n")
 	c.bw.Write(body)
 	c.bw.Flush()
 }

@@ -12,6 +12,7 @@ import (
 	"net"
 	"net/http"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -266,8 +267,8 @@ func TestExpectContinue(t *testing.T) {
 }
 
 // refusalBody is a custom Options.ErrorBody, to check the server uses it.
-func refusalBody(status int, message string) (string, []byte) {
-	return "application/x-refusal", []byte(fmt.Sprintf("%d|%s", status, message))
+func refusalBody(r httpserver.Refusal) (string, []byte) {
+	return "application/x-refusal", []byte(fmt.Sprintf("%d|%s", r.Status, r.Message))
 }
 
 // What net/http's server refuses before any handler runs, this one refuses
@@ -547,4 +548,35 @@ func TestBodyTimeout(t *testing.T) {
 		t.Fatalf("status %d, close %v; want 400 and close", resp.StatusCode, resp.Close)
 	}
 	rc.expectClosed()
+}
+
+// A header line http.ReadRequest refuses is named in the refusal, never
+// repeated (it may hold a credential), and RefusalHeader's fields go out.
+func TestRefusalNamesTheMalformedHeader(t *testing.T) {
+	t.Parallel()
+	var got httpserver.Refusal
+	var mu sync.Mutex
+	ts := setup(t, http.NotFoundHandler(), &httpserver.Options{
+		ErrorBody: func(r httpserver.Refusal) (string, []byte) {
+			mu.Lock()
+			got = r
+			mu.Unlock()
+			return refusalBody(r)
+		},
+		RefusalHeader: func() http.Header { return http.Header{"X-Request-Id": {"req_1"}} },
+	})
+	rc := dial(t, ts.addr)
+	rc.send("GET / HTTP/1.1\r\nHost: x\r\nx-api-key: secret\x01\r\n\r\n")
+	resp, body, err := rc.tryRead("GET")
+	if err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if resp.StatusCode != 400 || got.Header != "X-Api-Key" || strings.Contains(got.Message, "secret") || strings.Contains(body, "secret") {
+		t.Fatalf("%d %s, refusal %+v", resp.StatusCode, body, got)
+	}
+	if resp.Header.Get("X-Request-Id") != "req_1" {
+		t.Errorf("X-Request-Id %q", resp.Header.Get("X-Request-Id"))
+	}
 }

@@ -66,7 +66,10 @@ type Options struct {
 	MaxHeaderBytes int
 	// ErrorBody renders the body of a request the server refuses before any
 	// handler runs (400, 417, 431, 505). Nil gives text/plain.
-	ErrorBody func(status int, message string) (contentType string, body []byte)
+	ErrorBody func(r Refusal) (contentType string, body []byte)
+	// RefusalHeader, if set, gives header fields to add to each refusal
+	// (say, a request ID, which every other answer carries).
+	RefusalHeader func() http.Header
 	// Logger gets handler panics and accept errors. Nil discards them.
 	Logger *slog.Logger
 }
@@ -89,8 +92,8 @@ func (o *Options) withDefaults() Options {
 		out.MaxHeaderBytes = DefaultMaxHeaderBytes
 	}
 	if out.ErrorBody == nil {
-		out.ErrorBody = func(status int, message string) (string, []byte) {
-			return "text/plain; charset=utf-8", []byte(message)
+		out.ErrorBody = func(r Refusal) (string, []byte) {
+			return "text/plain; charset=utf-8", []byte(r.Message)
 		}
 	}
 	if out.Logger == nil {

@@ -5,7 +5,6 @@
 package problem
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -110,12 +109,4 @@ func (e *Error) HTTPStatus() int {
 		return http.StatusServiceUnavailable
 	}
 	return http.StatusInternalServerError
-}
-
-// RefusalBody renders the envelope of a request refused before routing (a
-// malformed request, oversized headers): always bad_request, whatever the
-// status, since no handler saw it.
-func RefusalBody(_ int, message string) (contentType string, body []byte) {
-	b, _ := json.Marshal(map[string]string{"error": string(BadRequest), "message": message})
-	return "application/json; charset=utf-8", b
 }

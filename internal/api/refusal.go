@@ -1,0 +1,29 @@
+package api
+
+import (
+	"encoding/json"
+	"net/http"
+
+	"github.com/quiverhq/quiver/internal/httpserver"
+	"github.com/quiverhq/quiver/internal/problem"
+)
+
+// RefusalBody renders the envelope of a request the HTTP server refuses
+// before routing (a malformed request, oversized headers): bad_request
+// whatever the status, since no handler saw it, except for a malformed
+// Idempotency-Key, which is invalid_idempotency_key as it would be past
+// routing.
+func RefusalBody(r httpserver.Refusal) (contentType string, body []byte) {
+	code, message := problem.BadRequest, r.Message
+	if r.Header == "Idempotency-Key" {
+		code, message = problem.InvalidIdempotencyKey, "The Idempotency-Key header must be 1 to 255 printable ASCII characters."
+	}
+	b, _ := json.Marshal(map[string]string{"error": string(code), "message": message})
+	return "application/json; charset=utf-8", b
+}
+
+// RefusalHeader gives a refused request the X-Request-Id every answer
+// carries.
+func RefusalHeader() http.Header {
+	return http.Header{"X-Request-Id": {newRequestID()}}
+}
