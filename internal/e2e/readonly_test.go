@@ -37,4 +37,37 @@ func TestReadOnlyKeys(t *testing.T) {
 	if r := e.call(callBody(e.id, "/ro-post", 1), "ro-1"); r.Status != 200 {
 		t.Fatalf("the refused call's key with a full key: %d %s", r.Status, r.Body)
 	}
+
+	// Retryable is not read-only: put and delete change the target.
+	for _, action := range []string{"put", "delete"} {
+		body := map[string]any{"tool": e.id, "action": action, "arguments": map[string]any{"path": "/ro-" + action}}
+		wantError(t, do("POST", callPath, body), 403, "forbidden")
+		if e.tool.count("/ro-"+action) != 0 {
+			t.Fatalf("a read-only key ran a %s", action)
+		}
+	}
+	// Nothing that changes a tool or an agent is allowed either.
+	agent := e.srv.Do("POST", "/api/v1/agents/", map[string]any{"name": "ro-target"})
+	if agent.Status != 201 {
+		t.Fatalf("agent: %d %s", agent.Status, agent.Body)
+	}
+	agentPath := fmt.Sprintf("/api/v1/agents/%v/", agent.JSON()["id"])
+	toolPath := fmt.Sprintf("/api/v1/agents/custom-tools/%d/", e.id)
+	for _, c := range []struct {
+		method, path string
+		body         any
+	}{
+		{"POST", toolPath + "provide-config/", map[string]any{"user_response": map[string]any{"base_url": "http://x"}}},
+		{"POST", toolPath + "reset-config/", nil},
+		{"PATCH", agentPath, map[string]any{"name": "renamed"}},
+		{"DELETE", agentPath, nil},
+	} {
+		wantError(t, do(c.method, c.path, c.body), 403, "forbidden")
+	}
+	if r := e.srv.Do("GET", agentPath, nil); r.Status != 200 || r.JSON()["name"] != "ro-target" {
+		t.Errorf("the agent after the read-only key's attempts: %d %s", r.Status, r.Body)
+	}
+	if r := e.srv.Do("GET", toolPath, nil); r.Status != 200 || r.JSON()["is_configured"] != true {
+		t.Errorf("the tool after the read-only key's attempts: %d %s", r.Status, r.Body)
+	}
 }
