@@ -13,7 +13,7 @@ export interface AgentClientOptions {
   apiKey?: string;
   /** Server URL; defaults to QUIVER_BASE_URL, then http://localhost:8080. */
   baseUrl?: string;
-  /** Milliseconds to wait for each response (default 60000). */
+  /** Milliseconds each attempt may take as a whole: connect, send, the whole response (default 60000). */
   timeout?: number;
   /** How many times a request is retried when retrying is safe (default 2). */
   maxRetries?: number;
@@ -49,7 +49,7 @@ export interface CallParams {
   idempotencyKey?: string;
   /** Alias of idempotencyKey. */
   idempotency_key?: string;
-  /** Milliseconds to wait for this call (defaults to the client's timeout). */
+  /** Milliseconds each attempt of this call may take as a whole (defaults to the client's timeout). */
   timeout?: number;
 }
 
@@ -225,7 +225,8 @@ export class Page<T> implements Iterable<T> {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Errors: chosen by the server's `error` code first, then the HTTP status.
+// Errors: chosen by the server's `error` code first, then the HTTP status (4xx only: any 5xx without a
+// Quiver code, e.g. a proxy's HTML 502/503/504, is an InternalServerError with code null).
 
 export interface QuiverErrorOptions {
   code?: string | null;
@@ -253,6 +254,8 @@ export class QuiverError extends Error {
   /** Extra fields of the error body (snake_case and camelCase). */
   [extra: string]: any;
 }
+/** The request cannot be sent as given (a header HTTP cannot carry); thrown before anything is sent, never retried. */
+export class InvalidRequestError extends QuiverError {}
 export class APIConnectionError extends QuiverError {}
 export class APITimeoutError extends APIConnectionError {}
 export class APIStatusError extends QuiverError {}
@@ -276,6 +279,7 @@ export class ValidationError extends APIStatusError {
   fields: Record<string, any>;
 }
 export class RateLimitError extends APIStatusError {}
+/** 500 internal, and any 5xx without a Quiver code (code null, the real status). */
 export class InternalServerError extends APIStatusError {}
 export class ToolUnreachableError extends APIStatusError {}
 export class UpstreamAuthFailedError extends APIStatusError {}

@@ -15,6 +15,7 @@ export {
 } from "./src/models.js";
 export {
   QuiverError,
+  InvalidRequestError,
   APIConnectionError,
   APITimeoutError,
   APIStatusError,

@@ -185,7 +185,8 @@ export class ToolsResource extends Resource {
    * Run one action of a connected tool:
    * call(tool.id, { action: "search", arguments: {...}, idempotencyKey }).
    * With an idempotencyKey the SDK retries lost connections, timeouts and transient errors with the same
-   * key; without one it retries only 429 and 503. The SDK never generates a key.
+   * key; without one it retries only Quiver's 429 rate_limited and 503 unavailable (the server did
+   * nothing), never a proxy's answer without Quiver's error code. The SDK never generates a key.
    */
   async call(tool, params = {}) {
     if (tool !== null && typeof tool === "object") tool = tool.id;
@@ -265,7 +266,10 @@ export class AgentsResource extends Resource {
 
 /** The state of idempotency keys of the account. */
 export class IdempotencyKeysResource extends Resource {
-  /** The state of a key: in_progress, succeeded or outcome_unknown (NotFoundError if unknown). */
+  /**
+   * The state of a key: in_progress, succeeded or outcome_unknown (NotFoundError if unknown).
+   * The keys "." and ".." are sent with node:http rather than fetch, whose URL parser would drop them.
+   */
   get(key) {
     validateIdempotencyKey(key);
     return this._get(API + "/idempotency-keys/" + encodeURIComponent(key), IdempotencyKeyState);

@@ -67,6 +67,13 @@ export class QuiverError extends Error {
   }
 }
 
+/**
+ * The request cannot be sent as given; thrown before anything is sent, and never retried: an API key or
+ * header value HTTP headers cannot carry (a character above U+00FF, or NUL/CR/LF), an invalid header name.
+ * `status` is null.
+ */
+export class InvalidRequestError extends QuiverError {}
+
 /** No response came back: the connection failed, was cut, or timed out. */
 export class APIConnectionError extends QuiverError {
   constructor(message = "Connection error.", options = {}) {
@@ -116,7 +123,11 @@ export class ValidationError extends APIStatusError {
 }
 /** 429 rate_limited (`retryAfter`). */
 export class RateLimitError extends APIStatusError {}
-/** 500 internal, and any other unexpected 5xx. */
+/**
+ * 500 internal (a server bug; carries `requestId`), and any 5xx without a Quiver `error` code (code null,
+ * the real status): usually from something between the SDK and Quiver, like a proxy's HTML 502/503/504,
+ * which says nothing of whether the request reached Quiver or what Quiver did.
+ */
 export class InternalServerError extends APIStatusError {}
 /** 502 tool_unreachable: the request provably never left. */
 export class ToolUnreachableError extends APIStatusError {}
@@ -146,6 +157,11 @@ const BY_CODE = {
   internal: InternalServerError,
 };
 
+// Without a known Quiver code, only a 4xx is classed by its status: a 4xx says what was wrong with the
+// request, which means the same from a proxy as from Quiver. The specific 5xx classes state facts only
+// Quiver's code can vouch for (ToolUnreachableError: the request provably never left;
+// ServiceUnavailableError: the server did nothing), so a 5xx without one (a proxy's HTML 502/503/504) is
+// the generic InternalServerError, with its real status and code null.
 const BY_STATUS = {
   400: BadRequestError,
   401: AuthenticationError,
@@ -155,9 +171,6 @@ const BY_STATUS = {
   413: PayloadTooLargeError,
   422: ValidationError,
   429: RateLimitError,
-  500: InternalServerError,
-  502: ToolUnreachableError,
-  503: ServiceUnavailableError,
 };
 
 /**
@@ -179,8 +192,7 @@ export function errorFromResponse(status, headers, text) {
   if (!message) message = (text || "").slice(0, 200).trim() || `HTTP ${status}`;
   const Cls =
     (code && Object.hasOwn(BY_CODE, code) && BY_CODE[code]) ||
-    BY_STATUS[status] ||
-    (status >= 500 ? InternalServerError : APIStatusError);
+    (status >= 500 ? InternalServerError : BY_STATUS[status] ?? APIStatusError);
   return new Cls(message, { code, status, body, headers });
 }
 

@@ -4,6 +4,7 @@ import {
   APIConnectionError,
   APITimeoutError,
   InvalidIdempotencyKeyError,
+  InvalidRequestError,
   QuiverError,
   errorFromResponse,
 } from "./errors.js";
@@ -13,14 +14,56 @@ export const VERSION = "0.1.0";
 /**
  * SAFE: repeating the request cannot duplicate an effect (GET, DELETE, or a tool call carrying the
  * caller's idempotency key). Retried on connection errors, timeouts, 5xx (except the terminal
- * tool_outcome_unknown and the deterministic upstream_auth_failed), 429 and 409 request_in_progress.
+ * tool_outcome_unknown and the deterministic upstream_auth_failed), 429 and 409 request_in_progress,
+ * with or without Quiver's error code.
  * REFUSED_ONLY: repeating it could duplicate an effect (POST without a key, PATCH). Retried only when
- * the server answered that it did nothing: 429 and 503.
+ * Quiver itself answered that it did nothing: 429 rate_limited and 503 unavailable. An answer without
+ * Quiver's code (a proxy's HTML 503 "upstream reset before headers", a gateway's 502/504 or 429) proves
+ * nothing about what happened upstream, so it is never retried for these.
  */
 export const SAFE = "safe";
 export const REFUSED_ONLY = "refused_only";
 
 const MAX_RETRY_AFTER_SECONDS = 60;
+
+// What an HTTP header can carry: a token as its name; Latin-1 text without NUL, CR or LF as its value.
+const HEADER_NAME = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
+const BAD_HEADER_CHAR = /[^\u0001-\u0009\u000b\u000c\u000e-\u00ff]/;
+
+/**
+ * Throw InvalidRequestError, before anything is sent, for a header HTTP cannot carry. The message names
+ * the header, never its value (it may be a secret).
+ */
+function checkHeaders(headers) {
+  for (const [name, value] of Object.entries(headers)) {
+    if (!HEADER_NAME.test(name)) {
+      throw new InvalidRequestError(`Invalid header name ${JSON.stringify(name)}: it must be an HTTP token. Nothing was sent.`);
+    }
+    const text = String(value);
+    const bad = BAD_HEADER_CHAR.exec(text);
+    if (bad) {
+      const code = bad[0].codePointAt(0).toString(16).toUpperCase().padStart(4, "0");
+      const what = name.toLowerCase() === "x-api-key" ? "the API key" : "its value";
+      throw new InvalidRequestError(
+        `The ${name} header cannot be sent: ${what} has the character U+${code} at index ${bad.index}, and HTTP ` +
+          "header values can only be Latin-1 characters without NUL, CR or LF. Nothing was sent.",
+      );
+    }
+  }
+}
+
+/**
+ * fetch parses the URL (WHATWG) and so resolves "." and ".." path segments, even written %2E: GET
+ * /api/v1/idempotency-keys/.. would be sent as GET /api/v1/. Such a URL is sent with node:http instead,
+ * which sends the path as given (the server accepts it).
+ */
+const DOT_SEGMENT = /\/(?:\.|%2e){1,2}(?=[/?#]|$)/i;
+
+/** The path and query of an absolute URL, exactly as written. */
+function requestTarget(url) {
+  const rest = url.replace(/^[a-z][a-z0-9+.-]*:\/\/[^/?#]*/i, "");
+  return rest.startsWith("/") ? rest : "/" + rest;
+}
 
 /**
  * Check an idempotency key client-side; returns it unchanged.
@@ -103,6 +146,7 @@ export class Transport {
       allHeaders["Content-Type"] = "application/json; charset=utf-8";
     }
     Object.assign(allHeaders, headers ?? {});
+    checkHeaders(allHeaders);
     const effectiveTimeout = timeout ?? this.timeout;
 
     for (let attempt = 0; ; attempt++) {
@@ -147,13 +191,22 @@ export class Transport {
           }, timeout)
         : null;
     try {
+      if (DOT_SEGMENT.test(requestTarget(url).replace(/[?#].*$/, ""))) {
+        return await sendAsWritten(method, url, headers, payload, controller.signal);
+      }
       const res = await this.fetch(url, { method, headers, body: payload, signal: controller.signal });
       const text = await res.text();
       return { status: res.status, headers: res.headers, text };
     } catch (err) {
       if (timedOut) throw new APITimeoutError(`Request timed out after ${timeout} ms.`, { cause: err });
+      if (err instanceof QuiverError) throw err;
       if (err instanceof TypeError && /invalid url|failed to parse url/i.test(String(err.message))) throw err;
-      const detail = err?.cause?.code || err?.cause?.message || err?.message || String(err);
+      if (err instanceof TypeError && err.cause === undefined && /header|bytestring/i.test(String(err.message))) {
+        // fetch refused a header before sending anything: a local error, not a connection one. (Its
+        // message may quote the header's value, which may be a secret: it stays in `cause` only.)
+        throw new InvalidRequestError("A request header cannot be sent. Nothing was sent.", { cause: err });
+      }
+      const detail = err?.cause?.code || err?.cause?.message || err?.code || err?.message || String(err);
       throw new APIConnectionError(`Connection error: ${detail}`, { cause: err });
     } finally {
       if (timer) clearTimeout(timer);
@@ -161,14 +214,60 @@ export class Transport {
   }
 }
 
+/**
+ * Send a request with node:http(s), its path exactly as written (see DOT_SEGMENT). Resolves like #send's
+ * fetch branch to {status, headers (a Headers), text}; `signal` aborts it, body included.
+ */
+async function sendAsWritten(method, url, headers, payload, signal) {
+  const target = new URL(url); // for the origin only: its path may have lost dot segments
+  let mod;
+  try {
+    mod = await import(target.protocol === "https:" ? "node:https" : "node:http");
+  } catch (err) {
+    throw new QuiverError(`The path ${requestTarget(url)} cannot be sent with fetch, and node:http is not available.`, {
+      cause: err,
+    });
+  }
+  return new Promise((resolve, reject) => {
+    const req = mod.request(
+      {
+        protocol: target.protocol,
+        hostname: target.hostname.replace(/^\[(.*)\]$/, "$1"),
+        port: target.port || undefined,
+        path: requestTarget(url),
+        method,
+        headers: payload === undefined ? headers : { ...headers, "Content-Length": Buffer.byteLength(payload) },
+        signal,
+        agent: false,
+      },
+      (res) => {
+        const chunks = [];
+        res.on("data", (chunk) => chunks.push(chunk));
+        res.on("error", reject);
+        res.on("close", () => {
+          if (!res.complete) reject(new Error("the connection closed before the whole response arrived"));
+        });
+        res.on("end", () => {
+          const resHeaders = new Headers();
+          for (let i = 0; i + 1 < res.rawHeaders.length; i += 2) resHeaders.append(res.rawHeaders[i], res.rawHeaders[i + 1]);
+          resolve({ status: res.statusCode, headers: resHeaders, text: Buffer.concat(chunks).toString("utf8") });
+        });
+      },
+    );
+    req.on("error", reject);
+    req.end(payload);
+  });
+}
+
 function shouldRetry(error, mode) {
   const status = error.status ?? 0;
   const code = error.code;
-  if (status === 429 || (status === 503 && (code === null || code === "unavailable"))) return true;
+  // Quiver's own word that it did nothing: any request may be repeated.
+  if ((status === 429 && code === "rate_limited") || (status === 503 && code === "unavailable")) return true;
   if (mode !== SAFE) return false;
   if (code === "request_in_progress") return true;
   if (code === "tool_outcome_unknown" || code === "upstream_auth_failed") return false;
-  return status >= 500;
+  return status === 429 || status >= 500;
 }
 
 function decode(status, headers, text) {

@@ -218,6 +218,49 @@ export async function scriptedServer() {
   };
 }
 
+/**
+ * Answers every request with `response` (raw HTTP bytes): `head` bytes at once, then `chunk` bytes every
+ * `intervalMs`, so the status line and headers, the body, or both can trickle.
+ */
+export async function trickleServer({ response, head = 0, chunk = 1, intervalMs = 300 }) {
+  const raw = Buffer.from(response);
+  const sockets = new Set();
+  const timers = new Set();
+  const server = net.createServer((socket) => {
+    sockets.add(socket);
+    socket.on("close", () => sockets.delete(socket));
+    socket.on("error", () => {});
+    let seen = "";
+    socket.on("data", (d) => {
+      if (seen.includes("\r\n\r\n")) return;
+      seen += d.toString("latin1");
+      if (!seen.includes("\r\n\r\n")) return;
+      socket.write(raw.subarray(0, head));
+      let at = head;
+      const timer = setInterval(() => {
+        if (at >= raw.length || socket.destroyed) {
+          clearInterval(timer);
+          timers.delete(timer);
+          return;
+        }
+        socket.write(raw.subarray(at, at + chunk));
+        at += chunk;
+      }, intervalMs);
+      timers.add(timer);
+    });
+  });
+  const { url } = await listen(server);
+  return {
+    url,
+    close: () =>
+      new Promise((resolve) => {
+        for (const t of timers) clearInterval(t);
+        for (const s of sockets) s.destroy();
+        server.close(() => resolve());
+      }),
+  };
+}
+
 export async function buildBinary() {
   if (process.env.QUIVER_BIN) return { bin: process.env.QUIVER_BIN, cleanup: () => {} };
   const dir = mkdtempSync(path.join(os.tmpdir(), "quiver-bin-"));

@@ -399,6 +399,41 @@ describe("idempotency", () => {
     await httpToolFor(other);
     await assert.rejects(other.tools.call("http-request", { action: "get", arguments: { path: "/by-name-js" } }), quiver.ValidationError);
   });
+
+  test("the keys . and .. can be looked up", async () => {
+    for (const k of [".", ".."]) {
+      const r = await client.tools.call(httpTool.id, { action: "post", arguments: { path: "/dot-key-js", body: { key: k } }, idempotencyKey: k });
+      const state = await client.idempotencyKeys.get(k);
+      assert.equal(state.key, k);
+      assert.equal(state.state, "succeeded");
+      assert.equal(state.callId, r.callId);
+    }
+  });
+
+  test("non-ASCII arguments round-trip, and the replay is byte for byte", async () => {
+    const text = "na\u00efve caf\u00e9 \u2013 \u4e2d\u6587 \u{1F600} \u05e2\u05d1\u05e8\u05d9\u05ea e\u0301 \u0000 \u2028";
+    const args = { path: "/unicode-js", body: { text, "\u00e9t\u00e9": ["\u20ac", "\u{1F4A9}"] } };
+    const k = key();
+    const raw = () =>
+      fetch(`${ENV.baseUrl}/api/v1/agents/custom-tools/call/`, {
+        method: "POST",
+        headers: { "X-API-KEY": ENV.apiKey, "Idempotency-Key": k, "Content-Type": "application/json; charset=utf-8" },
+        body: JSON.stringify({ tool: httpTool.id, action: "post", arguments: args }),
+      });
+    const first = await raw();
+    assert.equal(first.status, 200);
+    const firstBytes = Buffer.from(await first.arrayBuffer());
+    const data = JSON.parse(firstBytes.toString("utf8"));
+    assert.equal(data.is_error, false, JSON.stringify(data));
+    assert.deepEqual(data.result.body.echo, args.body); // the tool got the text intact
+    const replayed = await client.tools.call(httpTool.id, { action: "post", arguments: args, idempotencyKey: k });
+    assert.equal(replayed.replayed, true);
+    assert.equal(replayed.result.body.echo.text, text);
+    const again = await raw();
+    assert.equal(again.headers.get("idempotent-replayed"), "true");
+    assert.ok(Buffer.from(await again.arrayBuffer()).equals(firstBytes), "the replay is byte for byte");
+    assert.equal(ENV.target.count("/unicode-js"), 1);
+  });
 });
 
 // ---------------------------------------------------------------------------------------------

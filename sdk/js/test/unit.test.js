@@ -7,7 +7,7 @@ import net from "node:net";
 
 import * as quiver from "quiver-sdk";
 import { AgentClient } from "quiver-sdk";
-import { scriptedServer, freePort } from "../test-support/harness.js";
+import { scriptedServer, freePort, trickleServer } from "../test-support/harness.js";
 
 let fake;
 let client;
@@ -178,6 +178,48 @@ describe("encoding", () => {
     assert.equal(fake.requests[0].path, "/api/v1/idempotency-keys/a%2Fb%20c");
     assert.equal(state.state, "succeeded");
   });
+
+  test("idempotency keys . and .. keep their path segment", async () => {
+    // fetch's URL parser resolves "." and ".." segments (even as %2E) away: /idempotency-keys/.. would
+    // become /api/v1/. They are valid keys, and the server accepts them as sent.
+    for (const k of [".", ".."]) {
+      fake.push(200, { key: k, state: "succeeded" });
+      const state = await client.idempotencyKeys.get(k);
+      assert.equal(fake.requests.at(-1).path, `/api/v1/idempotency-keys/${k}`);
+      assert.equal(fake.requests.at(-1).method, "GET");
+      assert.equal(fake.requests.at(-1).headers["x-api-key"], "k-test");
+      assert.equal(state.key, k);
+      assert.equal(state.state, "succeeded");
+    }
+    fake.push(404, { error: "not_found", message: "no such key" }, { "X-Request-Id": "rid-dot" });
+    const err = await client.idempotencyKeys.get("..").catch((e) => e);
+    assert.ok(err instanceof quiver.NotFoundError, String(err));
+    assert.equal(err.requestId, "rid-dot");
+    assert.equal(fake.requests.at(-1).path, "/api/v1/idempotency-keys/..");
+  });
+
+  test("dot segments through the node:http path: connection errors and timeouts", async () => {
+    const port = await freePort();
+    const c = new AgentClient({ apiKey: "x", baseUrl: `http://127.0.0.1:${port}`, maxRetries: 1 });
+    const waits = [];
+    c._transport.sleep = async (ms) => waits.push(ms);
+    const err = await c.idempotencyKeys.get("..").catch((e) => e);
+    assert.ok(err instanceof quiver.APIConnectionError, String(err));
+    assert.equal(waits.length, 1); // a GET is retried
+    const conns = [];
+    const sock = net.createServer((s) => conns.push(s));
+    await new Promise((r) => sock.listen(0, "127.0.0.1", r));
+    try {
+      const slow = new AgentClient({ apiKey: "x", baseUrl: `http://127.0.0.1:${sock.address().port}`, timeout: 300, maxRetries: 0 });
+      const started = Date.now();
+      const err2 = await slow.idempotencyKeys.get(".").catch((e) => e);
+      assert.ok(err2 instanceof quiver.APITimeoutError, String(err2));
+      assert.ok(Date.now() - started < 2000);
+    } finally {
+      for (const s of conns) s.destroy();
+      await new Promise((r) => sock.close(r));
+    }
+  });
 });
 
 describe("errors", () => {
@@ -226,21 +268,62 @@ describe("errors", () => {
   });
 
   test("mapping by status when the code is unknown", async () => {
+    // 4xx map by status; every 5xx without a Quiver code is the generic InternalServerError.
     const c = makeClient({ maxRetries: 0 });
     const cases = [
       [400, quiver.BadRequestError], [401, quiver.AuthenticationError], [403, quiver.PermissionDeniedError],
       [404, quiver.NotFoundError], [409, quiver.ConflictError], [422, quiver.ValidationError],
-      [429, quiver.RateLimitError], [500, quiver.InternalServerError], [502, quiver.ToolUnreachableError],
-      [503, quiver.ServiceUnavailableError], [504, quiver.InternalServerError], [418, quiver.APIStatusError],
+      [429, quiver.RateLimitError], [500, quiver.InternalServerError], [502, quiver.InternalServerError],
+      [503, quiver.InternalServerError], [504, quiver.InternalServerError], [418, quiver.APIStatusError],
     ];
     for (const [status, Cls] of cases) {
       fake.push(status, "<html>oops</html>");
       const err = await c.tools.get(1).catch((e) => e);
       assert.ok(err instanceof Cls, `${status}: ${err.name}`);
+      assert.equal(err.constructor, Cls, `${status}: ${err.name}`);
       assert.equal(err.status, status);
       assert.equal(err.code, null);
       assert.match(err.message, /oops/);
     }
+  });
+
+  test("a code-less 5xx is not a Quiver claim", async () => {
+    // A proxy's 502/503/504 says nothing of the tool or of what the server did.
+    const c = makeClient({ maxRetries: 0 });
+    const specific = [quiver.ToolUnreachableError, quiver.UpstreamAuthFailedError, quiver.ServiceUnavailableError, quiver.ToolOutcomeUnknownError];
+    const cases = [
+      [502, "<html>502 Bad Gateway</html>"],
+      [503, "upstream connect error or disconnect/reset before headers"],
+      [504, "<html>504 Gateway Time-out</html>"],
+      [502, { error: "bad_gateway", message: "not a Quiver code" }],
+    ];
+    for (const [status, body] of cases) {
+      fake.push(status, body);
+      const err = await c.tools.call(1, { action: "a", idempotencyKey: "k" }).catch((e) => e);
+      assert.ok(err instanceof quiver.InternalServerError, `${status}: ${err.name}`);
+      for (const Cls of specific) assert.ok(!(err instanceof Cls), `${status}: ${err.name}`);
+      assert.equal(err.status, status);
+    }
+  });
+
+  test("Retry-After as an HTTP-date", async () => {
+    const c = makeClient({ maxRetries: 0 });
+    fake.push(429, { error: "rate_limited", message: "slow" }, { "Retry-After": new Date(Date.now() + 30_000).toUTCString() });
+    let err = await c.tools.list().catch((e) => e);
+    assert.ok(err instanceof quiver.RateLimitError);
+    assert.ok(err.retryAfter > 28 && err.retryAfter <= 30, String(err.retryAfter));
+    fake.push(429, { error: "rate_limited", message: "slow" }, { "Retry-After": "Wed, 21 Oct 2015 07:28:00 GMT" });
+    err = await c.tools.list().catch((e) => e);
+    assert.equal(err.retryAfter, 0);
+    fake.push(429, { error: "rate_limited", message: "slow" }, { "Retry-After": "soon" });
+    err = await c.tools.list().catch((e) => e);
+    assert.equal(err.retryAfter, null);
+    // An HTTP-date is honoured as the retry delay.
+    fake.push(503, { error: "unavailable", message: "db" }, { "Retry-After": new Date(Date.now() + 10_000).toUTCString() });
+    fake.push(200, { agents: [] });
+    await client.agents.list();
+    assert.equal(delays.length, 1);
+    assert.ok(delays[0] > 8000 && delays[0] <= 10_000, String(delays[0]));
   });
 
   test("extra fields: fields and nextConfigurationStep", async () => {
@@ -382,6 +465,63 @@ describe("retries", () => {
     assert.equal(fake.requests.length, 4);
   });
 
+  test("code-less answers are not retried for requests that are not safe to repeat", async () => {
+    // A proxy's answer without Quiver's code does not prove the request did nothing.
+    const unsafe = {
+      "agents.create": () => client.agents.create({ name: "a", goal: "g" }),
+      "tools.create": () => client.tools.create({ mcpTool: "tavily" }),
+      "tools.call without key": () => client.tools.call(1, { action: "a" }),
+      "agents.update": () => client.agents.update(1, { name: "x" }),
+      provideConfig: () => client.tools.provideConfig(1, { userResponse: { a: "b" } }),
+    };
+    const answers = [
+      [503, "upstream connect error or disconnect/reset before headers. reset reason: overflow"],
+      [502, "<html>502 Bad Gateway</html>"],
+      [504, "<html>504 Gateway Time-out</html>"],
+      [500, "oops"],
+      [429, "<html>429 Too Many Requests</html>"],
+    ];
+    for (const [name, send] of Object.entries(unsafe)) {
+      for (const [status, body] of answers) {
+        const before = fake.requests.length;
+        fake.push(status, body); // a retry would get the default 200 and succeed
+        const err = await send().catch((e) => e);
+        assert.ok(err instanceof quiver.APIStatusError, `${name} ${status}: ${err}`);
+        assert.equal(err.status, status);
+        assert.equal(fake.requests.length, before + 1, `${name} ${status} was retried`);
+        assert.deepEqual(delays, []);
+      }
+    }
+  });
+
+  test("code-less answers are retried for safe requests", async () => {
+    fake.push(503, "upstream connect error or disconnect/reset before headers");
+    fake.push(502, "<html>502 Bad Gateway</html>");
+    fake.push(200, { id: 1 });
+    assert.equal((await client.tools.get(1)).id, 1);
+    fake.push(504, "<html>504 Gateway Time-out</html>");
+    fake.push(200, OK);
+    assert.equal((await client.tools.call(1, { action: "a", idempotencyKey: "op-5" })).callId, "c_ok");
+    assert.equal(fake.requests.length, 5);
+    assert.equal(delays.length, 3);
+  });
+
+  test("Retry-After over 60 s gives up at once", async () => {
+    for (const [status, code] of [[429, "rate_limited"], [503, "unavailable"], [409, "request_in_progress"]]) {
+      const before = fake.requests.length;
+      fake.push(status, { error: code, message: "later" }, { "Retry-After": "61" });
+      const err = await client.tools.call(1, { action: "a", idempotencyKey: "op-6" }).catch((e) => e);
+      assert.equal(err.code, code);
+      assert.equal(err.retryAfter, 61);
+      assert.equal(fake.requests.length, before + 1);
+      assert.deepEqual(delays, []);
+    }
+    fake.push(429, { error: "rate_limited", message: "soon" }, { "Retry-After": "60" });
+    fake.push(200, OK);
+    await client.tools.call(1, { action: "a" });
+    assert.deepEqual(delays, [60_000]);
+  });
+
   test("creates are retried on 429", async () => {
     fake.push(429, { error: "rate_limited", message: "x" }, { "Retry-After": "0" });
     fake.push(201, { id: 1, mcp_tool: "browser", is_configured: true, next_configuration_step: null });
@@ -402,5 +542,83 @@ describe("retries", () => {
       for (const c of conns) c.destroy();
       await new Promise((r) => sock.close(r));
     }
+  });
+});
+
+describe("timeout is a deadline for the whole attempt", () => {
+  const BODY = '{"id": 1, "name": "trickled", "n":1}'; // 36 bytes
+  const response = (status = "200 OK") =>
+    `HTTP/1.1 ${status}\r\nContent-Type: application/json\r\nContent-Length: ${BODY.length}\r\nConnection: close\r\n\r\n${BODY}`;
+
+  async function check(server, timeout = 1000) {
+    try {
+      const c = new AgentClient({ apiKey: "x", baseUrl: server.url, timeout, maxRetries: 0 });
+      const started = Date.now();
+      const err = await c.tools.get(1).catch((e) => e);
+      const elapsed = Date.now() - started;
+      assert.ok(err instanceof quiver.APITimeoutError, String(err));
+      assert.ok(elapsed < timeout + 600 && elapsed >= timeout - 50, `took ${elapsed} ms`);
+    } finally {
+      await server.close();
+    }
+  }
+
+  test("trickled body", async () => {
+    const raw = response();
+    await check(await trickleServer({ response: raw, head: raw.length - BODY.length, intervalMs: 300 }));
+  });
+
+  test("trickled status line and headers", async () => {
+    await check(await trickleServer({ response: response(), head: 0, intervalMs: 100 }));
+  });
+
+  test("trickled error body", async () => {
+    const raw = response("500 Internal Server Error");
+    await check(await trickleServer({ response: raw, head: raw.length - BODY.length, intervalMs: 300 }));
+  });
+});
+
+describe("local errors", () => {
+  async function assertRefused(promise, ...fragments) {
+    const err = await promise.catch((e) => e);
+    assert.ok(err instanceof quiver.InvalidRequestError, String(err));
+    assert.ok(err instanceof quiver.QuiverError);
+    assert.ok(!(err instanceof quiver.APIConnectionError));
+    assert.equal(err.status, null);
+    for (const f of fragments) assert.ok(err.message.includes(f), `${err.message} lacks ${f}`);
+    assert.equal(fake.requests.length, 0);
+    assert.deepEqual(delays, []);
+    return err;
+  }
+
+  test("an API key that cannot be a header is refused before any request", async () => {
+    for (const bad of ["k-test\u20ac", "k-\u00e9\u4e2d", "k\r\nX-Evil: 1", "k\u0000"]) {
+      const c = makeClient({ apiKey: bad });
+      const err = await assertRefused(c.tools.list(), "X-API-KEY");
+      assert.ok(!err.message.includes(bad), "the key is a secret: never in the message");
+      await assertRefused(c.tools.call(1, { action: "a", idempotencyKey: "k" }), "X-API-KEY");
+      await assertRefused(c.idempotencyKeys.get(".."), "X-API-KEY");
+    }
+  });
+
+  test("a default header that cannot be a header is refused", async () => {
+    const c = makeClient({ defaultHeaders: { "X-Trace": "caf\u00e9 \u2615" } });
+    await assertRefused(c.agents.list(), "X-Trace", "U+2615");
+    const named = makeClient({ defaultHeaders: { "bad name": "x" } });
+    await assertRefused(named.agents.list(), "bad name");
+  });
+
+  test("a Latin-1 header value is sent", async () => {
+    const c = makeClient({ defaultHeaders: { "X-Note": "caf\u00e9" } });
+    fake.push(200, { agents: [] });
+    await c.agents.list();
+    assert.equal(fake.requests.length, 1);
+  });
+
+  test("non-ASCII arguments are sent as UTF-8", async () => {
+    fake.push(200, { call_id: "c" });
+    const text = "caf\u00e9 \u4e2d \u{1F600}";
+    await client.tools.call(1, { action: "a", arguments: { q: text }, idempotencyKey: "k" });
+    assert.deepEqual(lastBody(), { tool: 1, action: "a", arguments: { q: text } });
   });
 });

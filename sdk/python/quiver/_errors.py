@@ -14,6 +14,7 @@ from typing import Any, Dict, Mapping, Optional, Type
 
 __all__ = [
     "QuiverError",
+    "InvalidRequestError",
     "APIConnectionError",
     "APITimeoutError",
     "APIStatusError",
@@ -101,6 +102,15 @@ class QuiverError(Exception):
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(status={self.status!r}, code={self.code!r}, message={self.message!r})"
+
+
+class InvalidRequestError(QuiverError, ValueError):
+    """The request cannot be sent as given; raised before anything is sent, and never retried.
+
+    For example an API key or header value with a character HTTP headers cannot carry (outside
+    Latin-1, or NUL/CR/LF), text that is not valid Unicode (a lone surrogate) in a request body, or
+    an invalid URL. ``status`` is ``None``. Also a :class:`ValueError`.
+    """
 
 
 class APIConnectionError(QuiverError):
@@ -205,7 +215,12 @@ class RateLimitError(APIStatusError):
 
 
 class InternalServerError(APIStatusError):
-    """500 (a server bug; carries ``request_id``) and any other unexpected 5xx."""
+    """500 ``internal`` (a server bug; carries ``request_id``), and any 5xx without a Quiver ``error`` code.
+
+    A 5xx without Quiver's code (``code`` is ``None``; ``status`` is the real one) usually comes from
+    something between the SDK and Quiver, e.g. a proxy's HTML ``502``/``503``/``504``: it says nothing
+    of whether the request reached Quiver or what Quiver did.
+    """
 
 
 class ToolUnreachableError(APIStatusError):
@@ -241,6 +256,11 @@ _BY_CODE: Dict[str, Type[APIStatusError]] = {
     "internal": InternalServerError,
 }
 
+# Without a known Quiver code, only a 4xx is classed by its status: a 4xx says what was wrong with
+# the request, which means the same from a proxy as from Quiver. The specific 5xx classes state facts
+# only Quiver's code can vouch for (ToolUnreachableError: the request provably never left;
+# ServiceUnavailableError: the server did nothing), so a 5xx without one (a proxy's HTML 502/503/504)
+# is the generic InternalServerError, with its real status and code None.
 _BY_STATUS: Dict[int, Type[APIStatusError]] = {
     400: BadRequestError,
     401: AuthenticationError,
@@ -250,21 +270,20 @@ _BY_STATUS: Dict[int, Type[APIStatusError]] = {
     413: PayloadTooLargeError,
     422: ValidationError,
     429: RateLimitError,
-    500: InternalServerError,
-    502: ToolUnreachableError,
-    503: ServiceUnavailableError,
 }
 
 
 def error_class_for(code: Optional[str], status: int) -> Type[APIStatusError]:
-    """The error class for a server ``error`` code (first) and HTTP status (second)."""
+    """The error class for a server ``error`` code (first) and HTTP status (second).
+
+    Any 5xx without a known code is :class:`InternalServerError`; an unknown 4xx is
+    :class:`APIStatusError`.
+    """
     if code and code in _BY_CODE:
         return _BY_CODE[code]
-    if status in _BY_STATUS:
-        return _BY_STATUS[status]
     if status >= 500:
         return InternalServerError
-    return APIStatusError
+    return _BY_STATUS.get(status, APIStatusError)
 
 
 def error_from_response(status: int, headers: Mapping[str, str], raw: bytes) -> APIStatusError:

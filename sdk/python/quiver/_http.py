@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import http.client
+import io
 import json
 import random
+import re
 import socket
 import sys
+import threading
 import time
 import urllib.error
 import urllib.parse
@@ -18,6 +21,7 @@ from ._errors import (
     APIStatusError,
     APITimeoutError,
     InvalidIdempotencyKeyError,
+    InvalidRequestError,
     QuiverError,
     error_from_response,
 )
@@ -28,14 +32,19 @@ from ._version import __version__
 # SAFE: repeating it cannot duplicate an effect (GET, DELETE, or a tool call carrying the caller's
 #   idempotency key, which the server deduplicates). Retried on connection errors, timeouts, 5xx
 #   (except the terminal tool_outcome_unknown and the deterministic upstream_auth_failed), 429 and
-#   409 request_in_progress.
+#   409 request_in_progress, with or without Quiver's error code.
 # REFUSED_ONLY: repeating it could duplicate an effect (POST without a key, PATCH). Retried only when
-#   the server answered that it did nothing: 429 rate_limited and 503 unavailable.
+#   Quiver itself answered that it did nothing: 429 rate_limited and 503 unavailable. An answer
+#   without Quiver's code (a proxy's HTML 503 "upstream reset before headers", a gateway's 502/504
+#   or 429) proves nothing about what happened upstream, so it is never retried for these.
 SAFE = "safe"
 REFUSED_ONLY = "refused_only"
 
 _NO_BODY = object()
 _MAX_RETRY_AFTER = 60.0
+
+# What an HTTP header can carry: a token as its name; Latin-1 text without NUL, CR or LF as its value.
+_HEADER_NAME = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
 
 
 def validate_idempotency_key(key: Any) -> str:
@@ -96,7 +105,11 @@ class Transport:
         self.max_retry_delay = max_retry_delay
         self.default_headers = dict(default_headers or {})
         self.user_agent = f"quiver-python/{__version__} (Python {sys.version_info[0]}.{sys.version_info[1]})"
-        self._opener = urllib.request.build_opener()
+        self._attempt = threading.local()  # the deadline of this thread's current attempt
+        handlers: list = [_DeadlineHTTPHandler(self._attempt)]
+        if _DeadlineHTTPSHandler is not None:
+            handlers.append(_DeadlineHTTPSHandler(self._attempt))
+        self._opener = urllib.request.build_opener(*handlers)
         self.sleep: Callable[[float], None] = time.sleep
 
     # -- public -----------------------------------------------------------------------------
@@ -128,10 +141,11 @@ class Transport:
             all_headers["X-API-KEY"] = self.api_key
         if body is not _NO_BODY:
             # Encoded once: every retry sends the very same bytes.
-            data = json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+            data = _encode_body(body)
             all_headers["Content-Type"] = "application/json; charset=utf-8"
         if headers:
             all_headers.update(headers)
+        _check_headers(all_headers)
         effective_timeout = self.timeout if timeout is None else timeout
 
         attempt = 0
@@ -163,8 +177,13 @@ class Transport:
         base = min(self.max_retry_delay, self.initial_retry_delay * (2 ** attempt))
         return base * (0.75 + random.random() * 0.25)
 
-    def _send(self, method: str, url: str, data: Optional[bytes], headers: Mapping[str, str], timeout: float) -> Response:
+    def _send(
+        self, method: str, url: str, data: Optional[bytes], headers: Mapping[str, str], timeout: Optional[float]
+    ) -> Response:
+        """One attempt. ``timeout`` is a deadline for all of it: connect, send, status, headers and body."""
         request = urllib.request.Request(url, data=data, method=method, headers=dict(headers))
+        # Read by the connection the opener makes for this request (see _DeadlineHTTPConnection).
+        self._attempt.deadline = None if timeout is None else time.monotonic() + timeout
         try:
             with self._opener.open(request, timeout=timeout) as raw:
                 return Response(raw.status, raw.headers, raw.read())
@@ -177,12 +196,18 @@ class Transport:
                 exc.close()
             return Response(exc.code, exc.headers, payload)
         except urllib.error.URLError as exc:
-            raise _connection_error(exc.reason if isinstance(exc.reason, BaseException) else exc) from exc
-        except (OSError, http.client.HTTPException, ValueError) as exc:
-            if isinstance(exc, ValueError) and not isinstance(exc, UnicodeError):
-                # e.g. an invalid URL: a programming error, not a network one.
-                raise QuiverError(f"Invalid request: {exc}") from exc
+            reason = exc.reason
+            if isinstance(reason, ValueError):
+                raise InvalidRequestError(f"Invalid request: {reason}") from exc
+            raise _connection_error(reason if isinstance(reason, BaseException) else exc) from exc
+        except (OSError, http.client.HTTPException) as exc:
             raise _connection_error(exc) from exc
+        except ValueError as exc:
+            # Raised before anything left (an invalid URL, a host name IDNA cannot encode, a header
+            # http.client refuses): a local error, never a connection error, never retried.
+            raise InvalidRequestError(f"Invalid request: {exc}") from exc
+        finally:
+            self._attempt.deadline = None
 
 
 def _connection_error(exc: BaseException) -> APIConnectionError:
@@ -194,7 +219,8 @@ def _connection_error(exc: BaseException) -> APIConnectionError:
 def _should_retry(error: APIStatusError, mode: str) -> bool:
     status = error.status or 0
     code = error.code
-    if status == 429 or (status == 503 and code in (None, "unavailable")):
+    # Quiver's own word that it did nothing: any request may be repeated.
+    if (status, code) in ((429, "rate_limited"), (503, "unavailable")):
         return True
     if mode != SAFE:
         return False
@@ -202,7 +228,148 @@ def _should_retry(error: APIStatusError, mode: str) -> bool:
         return True
     if code in ("tool_outcome_unknown", "upstream_auth_failed"):
         return False
-    return status >= 500
+    return status == 429 or status >= 500
+
+
+def _check_headers(headers: Mapping[str, Any]) -> None:
+    """Refuse, before anything is sent, a header HTTP cannot carry (never naming its value: it may be a secret)."""
+    for name, value in headers.items():
+        if not isinstance(name, str) or not _HEADER_NAME.fullmatch(name):
+            raise InvalidRequestError(f"Invalid header name {name!r}: it must be an HTTP token. Nothing was sent.")
+        text = value if isinstance(value, str) else str(value)
+        for i, ch in enumerate(text):
+            if ord(ch) > 0xFF or ch in "\0\r\n":
+                what = "the API key" if name.lower() == "x-api-key" else "its value"
+                raise InvalidRequestError(
+                    f"The {name} header cannot be sent: {what} has the character U+{ord(ch):04X} at index {i}, "
+                    "and HTTP header values can only be Latin-1 characters without NUL, CR or LF. Nothing was sent."
+                )
+
+
+def _encode_body(body: Any) -> bytes:
+    text = json.dumps(body, ensure_ascii=False, separators=(",", ":"))
+    try:
+        return text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        bad = exc.object[exc.start]
+        raise InvalidRequestError(
+            f"The request body cannot be sent: a string in it has U+{ord(bad):04X}, a lone surrogate, "
+            "which is not Unicode text and has no UTF-8 encoding. Nothing was sent."
+        ) from exc
+
+
+# -- a deadline for the whole attempt --------------------------------------------------------
+#
+# urllib's timeout bounds each socket operation, so a server sending one byte at a time could hold
+# a request open for ever. These handlers make the opener's connections give every operation (connect,
+# each send, each read of the status line, headers and body) only the time left before the attempt's
+# deadline, and raise socket.timeout once none is left. (A DNS lookup itself is not interruptible.)
+
+
+def _time_left(deadline: Optional[float]) -> Optional[float]:
+    if deadline is None:
+        return None
+    left = deadline - time.monotonic()
+    if left <= 0:
+        raise socket.timeout("timed out")
+    return left
+
+
+class _DeadlineReader(io.RawIOBase):
+    """The socket's reading side, each read bounded by the time left before the deadline."""
+
+    def __init__(self, sock: socket.socket, deadline: Optional[float]) -> None:
+        super().__init__()
+        self._sock = sock
+        self._raw = sock.makefile("rb", buffering=0)  # counted by the socket: keeps it open until closed
+        self._deadline = deadline
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> Optional[int]:
+        self._sock.settimeout(_time_left(self._deadline))
+        return self._raw.readinto(buffer)
+
+    def fileno(self) -> int:
+        return self._raw.fileno()
+
+    def close(self) -> None:
+        if not self.closed:
+            self._raw.close()
+        super().close()
+
+
+class _DeadlineSocket:
+    """What http.client.HTTPResponse needs of a socket: ``makefile("rb")``."""
+
+    def __init__(self, sock: socket.socket, deadline: Optional[float]) -> None:
+        self._sock = sock
+        self._deadline = deadline
+
+    def makefile(self, mode: str = "rb", *args: Any, **kwargs: Any) -> io.BufferedReader:
+        return io.BufferedReader(_DeadlineReader(self._sock, self._deadline))
+
+
+class _DeadlineConnectionMixin:
+    deadline: Optional[float] = None
+    sock: Any
+    timeout: Any
+
+    def connect(self) -> None:
+        self.timeout = _time_left(self.deadline)
+        super().connect()  # type: ignore[misc]
+
+    def send(self, data: Any) -> None:
+        if self.sock is not None:
+            self.sock.settimeout(_time_left(self.deadline))
+        super().send(data)  # type: ignore[misc]
+
+    def response_class(self, sock: Any, *args: Any, **kwargs: Any) -> http.client.HTTPResponse:
+        return http.client.HTTPResponse(_DeadlineSocket(sock, self.deadline), *args, **kwargs)
+
+
+class _DeadlineHTTPConnection(_DeadlineConnectionMixin, http.client.HTTPConnection):
+    pass
+
+
+def _connection_factory(cls: type, attempt: threading.local) -> Callable[..., Any]:
+    deadline = getattr(attempt, "deadline", None)
+
+    def make(*args: Any, **kwargs: Any) -> Any:
+        conn = cls(*args, **kwargs)
+        conn.deadline = deadline
+        return conn
+
+    return make
+
+
+class _DeadlineHTTPHandler(urllib.request.HTTPHandler):
+    def __init__(self, attempt: threading.local) -> None:
+        super().__init__()
+        self._attempt = attempt
+
+    def http_open(self, req: urllib.request.Request) -> Any:
+        return self.do_open(_connection_factory(_DeadlineHTTPConnection, self._attempt), req)
+
+
+_DeadlineHTTPSHandler: Optional[type] = None
+
+if hasattr(http.client, "HTTPSConnection"):  # Python built with ssl
+
+    class _DeadlineHTTPSConnection(_DeadlineConnectionMixin, http.client.HTTPSConnection):
+        pass
+
+    class _DeadlineHTTPSHandler(urllib.request.HTTPSHandler):  # type: ignore[no-redef]
+        def __init__(self, attempt: threading.local) -> None:
+            super().__init__()
+            self._attempt = attempt
+
+        def https_open(self, req: urllib.request.Request) -> Any:
+            kwargs: Dict[str, Any] = {"context": self._context}  # type: ignore[attr-defined]
+            if getattr(self, "_check_hostname", None) is not None:  # Python < 3.12
+                kwargs["check_hostname"] = self._check_hostname  # type: ignore[attr-defined]
+            return self.do_open(_connection_factory(_DeadlineHTTPSConnection, self._attempt), req, **kwargs)
 
 
 def _decode(response: Response) -> Any:

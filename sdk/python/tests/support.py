@@ -438,6 +438,51 @@ class _ScriptedHandler(_Handler):
     do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = _handle
 
 
+class TrickleServer:
+    """Answers every request with ``response`` (raw HTTP bytes), ``chunk`` bytes every ``interval`` seconds.
+
+    ``head`` bytes are sent at once first, so the status line and headers, the body, or both can trickle.
+    """
+
+    def __init__(self, response: bytes, head: int = 0, chunk: int = 1, interval: float = 0.3) -> None:
+        self.response, self.head, self.chunk, self.interval = response, head, chunk, interval
+        self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(16)
+        self.url = f"http://127.0.0.1:{self.sock.getsockname()[1]}"
+        self.closed = threading.Event()
+        threading.Thread(target=self._serve, daemon=True).start()
+
+    def _serve(self) -> None:
+        while not self.closed.is_set():
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return
+            threading.Thread(target=self._answer, args=(conn,), daemon=True).start()
+
+    def _answer(self, conn: socket.socket) -> None:
+        with conn:
+            try:
+                data = b""
+                while b"\r\n\r\n" not in data:
+                    more = conn.recv(65536)
+                    if not more:
+                        return
+                    data += more
+                conn.sendall(self.response[:self.head])
+                for i in range(self.head, len(self.response), self.chunk):
+                    if self.closed.wait(self.interval):
+                        return
+                    conn.sendall(self.response[i:i + self.chunk])
+            except OSError:
+                pass
+
+    def close(self) -> None:
+        self.closed.set()
+        self.sock.close()
+
+
 def wait_until(predicate: Callable[[], bool], timeout: float = 10.0) -> bool:
     deadline = time.time() + timeout
     while time.time() < deadline:

@@ -432,6 +432,36 @@ class TestIdempotency(Base):
             client.tools.create(mcp_tool="browser")
         self.assertEqual(proxy.count("POST", "/custom-tools/"), 1)
 
+    def test_dot_keys_can_be_looked_up(self) -> None:
+        for k in (".", ".."):
+            with self.subTest(key=k):
+                result = self.client.tools.call(self.tool.id, action="post",
+                                                arguments={"path": "/dot-key", "body": {"key": k}}, idempotency_key=k)
+                state = self.client.idempotency_keys.get(k)
+                self.assertEqual(state.key, k)
+                self.assertEqual(state.state, "succeeded")
+                self.assertEqual(state.call_id, result.call_id)
+
+    def test_non_ascii_arguments_round_trip_and_replay_byte_for_byte(self) -> None:
+        text = "na\u00efve caf\u00e9 \u2013 \u4e2d\u6587 \U0001F600 \u05e2\u05d1\u05e8\u05d9\u05ea e\u0301 \u0000 \u2028"
+        args = {"path": "/unicode", "body": {"text": text, "\u00e9t\u00e9": ["\u20ac", "\U0001F4A9"]}}
+        body = {"tool": self.tool.id, "action": "post", "arguments": args}
+        k = key()
+        t = self.client._transport
+        data, first = t.request("POST", "/api/v1/agents/custom-tools/call/", body=body,
+                                headers={"Idempotency-Key": k})
+        self.assertFalse(data["is_error"], data)
+        self.assertEqual(data["result"]["body"]["echo"], args["body"])  # the tool got the text intact
+        self.assertEqual(ENV.target.count("/unicode"), 1)
+        replayed = self.client.tools.call(self.tool.id, action="post", arguments=args, idempotency_key=k)
+        self.assertTrue(replayed.replayed)
+        self.assertEqual(replayed.result["body"]["echo"]["text"], text)
+        data2, again = t.request("POST", "/api/v1/agents/custom-tools/call/", body=body,
+                                 headers={"Idempotency-Key": k})
+        self.assertEqual(again.headers.get("Idempotent-Replayed"), "true")
+        self.assertEqual(again.body, first.body)  # byte for byte
+        self.assertEqual(ENV.target.count("/unicode"), 1)
+
     def test_call_by_catalog_name(self) -> None:
         other = AgentClient(api_key=ENV.other_api_key, base_url=ENV.base_url)
         http_tool_for(other)

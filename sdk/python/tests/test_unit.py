@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import time
 import unittest
 from unittest import mock
 
@@ -138,6 +139,14 @@ class TestEncoding(Base):
         self.assertEqual(self.fake.requests[0]["path"], "/api/v1/idempotency-keys/a%2Fb%20c")
         self.assertEqual(state.state, "succeeded")
 
+    def test_dot_idempotency_keys_keep_their_path_segment(self) -> None:
+        # "." and ".." are valid keys; urllib sends the path as given (the server accepts it).
+        for k in (".", ".."):
+            with self.subTest(key=k):
+                self.fake.push(200, {"key": k, "state": "succeeded"})
+                self.assertEqual(self.client.idempotency_keys.get(k).key, k)
+                self.assertEqual(self.fake.requests[-1]["path"], "/api/v1/idempotency-keys/" + k)
+
 
 class TestErrors(Base):
     CASES = [
@@ -184,20 +193,38 @@ class TestErrors(Base):
                 self.assertIn(code, str(err))
 
     def test_mapping_by_status_when_code_unknown(self) -> None:
+        # 4xx map by status; every 5xx without a Quiver code is the generic InternalServerError.
         client = self.make_client(max_retries=0)
         for status, cls in [(400, quiver.BadRequestError), (401, quiver.AuthenticationError),
                             (403, quiver.PermissionDeniedError), (404, quiver.NotFoundError),
                             (409, quiver.ConflictError), (422, quiver.ValidationError),
                             (429, quiver.RateLimitError), (500, quiver.InternalServerError),
-                            (502, quiver.ToolUnreachableError), (503, quiver.ServiceUnavailableError),
+                            (502, quiver.InternalServerError), (503, quiver.InternalServerError),
                             (504, quiver.InternalServerError), (418, quiver.APIStatusError)]:
             with self.subTest(status=status):
                 self.fake.push(status, b"<html>oops</html>")
                 with self.assertRaises(cls) as ctx:
                     client.tools.get(1)
+                self.assertIs(type(ctx.exception), cls)
                 self.assertEqual(ctx.exception.status, status)
                 self.assertIsNone(ctx.exception.code)
                 self.assertIn("oops", ctx.exception.message)
+
+    def test_codeless_5xx_is_not_a_quiver_claim(self) -> None:
+        # A proxy's 502/503/504 says nothing of the tool or of what the server did.
+        client = self.make_client(max_retries=0)
+        specific = (quiver.ToolUnreachableError, quiver.UpstreamAuthFailedError, quiver.ServiceUnavailableError,
+                    quiver.ToolOutcomeUnknownError)
+        for status, body in [(502, b"<html>502 Bad Gateway</html>"),
+                             (503, b"upstream connect error or disconnect/reset before headers"),
+                             (504, b"<html>504 Gateway Time-out</html>"),
+                             (502, {"error": "bad_gateway", "message": "not a Quiver code"})]:
+            with self.subTest(status=status, body=body):
+                self.fake.push(status, body)
+                with self.assertRaises(quiver.InternalServerError) as ctx:
+                    client.tools.call(1, action="a", idempotency_key="k")
+                self.assertNotIsInstance(ctx.exception, specific)
+                self.assertEqual(ctx.exception.status, status)
 
     def test_extra_fields(self) -> None:
         self.fake.push(422, {"error": "validation_error", "message": "bad", "fields": {"tools": "unknown: 9"}})
@@ -344,6 +371,59 @@ class TestRetries(Base):
             self.client.agents.update(1, name="x")
         self.assertEqual(len(self.fake.requests), 4)
 
+    def test_codeless_answers_not_retried_for_unsafe_requests(self) -> None:
+        # A proxy's answer without Quiver's code does not prove the request did nothing.
+        unsafe = [
+            ("agents.create", lambda: self.client.agents.create(name="a", goal="g")),
+            ("tools.create", lambda: self.client.tools.create(mcp_tool="tavily")),
+            ("tools.call without key", lambda: self.client.tools.call(1, action="a")),
+            ("agents.update", lambda: self.client.agents.update(1, name="x")),
+            ("provide_config", lambda: self.client.tools.provide_config(1, user_response={"a": "b"})),
+        ]
+        answers = [(503, b"upstream connect error or disconnect/reset before headers. reset reason: overflow"),
+                   (502, b"<html>502 Bad Gateway</html>"), (504, b"<html>504 Gateway Time-out</html>"),
+                   (500, b"oops"), (429, b"<html>429 Too Many Requests</html>")]
+        for name, send in unsafe:
+            for status, body in answers:
+                with self.subTest(request=name, status=status):
+                    self.delays.clear()
+                    before = len(self.fake.requests)
+                    self.fake.push(status, body)
+                    self.fake.push(201, {"id": 1})
+                    with self.assertRaises(quiver.APIStatusError) as ctx:
+                        send()
+                    self.assertEqual(ctx.exception.status, status)
+                    self.assertEqual(len(self.fake.requests), before + 1)
+                    self.assertEqual(self.delays, [])
+                    self.fake.script.clear()
+
+    def test_codeless_answers_retried_for_safe_requests(self) -> None:
+        self.fake.push(503, b"upstream connect error or disconnect/reset before headers")
+        self.fake.push(502, b"<html>502 Bad Gateway</html>")
+        self.fake.push(200, {"id": 1})
+        self.assertEqual(self.client.tools.get(1).id, 1)
+        self.fake.push(504, b"<html>504 Gateway Time-out</html>")
+        self.fake.push(200, self.OK)
+        self.assertEqual(self.client.tools.call(1, action="a", idempotency_key="op-5").call_id, "c_ok")
+        self.assertEqual(len(self.fake.requests), 5)
+        self.assertEqual(len(self.delays), 3)
+
+    def test_retry_after_over_60s_gives_up_immediately(self) -> None:
+        for status, code in [(429, "rate_limited"), (503, "unavailable"), (409, "request_in_progress")]:
+            with self.subTest(code=code):
+                before = len(self.fake.requests)
+                self.fake.push(status, {"error": code, "message": "later"}, {"Retry-After": "61"})
+                with self.assertRaises(quiver.APIStatusError) as ctx:
+                    self.client.tools.call(1, action="a", idempotency_key="op-6")
+                self.assertEqual(ctx.exception.code, code)
+                self.assertEqual(ctx.exception.retry_after, 61.0)
+                self.assertEqual(len(self.fake.requests), before + 1)
+                self.assertEqual(self.delays, [])
+        self.fake.push(429, {"error": "rate_limited", "message": "soon"}, {"Retry-After": "60"})
+        self.fake.push(200, self.OK)
+        self.client.tools.call(1, action="a")
+        self.assertEqual(self.delays, [60.0])
+
     def test_creates_retried_on_429(self) -> None:
         self.fake.push(429, {"error": "rate_limited", "message": "x"}, {"Retry-After": "0"})
         self.fake.push(201, {"id": 1, "mcp_tool": "browser", "is_configured": True, "next_configuration_step": None})
@@ -363,6 +443,94 @@ class TestRetries(Base):
         with self.assertRaises(quiver.APITimeoutError) as ctx:
             client.tools.call(1, action="a", idempotency_key="k")
         self.assertIsInstance(ctx.exception, quiver.APIConnectionError)
+
+
+class TestTimeoutIsADeadline(unittest.TestCase):
+    """``timeout`` bounds the whole attempt (connect, send, status, headers, body), not each socket read."""
+
+    BODY = b"{\"id\": 1, \"name\": \"trickled\", \"n\":1}"  # 36 bytes
+
+    def response(self, status: str = "200 OK") -> bytes:
+        return (f"HTTP/1.1 {status}\r\nContent-Type: application/json\r\nContent-Length: {len(self.BODY)}\r\n"
+                "Connection: close\r\n\r\n").encode() + self.BODY
+
+    def check(self, server: "support.TrickleServer", timeout: float = 1.0) -> None:
+        self.addCleanup(server.close)
+        client = AgentClient(api_key="x", base_url=server.url, timeout=timeout, max_retries=0)
+        started = time.monotonic()
+        with self.assertRaises(quiver.APITimeoutError) as ctx:
+            client.tools.get(1)
+        elapsed = time.monotonic() - started
+        self.assertIsInstance(ctx.exception, quiver.APIConnectionError)
+        self.assertLess(elapsed, timeout + 0.6)
+        self.assertGreaterEqual(elapsed, timeout - 0.05)
+
+    def test_trickled_body(self) -> None:
+        raw = self.response()
+        self.check(support.TrickleServer(raw, head=len(raw) - len(self.BODY), interval=0.3))
+
+    def test_trickled_status_line_and_headers(self) -> None:
+        self.check(support.TrickleServer(self.response(), head=0, interval=0.1))
+
+    def test_trickled_error_body(self) -> None:
+        raw = self.response("500 Internal Server Error")
+        self.check(support.TrickleServer(raw, head=len(raw) - len(self.BODY), interval=0.3))
+
+    def test_fast_enough_answer_is_read_whole(self) -> None:
+        raw = self.response()
+        server = support.TrickleServer(raw, head=len(raw) - len(self.BODY), chunk=12, interval=0.05)
+        self.addCleanup(server.close)
+        client = AgentClient(api_key="x", base_url=server.url, timeout=2.0, max_retries=0)
+        self.assertEqual(client.tools.get(1).name, "trickled")
+
+
+class TestLocalErrors(Base):
+    """What cannot be sent as given is refused before any request, and never retried."""
+
+    def assert_refused(self, send, *fragments: str) -> None:
+        with self.assertRaises(quiver.InvalidRequestError) as ctx:
+            send()
+        err = ctx.exception
+        self.assertIsInstance(err, ValueError)
+        self.assertIsInstance(err, quiver.QuiverError)
+        self.assertNotIsInstance(err, quiver.APIConnectionError)
+        self.assertIsNone(err.status)
+        for fragment in fragments:
+            self.assertIn(fragment, str(err))
+        self.assertEqual(self.fake.requests, [])
+        self.assertEqual(self.delays, [])
+
+    def test_api_key_that_cannot_be_a_header(self) -> None:
+        for bad in ["k-test\u20ac", "k-\u00e9\u4e2d", "k\r\nX-Evil: 1", "k\x00"]:
+            with self.subTest(key=bad):
+                client = AgentClient(api_key=bad, base_url=self.fake.url)
+                client._transport.sleep = self.delays.append
+                self.assert_refused(client.tools.list, "X-API-KEY")
+                with self.assertRaises(quiver.InvalidRequestError) as ctx:
+                    client.tools.call(1, action="a", idempotency_key="k")
+                self.assertNotIn(bad, str(ctx.exception))  # the key is a secret: never in the message
+
+    def test_default_header_that_cannot_be_a_header(self) -> None:
+        client = AgentClient(api_key="k", base_url=self.fake.url, default_headers={"X-Trace": "caf\u00e9 \u2615"})
+        client._transport.sleep = self.delays.append
+        self.assert_refused(client.agents.list, "X-Trace", "U+2615")
+
+    def test_latin1_header_value_is_sent(self) -> None:
+        client = AgentClient(api_key="k", base_url=self.fake.url, default_headers={"X-Note": "caf\u00e9"})
+        self.fake.push(200, {"agents": []})
+        client.agents.list()
+        self.assertEqual(len(self.fake.requests), 1)
+
+    def test_lone_surrogate_in_arguments(self) -> None:
+        self.assert_refused(lambda: self.client.tools.call(1, action="a", arguments={"q": "x\ud800y"},
+                                                           idempotency_key="k"), "U+D800")
+        self.assert_refused(lambda: self.client.agents.create(name="\udfff"), "U+DFFF")
+
+    def test_non_ascii_body_is_utf8(self) -> None:
+        self.fake.push(200, {"call_id": "c"})
+        self.client.tools.call(1, action="a", arguments={"q": "caf\u00e9 \u4e2d \U0001F600"}, idempotency_key="k")
+        raw = self.fake.requests[0]["body"]
+        self.assertIn("caf\u00e9 \u4e2d \U0001F600".encode("utf-8"), raw)
 
 
 if __name__ == "__main__":
