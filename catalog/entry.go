@@ -3,6 +3,9 @@ package catalog
 import (
 	"encoding/json"
 	"regexp"
+	"slices"
+	"sort"
+	"strings"
 )
 
 // Type says how a catalog tool is reached.
@@ -81,6 +84,19 @@ type Step struct {
 }
 
 // Field is one input of a form step.
+//
+// A field may depend on another field of its step: RequiredWhen (YAML
+// required_when) maps the name of an enum field of the same step to the
+// values under which this field is used, e.g.
+//
+//	required_when: {auth_type: [bearer, header]}
+//
+// When every named field has one of its listed values (after defaults), the
+// field is required; otherwise it is not used, and an answer that gives it
+// anyway is refused rather than stored: a value the configuration would
+// never use is a mistake the user should hear about (a token sent with
+// auth_type none usually means auth_type was forgotten). Such a field says
+// required: false and has no default; a blank string answers nothing.
 type Field struct {
 	Name        string    `yaml:"name" json:"name"`
 	Label       string    `yaml:"label" json:"label"`
@@ -91,6 +107,9 @@ type Field struct {
 	Pattern     string    `yaml:"pattern,omitempty" json:"pattern,omitempty"`
 	Options     []string  `yaml:"options,omitempty" json:"options,omitempty"`
 	Default     string    `yaml:"default,omitempty" json:"default,omitempty"`
+	// RequiredWhen is the condition under which the field is used and
+	// required; see Field. Not yet part of the API's Field schema.
+	RequiredWhen map[string][]string `yaml:"required_when,omitempty" json:"-"`
 
 	re *regexp.Regexp // Pattern, compiled once at load
 }
@@ -105,6 +124,41 @@ func (f *Field) Matches(s string) bool {
 		return regexp.MustCompile(f.Pattern).MatchString(s)
 	}
 	return f.re.MatchString(s)
+}
+
+// Conditional reports whether the field has a RequiredWhen condition.
+func (f *Field) Conditional() bool { return len(f.RequiredWhen) > 0 }
+
+// Used reports whether the field is used, given the step's answers: value
+// returns the accepted value of a field of the step. known is false when a
+// field the condition names has no accepted value, so the answer cannot be
+// told (that field's own error says why). A field without a condition is
+// always used.
+func (f *Field) Used(value func(name string) (string, bool)) (used, known bool) {
+	used = true
+	for name, want := range f.RequiredWhen {
+		v, ok := value(name)
+		if !ok {
+			return false, false
+		}
+		used = used && slices.Contains(want, v)
+	}
+	return used, true
+}
+
+// Condition describes RequiredWhen for a person, e.g. "auth_type is bearer
+// or header".
+func (f *Field) Condition() string {
+	names := make([]string, 0, len(f.RequiredWhen))
+	for name := range f.RequiredWhen {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	parts := make([]string, len(names))
+	for i, name := range names {
+		parts[i] = name + " is " + strings.Join(f.RequiredWhen[name], " or ")
+	}
+	return strings.Join(parts, " and ")
 }
 
 // OAuthProvider is the data of an OAuth 2.0 provider. The platform's client

@@ -5,6 +5,7 @@ import (
 	"net/url"
 	"regexp"
 	"slices"
+	"sort"
 	"strconv"
 	"strings"
 )
@@ -216,8 +217,54 @@ func (v *validator) fields(e *Entry, step int) {
 				v.add(at("pattern"), "does not compile: %v", err)
 			}
 		}
+		v.condition(&e.Steps[step], f, at)
 		if looksSecret(f) && !f.Secret {
 			v.add(at("secret"), "field %q looks like a credential and must be marked secret: true", f.Name)
+		}
+	}
+}
+
+// condition checks a field's required_when: it names other enum fields of
+// the same step, themselves unconditional, and values among their options.
+func (v *validator) condition(s *Step, f *Field, at func(rest ...any) string) {
+	if !f.Conditional() {
+		return
+	}
+	if f.Required {
+		v.add(at("required"), "a field with required_when is required only when its condition holds; set required: false")
+	}
+	if f.Default != "" {
+		v.add(at("default"), "a field with required_when has no default")
+	}
+	names := make([]string, 0, len(f.RequiredWhen))
+	for name := range f.RequiredWhen {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		path := at("required_when", name)
+		other, ok := s.Field(name)
+		switch {
+		case name == f.Name:
+			v.add(path, "a field cannot depend on itself")
+			continue
+		case !ok:
+			v.add(path, "names %q, which is not a field of this step", name)
+			continue
+		case other.Type != FieldEnum:
+			v.add(path, "names %q, which is not an enum field", name)
+			continue
+		case other.Conditional():
+			v.add(path, "names %q, which has a required_when of its own", name)
+		}
+		values := f.RequiredWhen[name]
+		if len(values) == 0 {
+			v.add(path, "needs at least one value")
+		}
+		for i, val := range values {
+			if !slices.Contains(other.Options, val) {
+				v.add(field(path, i), "%q is not one of the options of %s", val, name)
+			}
 		}
 	}
 }

@@ -51,6 +51,21 @@ steps:
   - {id: oauth, type: oauth, title: Connect}
 `
 
+// conditionalStep is a second form step of validBuiltin whose token field
+// depends on its mode field.
+const conditionalStep = `  - id: auth
+    type: form
+    title: Auth
+    fields:
+      - {name: mode, label: Mode, type: enum, options: [none, bearer], default: none, required: true}
+      - {name: token, label: Token, type: string, secret: true, required_when: {mode: [bearer]}}
+actions:`
+
+// withConditional returns validBuiltin with conditionalStep, edited by old → new.
+func withConditional(old, new string) string {
+	return strings.Replace(strings.Replace(validBuiltin, "actions:", conditionalStep, 1), old, new, 1)
+}
+
 func mapFS(files map[string]string) fstest.MapFS {
 	m := fstest.MapFS{}
 	for name, body := range files {
@@ -71,6 +86,28 @@ func TestParseAcceptsValid(t *testing.T) {
 	a, _ := e.Action("run")
 	if string(a.InputSchema) != `{"properties":{"q":{"type":"string"}},"required":["q"],"type":"object"}` {
 		t.Errorf("InputSchema = %s", a.InputSchema)
+	}
+}
+
+func TestParseRequiredWhen(t *testing.T) {
+	c, err := catalog.Parse(mapFS(map[string]string{"demo.yaml": withConditional("", "")}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, _ := c.Get("demo")
+	f, ok := e.Steps[1].Field("token")
+	if !ok || !f.Conditional() || f.Condition() != "mode is bearer" {
+		t.Fatalf("token field: %+v", f)
+	}
+	for _, tc := range []struct {
+		mode        string
+		has         bool
+		used, known bool
+	}{{"bearer", true, true, true}, {"none", true, false, true}, {"", false, false, false}} {
+		used, known := f.Used(func(name string) (string, bool) { return tc.mode, name == "mode" && tc.has })
+		if used != tc.used || known != tc.known {
+			t.Errorf("mode %q: Used = %t, %t; want %t, %t", tc.mode, used, known, tc.used, tc.known)
+		}
 	}
 }
 
@@ -130,6 +167,15 @@ func TestParseRefuses(t *testing.T) {
 		{"missing title", map[string]string{"demo.yaml": r(validBuiltin, "title: Demo\n", "", 1)}, "demo.yaml: title: is required"},
 		{"no categories", map[string]string{"demo.yaml": r(validBuiltin, "categories: [search]\n", "", 1)}, "demo.yaml: categories"},
 		{"empty catalog", map[string]string{}, "no catalog files"},
+		{"required_when on a required field", map[string]string{"demo.yaml": withConditional("secret: true, required_when", "secret: true, required: true, required_when")}, "demo.yaml: steps[1].fields[1].required: a field with required_when"},
+		{"required_when with a default", map[string]string{"demo.yaml": withConditional("secret: true, required_when", "secret: true, default: x, required_when")}, "demo.yaml: steps[1].fields[1].default: a field with required_when has no default"},
+		{"required_when names no field", map[string]string{"demo.yaml": withConditional("{mode: [bearer]}", "{kind: [bearer]}")}, "demo.yaml: steps[1].fields[1].required_when.kind: names \"kind\", which is not a field of this step"},
+		{"required_when names another step's field", map[string]string{"demo.yaml": withConditional("{mode: [bearer]}", "{API_KEY: [bearer]}")}, "steps[1].fields[1].required_when.API_KEY: names \"API_KEY\", which is not a field of this step"},
+		{"required_when names itself", map[string]string{"demo.yaml": withConditional("{mode: [bearer]}", "{token: [x]}")}, "steps[1].fields[1].required_when.token: a field cannot depend on itself"},
+		{"required_when names a non-enum field", map[string]string{"demo.yaml": withConditional("type: enum, options: [none, bearer], default: none", "type: string")}, "steps[1].fields[1].required_when.mode: names \"mode\", which is not an enum field"},
+		{"required_when value not an option", map[string]string{"demo.yaml": withConditional("{mode: [bearer]}", "{mode: [basic]}")}, "steps[1].fields[1].required_when.mode[0]: \"basic\" is not one of the options of mode"},
+		{"required_when without values", map[string]string{"demo.yaml": withConditional("{mode: [bearer]}", "{mode: []}")}, "steps[1].fields[1].required_when.mode: needs at least one value"},
+		{"required_when on a conditional field", map[string]string{"demo.yaml": withConditional("default: none, required: true}", "default: none, required: true, required_when: {other: [a]}}\n      - {name: other, label: Other, type: enum, options: [a]}")}, "steps[1].fields[2].required_when.mode: names \"mode\", which has a required_when of its own"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

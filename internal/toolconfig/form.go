@@ -15,12 +15,16 @@ const maxFieldBytes = 16 << 10
 
 // validateStep checks a user's answers against a form step. It returns the
 // accepted values (JSON values, defaults filled in) or a message per bad field.
+// A blank string answers an optional field as if it were left out, the way a
+// form sends an input the user did not fill in. A field with a required_when
+// condition (see catalog.Field) is then checked against the values of the
+// fields it depends on.
 func validateStep(step *catalog.Step, answers map[string]json.RawMessage) (map[string]any, map[string]string) {
 	values := map[string]any{}
 	bad := map[string]string{}
 	for _, f := range step.Fields {
 		raw, given := answers[f.Name]
-		if given && (len(raw) == 0 || bytes.Equal(bytes.TrimSpace(raw), []byte("null"))) {
+		if given && (len(raw) == 0 || bytes.Equal(bytes.TrimSpace(raw), []byte("null")) || (!f.Required && isBlank(raw))) {
 			given = false
 		}
 		if !given {
@@ -43,7 +47,67 @@ func validateStep(step *catalog.Step, answers map[string]json.RawMessage) (map[s
 		}
 		values[f.Name] = v
 	}
+	checkConditions(step, values, bad)
 	return values, bad
+}
+
+// checkConditions applies the fields' required_when rules to the values
+// validateStep accepted. A field given where it is not used is refused, not
+// dropped, as a stale answer to an earlier step is (answeredElsewhere): the
+// user meant something by it, and a stray value usually means a forgotten
+// choice, such as a token sent without auth_type, which defaults to none.
+// Dropping it would store a configuration other than the one they sent.
+func checkConditions(step *catalog.Step, values map[string]any, bad map[string]string) {
+	value := func(name string) (string, bool) {
+		s, ok := values[name].(string)
+		return s, ok && bad[name] == ""
+	}
+	for i := range step.Fields {
+		f := &step.Fields[i]
+		if !f.Conditional() || bad[f.Name] != "" {
+			continue
+		}
+		used, known := f.Used(value)
+		_, given := values[f.Name]
+		switch {
+		case !known:
+		case used && !given:
+			bad[f.Name] = "is required when " + f.Condition()
+		case !used && given:
+			bad[f.Name] = "is only used when " + f.Condition() + "; leave it out"
+		}
+	}
+}
+
+// isBlank reports whether raw is a JSON string of only white space.
+func isBlank(raw json.RawMessage) bool {
+	var s string
+	return json.Unmarshal(raw, &s) == nil && strings.TrimSpace(s) == ""
+}
+
+// answeredElsewhere names each answer that is a field of a step before the
+// current one. Such an answer is stale: typically a client retrying a step
+// whose success it never heard of. Accepting it would complete the current
+// step with whatever defaults it has, so it is refused and the tool stays.
+// A name no earlier step has is left to the current step's rules: a name the
+// tool does not know is ignored, as API.md ignores unknown request fields,
+// and a later step's field is asked for again at that step.
+func answeredElsewhere(steps []catalog.Step, current int, answers map[string]json.RawMessage) map[string]string {
+	bad := map[string]string{}
+	at := &steps[current]
+	for name := range answers {
+		if _, ok := at.Field(name); ok {
+			continue
+		}
+		for i := 0; i < current; i++ {
+			if _, ok := steps[i].Field(name); ok {
+				bad[name] = fmt.Sprintf("is not a field of step %d (%s) but of step %d (%s), which is already answered; this tool is at step %d of %d",
+					current+1, at.ID, i+1, steps[i].ID, current+1, len(steps))
+				break
+			}
+		}
+	}
+	return bad
 }
 
 func parseField(f *catalog.Field, raw json.RawMessage) (any, string) {

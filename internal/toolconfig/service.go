@@ -217,11 +217,15 @@ func (s *Service) Provide(ctx context.Context, accountID, id int64, answers map[
 		return nil, problem.Validation("This step is completed by authorizing at the provider: open the step's authorization_url.",
 			map[string]string{"user_response": "this step takes no answers; it is completed through the provider's authorization page"})
 	}
-	step := stepAt(s.toolSteps(t, e), t.StepIndex)
+	toolSteps := s.toolSteps(t, e)
+	step := stepAt(toolSteps, t.StepIndex)
 	if step == nil {
 		return nil, fmt.Errorf("toolconfig: tool %d is at step %d of %d", t.ID, t.StepIndex, len(e.Steps))
 	}
 	values, bad := validateStep(step, answers)
+	for name, msg := range answeredElsewhere(toolSteps, t.StepIndex, answers) {
+		bad[name] = msg
+	}
 	if len(bad) > 0 {
 		return nil, problem.Validation("Some answers to this configuration step are not valid.", bad)
 	}
