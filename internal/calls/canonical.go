@@ -7,14 +7,29 @@ package calls
 //     whitespace, nested at most maxCanonicalDepth deep; anything else is an
 //     error, and a repeated object key (compared after decoding) is an error
 //     wrapping errDuplicateKey;
+//   - a string that is not valid UTF-8 is an error: such a document is not
+//     JSON (RFC 8259 §8.1), and decoding it would make different bytes the
+//     same body;
 //   - its output is byte-identical to decoding the document with
 //     encoding/json (UseNumber) and re-encoding it with json.Marshal with
-//     object keys sorted: strings by their decoded value (invalid UTF-8 and
-//     lone surrogates become U+FFFD) re-encoded as json.Marshal encodes them
-//     (<, > and & as \u003c…, U+2028/U+2029 escaped), numbers by their
-//     literal text, never through float64;
+//     object keys sorted: strings by their decoded value re-encoded as
+//     json.Marshal encodes them (<, > and & as \u003c…, U+2028/U+2029
+//     escaped), numbers by their literal text, never through float64 — with
+//     one exception: a lone surrogate escape (\ud800 with no low surrogate
+//     after it) is kept as its UTF-16 code unit, written \udxxx in lower
+//     case, where encoding/json would turn every one into U+FFFD;
 //   - strings that need no escaping are copied through, and for a typical
 //     body the only allocation is the returned slice.
+//
+// Why lone surrogates are kept rather than refused: they are valid JSON
+// syntax (RFC 8259 §7 allows any \uXXXX; §8.2 only warns that such strings
+// are unpredictable), and ordinary clients send them: JavaScript strings are
+// UTF-16, so an agent that cuts a string between the halves of an emoji
+// gets a lone surrogate, and JSON.stringify writes it as \udXXX (so does
+// Python's json.dumps for a str holding one). Refusing those would turn a
+// call the tool may well accept into a 400. Comparing them by code unit
+// keeps \ud800, \udbff and \ufffd three different bodies, while \uD800
+// and \ud800, which escape the same code unit, stay one body.
 
 import (
 	"bytes"
@@ -47,7 +62,27 @@ const (
 // float64, so 12345678901234567890 and 12345678901234567891 stay apart. A
 // duplicate object key or trailing data is an error.
 func Canonical(doc []byte) ([]byte, error) {
-	c := canonicalizer{doc: doc, out: make([]byte, 0, 2*len(doc))}
+	return canonical(doc, nil)
+}
+
+// callMembers are the raw values, as they appear in the document, of a
+// top-level object's members named exactly "tool", "action" and
+// "arguments" (after decoding, so "\u0074ool" is "tool" but "TOOL" is
+// not); nil for an absent member.
+type callMembers struct {
+	tool, action, arguments []byte
+}
+
+// canonicalCall is Canonical that also picks out a call body's members in
+// the same pass.
+func canonicalCall(doc []byte) ([]byte, callMembers, error) {
+	var m callMembers
+	out, err := canonical(doc, &m)
+	return out, m, err
+}
+
+func canonical(doc []byte, top *callMembers) ([]byte, error) {
+	c := canonicalizer{doc: doc, out: make([]byte, 0, 2*len(doc)), top: top}
 	if err := c.value(); err != nil {
 		return nil, err
 	}
@@ -81,7 +116,8 @@ type canonicalizer struct {
 	pos   int // next byte of doc to read
 	depth int
 	out   []byte
-	keys  []byte // decoded keys, of the open objects' members, that differ from their canonical text
+	keys  []byte       // decoded keys, of the open objects' members, that differ from their canonical text
+	top   *callMembers // if set, receives the top-level object's call members
 }
 
 func (c *canonicalizer) skipSpace() {
@@ -218,8 +254,13 @@ func (c *canonicalizer) object() error {
 		}
 		c.pos++
 		c.out = append(c.out, ':')
+		c.skipSpace()
+		vs := c.pos
 		if err := c.value(); err != nil {
 			return err
+		}
+		if c.top != nil && c.depth == 1 {
+			c.top.set(m.key, c.doc[vs:c.pos:c.pos])
 		}
 		m.e = len(c.out)
 		ms = append(ms, m)
@@ -244,6 +285,19 @@ func (c *canonicalizer) object() error {
 	c.keys = c.keys[:keyBase]
 	c.depth--
 	return nil
+}
+
+// set keeps v if key names a call member. A repeated key never gets here
+// twice in a valid document: sortMembers refuses it.
+func (m *callMembers) set(key, v []byte) {
+	switch string(key) {
+	case "tool":
+		m.tool = v
+	case "action":
+		m.action = v
+	case "arguments":
+		m.arguments = v
+	}
 }
 
 // sortMembers puts the members of one object, written to out[start:] in
@@ -430,7 +484,10 @@ func (c *canonicalizer) str(isKey bool) (escaped bool, err error) {
 			i++
 		default:
 			var size int
-			r, size = utf8.DecodeRune(doc[i:]) // invalid UTF-8: U+FFFD, one byte
+			if r, size = utf8.DecodeRune(doc[i:]); r == utf8.RuneError && size == 1 {
+				c.pos = i
+				return false, fmt.Errorf("invalid UTF-8 in string literal (offset %d)", i)
+			}
 			i += size
 		}
 		c.emit(r, isKey)
@@ -438,8 +495,10 @@ func (c *canonicalizer) str(isKey bool) (escaped bool, err error) {
 	}
 }
 
-// escape decodes the escape sequence at doc[pos] like encoding/json: a
-// surrogate pair is one rune, any other surrogate U+FFFD.
+// escape decodes the escape sequence at doc[pos] like encoding/json, except
+// for lone surrogates: a surrogate pair is one rune, any other surrogate is
+// returned as itself (a code unit in 0xD800–0xDFFF, which emit writes as
+// an escape).
 func (c *canonicalizer) escape() (rune, error) {
 	doc := c.doc
 	if c.pos+1 >= len(doc) {
@@ -484,7 +543,7 @@ func (c *canonicalizer) escape() (rune, error) {
 			}
 			c.pos = save
 		}
-		return utf8.RuneError, nil
+		return r, nil
 	}
 	return 0, c.errChar("in string escape code")
 }
@@ -513,8 +572,18 @@ func (c *canonicalizer) hex4() (rune, error) {
 }
 
 // emit writes the decoded rune r as json.Marshal does and, for a key,
-// appends it to keys.
+// appends it to keys. A lone surrogate r is written as its escape, in lower
+// case, and kept in keys as its generalized UTF-8 (WTF-8) bytes, which no
+// valid UTF-8 string contains: a key holding one equals no other key, and
+// sorts by code point like the rest.
 func (c *canonicalizer) emit(r rune, isKey bool) {
+	if utf16.IsSurrogate(r) {
+		if isKey {
+			c.keys = append(c.keys, 0xE0|byte(r>>12), 0x80|byte(r>>6&0x3F), 0x80|byte(r&0x3F))
+		}
+		c.out = append(c.out, '\\', 'u', hexDigits[r>>12], hexDigits[r>>8&0xF], hexDigits[r>>4&0xF], hexDigits[r&0xF])
+		return
+	}
 	if isKey {
 		c.keys = utf8.AppendRune(c.keys, r)
 	}

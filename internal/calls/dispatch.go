@@ -68,8 +68,9 @@ func (c *call) dispatch(ctx context.Context, rt *toolconfig.Resolved, action *co
 		// The outcome goes to the replay cache while the database records
 		// it, so a first call waits for one round trip here, not two. The
 		// cache may thus hold an outcome a moment before the row does: it
-		// is the true outcome either way, and the paths below that find
-		// the row decided otherwise put the row's answer in its place.
+		// is the true outcome either way. If the database cannot store it
+		// within the lease, unstored puts what the row says (in the end,
+		// outcome_unknown) in its place.
 		cached := make(chan struct{})
 		go func() {
 			defer close(cached)
@@ -78,27 +79,85 @@ func (c *call) dispatch(ctx context.Context, rt *toolconfig.Resolved, action *co
 		ok, err := e.opts.Store.Complete(rctx, c.req.AccountID, c.req.Key, c.token, 200, ContentType, respBody)
 		<-cached
 		if err != nil {
-			// The outcome is known but could not be stored: the row stays
-			// dispatched and the sweeper will make it outcome_unknown once
-			// the cached copy is gone. This caller still learns what
-			// happened.
-			e.opts.Logger.ErrorContext(ctx, "storing a call outcome failed", "call_id", callID, "error", err)
-		} else if !ok {
-			// The lease was lost (the sweeper already decided): answer
-			// what the row now says, so every caller sees one truth.
-			e.log.add(c.entry(rt, action, callID, "outcome_unknown", dur))
-			c.cacheOutcome(callID, replaycache.StateOutcomeUnknown, 0, "", nil, c.freshTTL())
-			r, err := e.opts.Store.GetIdem(rctx, c.req.AccountID, c.req.Key)
-			if err != nil {
-				return nil, unavailable(err)
-			}
-			return c.fromRow(r)
+			ok, err = c.completeRetry(ctx, callID, respBody, err)
+		}
+		if err != nil || !ok {
+			return c.unstored(ctx, rt, action, callID, outcome, dur, err)
 		}
 	}
 	e.opts.Metrics.Calls.WithLabelValues(outcome).Inc()
 	e.opts.Metrics.CallDuration.WithLabelValues("first").Observe(time.Since(c.start).Seconds())
 	e.log.add(c.entry(rt, action, callID, outcome, dur))
 	return &Response{Status: 200, ContentType: ContentType, Body: respBody}, nil
+}
+
+// completeRetryMax is the longest wait between two attempts to store an
+// outcome.
+const completeRetryMax = 250 * time.Millisecond
+
+// completeRetry stores a known outcome after Complete failed (the database
+// could not be reached), trying again with a short backoff while the call
+// holds its lease: until then the row is this call's alone to decide, so a
+// short blip still stores the 200 that this replica's cache already holds,
+// and every replica replays it. Once the lease has run out it returns the
+// last error. The lease ends on the database's clock at the earliest
+// c.leaseUntil, and Complete refuses a row whose lease ran out, so an
+// attempt that arrives late changes nothing.
+func (c *call) completeRetry(ctx context.Context, callID string, respBody []byte, err error) (bool, error) {
+	e := c.e
+	e.opts.Logger.WarnContext(ctx, "storing a call outcome failed; retrying while the call holds its lease",
+		"call_id", callID, "lease_left", time.Until(c.leaseUntil).String(), "error", err)
+	backoff := 20 * time.Millisecond
+	for {
+		left := time.Until(c.leaseUntil)
+		if left <= 0 {
+			return false, err
+		}
+		time.Sleep(min(backoff, left))
+		backoff = min(2*backoff, completeRetryMax)
+		if left = time.Until(c.leaseUntil); left <= 0 {
+			return false, err
+		}
+		actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), left)
+		var ok bool
+		ok, err = e.opts.Store.Complete(actx, c.req.AccountID, c.req.Key, c.token, 200, ContentType, respBody)
+		cancel()
+		if err == nil {
+			return ok, nil
+		}
+	}
+}
+
+// unstored answers a call whose known outcome could not be stored while it
+// held its lease: the database stayed unreachable, or the lease was lost.
+// The row decides what every caller sees. If it holds this call's outcome
+// (a Complete that committed but whose reply was lost), that is the answer.
+// Otherwise the outcome is unknown for everyone: the row is marked so (or
+// the sweeper will mark it once its lease has run out), this replica's
+// cached 200 is overwritten with outcome_unknown, and the answer is 504,
+// so that no replica replays a 200 that the database does not hold.
+func (c *call) unstored(ctx context.Context, rt *toolconfig.Resolved, action *connectors.Action, callID, outcome string, dur time.Duration, cause error) (*Response, error) {
+	e := c.e
+	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
+	defer cancel()
+	r, err := e.opts.Store.GetIdem(fctx, c.req.AccountID, c.req.Key)
+	if err == nil && r.CallID == callID && r.State == store.IdemSucceeded {
+		e.opts.Metrics.Calls.WithLabelValues(outcome).Inc()
+		e.opts.Metrics.CallDuration.WithLabelValues("first").Observe(time.Since(c.start).Seconds())
+		e.log.add(c.entry(rt, action, callID, outcome, dur))
+		return &Response{Status: 200, ContentType: ContentType, Body: r.Response}, nil
+	}
+	if cause == nil {
+		cause = errors.New("the call's lease was lost before its outcome was stored")
+	}
+	if err == nil && r.CallID != callID {
+		// The key was released and taken again (its TTL ran out): the
+		// cache entry belongs to that call now, not ours to overwrite.
+		e.opts.Metrics.Calls.WithLabelValues("outcome_unknown").Inc()
+		e.log.add(c.entry(rt, action, callID, "outcome_unknown", dur))
+		return nil, outcomeUnknown(cause)
+	}
+	return c.unknown(fctx, rt, action, callID, dur, cause)
 }
 
 // unknown records a dispatched call with no outcome: terminal for its key.
@@ -113,7 +172,12 @@ func (c *call) unknown(ctx context.Context, rt *toolconfig.Resolved, action *con
 		}
 		c.cacheOutcome(callID, replaycache.StateOutcomeUnknown, 0, "", nil, c.freshTTL())
 	}
-	return nil, &problem.Error{Code: problem.OutcomeUnknownConflict, Status: 504, Err: cause,
+	return nil, outcomeUnknown(cause)
+}
+
+// outcomeUnknown is the first answer of a call dispatched with no outcome.
+func outcomeUnknown(cause error) error {
+	return &problem.Error{Code: problem.OutcomeUnknownConflict, Status: 504, Err: cause,
 		Message: "The call was sent to the tool and no outcome came back; it will not be run again for this key. Check the tool before trying a new key."}
 }
 

@@ -22,6 +22,7 @@ import (
 	"encoding/json"
 	"errors"
 	"log/slog"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -126,11 +127,69 @@ type Response struct {
 	Replayed    bool
 }
 
-// body is the call request's JSON.
+// body is the call request's JSON: its members "tool", "action" and
+// "arguments", matched by their exact names (any other member, "TOOL"
+// included, is unknown and ignored, as API.md says).
 type body struct {
-	Tool      json.RawMessage `json:"tool"`
-	Action    string          `json:"action"`
-	Arguments json.RawMessage `json:"arguments"`
+	ToolID    int64  // set when tool is an integer
+	ToolName  string // set when tool is a catalog name
+	Action    string
+	Arguments json.RawMessage // as sent; nil when absent
+	// problem is the 422 for members missing or of the wrong type. It is
+	// answered only after the key was looked up, so that a key already
+	// used answers 409 idempotency_key_reused whatever the new body holds.
+	problem error
+}
+
+// decodeBody reads the call members picked out by canonicalCall, whose
+// values are valid JSON.
+func decodeBody(m callMembers) body {
+	var b body
+	var invalid map[string]string // a message per bad member
+	var sentence string           // the message when one member is bad
+	bad := func(field, msg, why string) {
+		if invalid == nil {
+			invalid = map[string]string{}
+		}
+		invalid[field], sentence = msg, why
+	}
+	const notTool = "must be an integer ID or a catalog name"
+	switch {
+	case m.tool == nil || string(m.tool) == "null":
+		bad("tool", "is required: the tool's integer ID or catalog name", "The call names no tool.")
+	case m.tool[0] == '"':
+		if json.Unmarshal(m.tool, &b.ToolName) != nil || b.ToolName == "" {
+			bad("tool", notTool, "The tool must be an integer ID or a catalog name.")
+		}
+	default:
+		// A number's literal text: 11, not 11.0, 1.1e1 or one over int64.
+		id, err := strconv.ParseInt(string(m.tool), 10, 64)
+		if err != nil {
+			bad("tool", notTool, "The tool must be an integer ID or a catalog name.")
+		}
+		b.ToolID = id
+	}
+	switch {
+	case m.action == nil || string(m.action) == "null":
+		bad("action", "is required", "The call names no action.")
+	case m.action[0] == '"':
+		if json.Unmarshal(m.action, &b.Action) != nil || b.Action == "" {
+			bad("action", "is required", "The call names no action.")
+		}
+	default:
+		bad("action", "must be a string", "The action must be a string.")
+	}
+	if m.arguments != nil {
+		b.Arguments = json.RawMessage(m.arguments)
+	}
+	switch len(invalid) {
+	case 0:
+	case 1:
+		b.problem = problem.Validation(sentence, invalid)
+	default:
+		b.problem = problem.Validation("The call's tool and action are not valid.", invalid)
+	}
+	return b
 }
 
 // Call runs one call. Errors are *problem.Error for every answer that is not
@@ -140,18 +199,14 @@ func (e *Engine) Call(ctx context.Context, req Request) (*Response, error) {
 	if err := e.limit.allow(req.AccountID); err != nil {
 		return nil, err
 	}
-	canon, err := Canonical(req.Body)
+	canon, members, err := canonicalCall(req.Body)
 	if err != nil {
 		return nil, &problem.Error{Code: problem.InvalidJSON, Message: "The request body is not valid JSON: " + err.Error() + ".", Err: err}
 	}
 	if len(canon) == 0 || canon[0] != '{' {
 		return nil, problem.New(problem.InvalidJSON, "The request body must be a JSON object.")
 	}
-	var b body
-	if err := json.Unmarshal(req.Body, &b); err != nil {
-		return nil, problem.Validation("The request body has fields of the wrong type.", map[string]string{"body": err.Error()})
-	}
-	c := &call{e: e, req: req, b: b, fp: Fingerprint(canon), start: start}
+	c := &call{e: e, req: req, b: decodeBody(members), fp: Fingerprint(canon), start: start}
 	if req.HasKey {
 		c.token = newToken()
 		if resp, err, done := c.lookup(ctx); done {
@@ -174,6 +229,10 @@ type call struct {
 	token  string
 	locked bool // this call holds the cache lock
 	start  time.Time
+	// leaseUntil is when this call's lease ends at the earliest: Lease
+	// after the moment before Reserve, whose lease begins later on the
+	// database's clock.
+	leaseUntil time.Time
 }
 
 func newToken() string {
@@ -211,22 +270,15 @@ func unavailable(err error) error {
 // target resolves the tool named by the body.
 func (c *call) target(ctx context.Context) (*toolconfig.Resolved, *connectors.Action, error) {
 	e := c.e
-	var id int64
-	var name string
-	switch {
-	case len(c.b.Tool) == 0 || string(c.b.Tool) == "null":
-		return nil, nil, problem.Validation("The call names no tool.", map[string]string{"tool": "is required: the tool's integer ID or catalog name"})
-	case json.Unmarshal(c.b.Tool, &id) == nil:
-	case json.Unmarshal(c.b.Tool, &name) == nil && name != "":
+	if c.b.problem != nil {
+		return nil, nil, c.b.problem
+	}
+	id := c.b.ToolID
+	if c.b.ToolName != "" {
 		var err error
-		if id, err = e.opts.Tools.ResolveName(ctx, c.req.AccountID, name); err != nil {
+		if id, err = e.opts.Tools.ResolveName(ctx, c.req.AccountID, c.b.ToolName); err != nil {
 			return nil, nil, err
 		}
-	default:
-		return nil, nil, problem.Validation("The tool must be an integer ID or a catalog name.", map[string]string{"tool": "must be an integer ID or a catalog name"})
-	}
-	if c.b.Action == "" {
-		return nil, nil, problem.Validation("The call names no action.", map[string]string{"action": "is required"})
 	}
 	rt, actions, err := e.Actions(ctx, c.req.AccountID, id)
 	if err != nil {
@@ -264,6 +316,7 @@ func (c *call) run(ctx context.Context) (*Response, error) {
 	if c.req.HasKey {
 		rec := &store.IdemRecord{AccountID: c.req.AccountID, Key: c.req.Key, Fingerprint: c.fp, LeaseToken: &c.token,
 			ToolID: rt.Tool.ID, Action: action.Name, CallID: callID}
+		c.leaseUntil = time.Now().Add(e.opts.Lease)
 		existing, err := e.opts.Store.Reserve(ctx, rec, e.opts.Lease, e.opts.IdempotencyTTL)
 		if err != nil {
 			return nil, unavailable(err)

@@ -10,6 +10,8 @@ package store
 //     conditional statement on state = 'dispatched' AND lease_token = the
 //     token its Reserve created, so a replica that lost its lease (the
 //     sweeper declared the outcome unknown) cannot overwrite that decision.
+//     Complete also needs the lease unexpired: past it, readers already
+//     take the outcome as unknown.
 //   - Lease and expiry times are read from the database clock (s.nowMS) in
 //     the same statement that compares them, never from a replica's clock.
 
@@ -81,9 +83,13 @@ func newIdemSQL(d Dialect, now string) idemSQL {
 		// lease never is, whatever the TTL says.
 		expire: q(`DELETE FROM idempotency_keys WHERE account_id = ? AND key = ? AND expires_at <= {now}
 			AND (state <> 'dispatched' OR lease_expires_at <= {now})`),
+		// Complete needs a live lease, not only our token: once the lease
+		// has run out, any replica reading the row answers (and caches)
+		// outcome_unknown before the sweeper gets to it, so a late
+		// Complete would contradict them.
 		complete: q(`UPDATE idempotency_keys
 			SET state = 'succeeded', status_code = ?, content_type = ?, response = ?, lease_token = NULL, lease_expires_at = NULL
-			WHERE account_id = ? AND key = ? AND state = 'dispatched' AND lease_token = ?`),
+			WHERE account_id = ? AND key = ? AND state = 'dispatched' AND lease_token = ? AND lease_expires_at > {now}`),
 		markUnknown: q(`UPDATE idempotency_keys
 			SET state = 'outcome_unknown', lease_token = NULL, lease_expires_at = NULL
 			WHERE account_id = ? AND key = ? AND state = 'dispatched' AND lease_token = ?`),
@@ -169,7 +175,8 @@ func (s *Store) affectedOne(ctx context.Context, q string, args ...any) (bool, e
 }
 
 // Complete stores a known outcome: the exact response bytes. It returns
-// false when the lease was lost (the row is no longer ours to decide).
+// false when the lease was lost (the row is no longer ours to decide) or
+// has run out (on the database's clock), swept or not.
 func (s *Store) Complete(ctx context.Context, accountID int64, key, leaseToken string, status int, contentType string, body []byte) (bool, error) {
 	return s.affectedOne(ctx, s.idem.complete, status, contentType, body, accountID, key, leaseToken)
 }

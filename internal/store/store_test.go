@@ -253,3 +253,46 @@ func TestAgentsAndToolDetach(t *testing.T) {
 		})
 	}
 }
+
+// TestCompleteNeedsALiveLease: once a lease has run out on the database's
+// clock, readers take the outcome as unknown, so Complete must not store
+// one, even before the sweeper marks the row; MarkUnknown still may.
+func TestCompleteNeedsALiveLease(t *testing.T) {
+	for name, s := range setup(t) {
+		t.Run(name, func(t *testing.T) {
+			ctx := context.Background()
+			acct, err := s.EnsureAccount(ctx, "lease")
+			if err != nil {
+				t.Fatal(err)
+			}
+			tok := "lease-a"
+			rec := &store.IdemRecord{AccountID: acct.ID, Key: "short", Fingerprint: []byte{1}, LeaseToken: &tok, ToolID: 1, Action: "a", CallID: "ca"}
+			if _, err := s.Reserve(ctx, rec, 50*time.Millisecond, time.Hour); err != nil {
+				t.Fatal(err)
+			}
+			deadline := time.Now().Add(5 * time.Second)
+			for {
+				r, err := s.GetIdem(ctx, acct.ID, "short")
+				if err != nil {
+					t.Fatal(err)
+				}
+				if r.LeaseExpired() {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatal("the lease did not run out")
+				}
+				time.Sleep(10 * time.Millisecond)
+			}
+			if ok, err := s.Complete(ctx, acct.ID, "short", tok, 200, "application/json", []byte("{}")); ok || err != nil {
+				t.Fatalf("Complete after the lease ran out: %v, %v", ok, err)
+			}
+			if ok, err := s.MarkUnknown(ctx, acct.ID, "short", tok); !ok || err != nil {
+				t.Fatalf("MarkUnknown after the lease ran out: %v, %v", ok, err)
+			}
+			if r, _ := s.GetIdem(ctx, acct.ID, "short"); r.State != store.IdemOutcomeUnknown {
+				t.Fatalf("state %q", r.State)
+			}
+		})
+	}
+}
