@@ -48,9 +48,10 @@ type App struct {
 	OAuth    *oauth.Flow
 	Logger   *slog.Logger
 
-	redis   redis.UniversalClient
-	mcp     *mcp.Connector
-	closers []func()
+	redis    redis.UniversalClient
+	mcp      *mcp.Connector
+	agentMCP *mcpserver.Server
+	closers  []func()
 }
 
 // OpenStore opens the configured database without migrating.
@@ -126,8 +127,9 @@ func New(ctx context.Context, cfg *config.Config, logger *slog.Logger) (*App, er
 	addBuiltins(registry, cfg)
 
 	a.Accounts = accounts.New(a.Store, cfg.CacheTTL)
+	watch := &mcpWatch{Store: a.Store}
 	a.Tools = toolconfig.New(toolconfig.Options{
-		Store: a.Store, Catalog: cat, Box: box, Connectors: registry, CacheTTL: cfg.CacheTTL, Logger: logger,
+		Store: watch, Catalog: cat, Box: box, Connectors: registry, CacheTTL: cfg.CacheTTL, Logger: logger,
 	})
 	clients := map[string]oauth.Client{}
 	endpoints := map[string]oauth.Endpoint{}
@@ -144,13 +146,18 @@ func New(ctx context.Context, cfg *config.Config, logger *slog.Logger) (*App, er
 		PublicURL: cfg.PublicURL, AllowPrivate: cfg.AllowPrivate, Logger: logger,
 	})
 	a.Tools.SetOAuth(a.OAuth)
-	a.Agents = agents.New(a.Store)
+	a.Agents = agents.New(watch)
 	a.Engine = calls.New(calls.Options{
 		Store: a.Store, Tools: a.Tools, Cache: cache, Metrics: a.Metrics, Logger: logger,
 		CallTimeout: cfg.CallTimeout, Lease: cfg.Lease(), IdempotencyTTL: cfg.IdempotencyTTL, SweepInterval: cfg.SweepInterval,
 		RateLimit: cfg.CallRateLimit, RateBurst: cfg.CallRateBurst,
 		Reauth: a.Tools,
 	})
+	a.agentMCP = mcpserver.New(mcpserver.Options{
+		Agents: a.Agents, Tools: a.Tools, Calls: a.Engine, Logger: a.Logger,
+		ListTTL: cfg.CacheTTL, MaxBodyBytes: cfg.BodyLimit,
+	})
+	watch.tools, watch.mcp = a.Tools, a.agentMCP
 	a.API = api.New(api.Deps{
 		Accounts: a.Accounts, Tools: a.Tools, Agents: a.Agents, Calls: a.Engine, Metrics: a.Metrics,
 		Logger: logger, BodyLimit: cfg.BodyLimit, Ready: a.Ready, Extra: a.extraRoutes(),
@@ -161,12 +168,8 @@ func New(ctx context.Context, cfg *config.Config, logger *slog.Logger) (*App, er
 
 // extraRoutes registers routes owned by packages beyond the core API.
 func (a *App) extraRoutes() []func(*gin.Engine, *gin.RouterGroup) {
-	agentMCP := mcpserver.New(mcpserver.Options{
-		Agents: a.Agents, Tools: a.Tools, Calls: a.Engine, Logger: a.Logger,
-		ListTTL: a.Config.CacheTTL, MaxBodyBytes: a.Config.BodyLimit,
-	})
 	return []func(*gin.Engine, *gin.RouterGroup){
-		func(_ *gin.Engine, authed *gin.RouterGroup) { agentMCP.Register(authed) },
+		func(_ *gin.Engine, authed *gin.RouterGroup) { a.agentMCP.Register(authed) },
 		a.oauthRoutes,
 	}
 }

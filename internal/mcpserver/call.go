@@ -19,8 +19,12 @@ import (
 )
 
 // keyArg is the argument that carries a non-retryable action's
-// Idempotency-Key over MCP.
-const keyArg = "idempotency_key"
+// Idempotency-Key over MCP; altKeyArg is its name for an action that has
+// an idempotency_key argument of its own (keyName).
+const (
+	keyArg    = "idempotency_key"
+	altKeyArg = "quiver_idempotency_key"
+)
 
 // Meta keys of a successful result.
 const (
@@ -58,10 +62,19 @@ func (s *Server) answer(ctx context.Context, resp *calls.Response, err error) *m
 // invoker runs one action's tools/call through the engine.
 type invoker func(ctx context.Context, args json.RawMessage) (*calls.Response, error)
 
-// invoke returns the invoker of one action. The call body is the REST
-// API's, so a tools/call and a POST …/call/ with the same key and arguments
-// are the same request to the engine.
-func (s *Server) invoke(account, toolID int64, action string, keyed bool) invoker {
+// invoke returns the invoker of one action; key names its key argument,
+// "" for a retryable action. The call body is the REST API's, so a
+// tools/call and a POST …/call/ with the same key and arguments are the
+// same request to the engine.
+//
+// Only the key argument is checked here, as the API checks the
+// Idempotency-Key header before anything else; everything else (the rate
+// limit, duplicate members, the tool and action, a read-only API key, a
+// missing key, the arguments' shape) is the engine's to judge, in its
+// order, so a call gets the code REST gives the same call. Arguments the
+// key cannot be taken from (not an object, or the key twice) go on whole
+// and keyless, for the engine to refuse.
+func (s *Server) invoke(account, toolID int64, action, key string) invoker {
 	act, _ := json.Marshal(action)
 	prefix := []byte(`{"tool":` + strconv.FormatInt(toolID, 10) + `,"action":` + string(act) + `,"arguments":`)
 	return func(ctx context.Context, args json.RawMessage) (*calls.Response, error) {
@@ -69,47 +82,77 @@ func (s *Server) invoke(account, toolID int64, action string, keyed bool) invoke
 			args = json.RawMessage("{}")
 		}
 		creq := calls.Request{AccountID: account, ReadOnly: accounts.PrincipalFrom(ctx).ReadOnly}
-		if keyed {
-			var err error
-			if args, creq.Key, err = takeKey(args); err != nil {
+		if key != "" {
+			rest, k, found, err := takeKey(args, key)
+			if err != nil {
 				return nil, err
 			}
-			creq.HasKey = true
+			if found {
+				args, creq.Key, creq.HasKey = rest, k, true
+			}
 		}
 		body := make([]byte, 0, len(prefix)+len(args)+1)
 		body = append(append(append(body, prefix...), args...), '}')
 		creq.Body = body
-		return s.opts.Calls.Call(ctx, creq)
+		resp, err := s.opts.Calls.Call(ctx, creq)
+		if key != "" && !creq.HasKey {
+			err = keyRequired(err, key)
+		}
+		return resp, err
 	}
 }
 
-// takeKey removes idempotency_key from an arguments object and checks it
-// as the API checks the Idempotency-Key header. Other members keep their
-// exact JSON text, numbers included.
-func takeKey(args json.RawMessage) (json.RawMessage, string, error) {
-	var m map[string]json.RawMessage
-	if err := json.Unmarshal(args, &m); err != nil || m == nil {
-		return nil, "", &problem.Error{Code: problem.InvalidArguments, Message: "The arguments must be a JSON object.",
-			Fields: map[string]string{"arguments": "must be an object"}}
+// keyRequired words the engine's idempotency_key_required for MCP, where
+// the key is an argument, not a header.
+func keyRequired(err error, key string) error {
+	p, ok := problem.As(err)
+	if !ok || p.Code != problem.IdempotencyKeyRequired {
+		return err
 	}
-	raw, ok := m[keyArg]
+	q := *p
+	q.Message = "This action is not retryable: pass your unique key for this operation as the " + key + " argument."
+	return &q
+}
+
+// takeKey takes the member name out of an arguments object and checks it
+// as the API checks the Idempotency-Key header. found is false, and args
+// are to go on whole, when they are not an object or hold name more than
+// once (a duplicate member: the engine answers invalid_json). The other
+// members keep their exact text and order.
+func takeKey(args json.RawMessage, name string) (rest json.RawMessage, key string, found bool, err error) {
+	ms, ok := objectMembers(args)
 	if !ok {
-		return nil, "", problem.New(problem.IdempotencyKeyRequired,
-			"This action is not retryable: call it with an idempotency_key argument, your unique key for this operation.")
+		return nil, "", false, nil
 	}
-	var key string
-	if json.Unmarshal(raw, &key) != nil || !validKey(key) {
-		return nil, "", problem.New(problem.InvalidIdempotencyKey,
-			"The idempotency_key must be a string of 1 to 255 printable ASCII characters, without leading or trailing spaces.")
+	at := -1
+	for i, m := range ms {
+		if m.key == name {
+			if at >= 0 {
+				return nil, "", false, nil
+			}
+			at = i
+		}
 	}
-	delete(m, keyArg)
-	var out bytes.Buffer
-	enc := json.NewEncoder(&out)
-	enc.SetEscapeHTML(false) // keep "<" as sent, not "\u003c"
-	if err := enc.Encode(m); err != nil {
-		return nil, "", err
+	if at < 0 {
+		return nil, "", false, nil
 	}
-	return bytes.TrimRight(out.Bytes(), "\n"), key, nil
+	m := ms[at]
+	if json.Unmarshal(args[m.value:m.end], &key) != nil || !validKey(key) {
+		return nil, "", false, problem.New(problem.InvalidIdempotencyKey,
+			"The %s must be a string of 1 to 255 printable ASCII characters, without leading or trailing spaces.", name)
+	}
+	// Cut the member with the comma after it, or, for the last one, the
+	// comma before it.
+	from, to := m.start, m.end
+	switch {
+	case at+1 < len(ms):
+		to = ms[at+1].start
+	case at > 0:
+		from = ms[at-1].end
+	}
+	out := make([]byte, 0, len(args)-(to-from))
+	out = append(append(out, args[:from]...), args[to:]...)
+	return out, key, true, nil
 }
 
 // validKey is the API's rule for an Idempotency-Key.
@@ -159,7 +202,7 @@ func (s *Server) toolError(ctx context.Context, err error) *mcp.CallToolResult {
 	if !ok {
 		p = internalProblem(ctx, s.log, err)
 	}
-	env := envelope(ctx, p)
+	env := envelope(ctx, p, true)
 	return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: string(env)}},
 		StructuredContent: json.RawMessage(env)}
 }
@@ -178,7 +221,12 @@ func internalProblem(ctx context.Context, log *slog.Logger, err error) *problem.
 }
 
 // envelope is the API's error body: {"error", "message", …extra fields}.
-func envelope(ctx context.Context, p *problem.Error) []byte {
+// Over HTTP, a Retry-After header goes with it and only
+// request_in_progress repeats it as retry_after, as the API's own answers
+// do; a tool error (inResult) has no header, so retry_after carries the
+// header's value for every code that sets one (rate_limited, unavailable,
+// request_in_progress).
+func envelope(ctx context.Context, p *problem.Error, inResult bool) []byte {
 	m := make(map[string]any, 4+len(p.Extra))
 	for k, v := range p.Extra {
 		m[k] = v
@@ -188,7 +236,7 @@ func envelope(ctx context.Context, p *problem.Error) []byte {
 	if p.Fields != nil {
 		m["fields"] = p.Fields
 	}
-	if p.Code == problem.RequestInProgress && p.RetryAfter > 0 {
+	if p.RetryAfter > 0 && (inResult || p.Code == problem.RequestInProgress) {
 		m["retry_after"] = p.RetryAfter
 	}
 	if p.Code == problem.Internal {

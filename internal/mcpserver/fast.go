@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"io"
 	"mime"
 	"net/http"
 	"os"
@@ -78,23 +77,16 @@ type fastRequest struct {
 	stateless bool // protocol 2026-07-28
 }
 
-// fastCall answers r if it is a tools/call the fast path takes, and reports
-// whether it did. If not, r is left as it came (its body restored) for the
-// SDK.
-func (s *Server) fastCall(w http.ResponseWriter, r *http.Request, ts *toolset) bool {
+// fastCall answers r, whose body serve read, if it is a tools/call the fast
+// path takes, and reports whether it did. If not, r is left as it came for
+// the SDK.
+func (s *Server) fastCall(w http.ResponseWriter, r *http.Request, ts *toolset, body []byte) bool {
 	if s.sdkOnly || r.Method != http.MethodPost || len(r.Header.Values("Last-Event-ID")) > 0 ||
 		!jsonContent(r.Header.Get("Content-Type")) || !acceptsBoth(r.Header.Values("Accept")) {
 		return false
 	}
 	version := r.Header.Get(headerProtocol)
 	if !legacyVersions[version] && version != protocolStateless {
-		return false
-	}
-	if r.Body == nil {
-		return false
-	}
-	body, err := s.readBody(r)
-	if err != nil {
 		return false
 	}
 	req, ok := parseCall(body, version)
@@ -133,29 +125,6 @@ func (s *Server) fastCall(w http.ResponseWriter, r *http.Request, ts *toolset) b
 	}
 	_, _ = w.Write(data)
 	return true
-}
-
-// readBody reads r's body up to the SDK's limit and puts what it read back
-// in front of the rest, so the SDK sees the same body (and, over the limit,
-// answers its 413). An error means the body was not read whole.
-func (s *Server) readBody(r *http.Request) ([]byte, error) {
-	src := r.Body
-	var rd io.Reader = src
-	if s.maxBody > 0 {
-		rd = io.LimitReader(src, s.maxBody+1)
-	}
-	body, err := io.ReadAll(rd)
-	r.Body = struct {
-		io.Reader
-		io.Closer
-	}{io.MultiReader(bytes.NewReader(body), src), src}
-	if err != nil {
-		return nil, err
-	}
-	if s.maxBody > 0 && int64(len(body)) > s.maxBody {
-		return nil, errors.New("over the limit")
-	}
-	return body, nil
 }
 
 // parseCall decodes a body that is one tools/call request the fast path

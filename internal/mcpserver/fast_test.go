@@ -115,6 +115,12 @@ func TestMCPFastPathMatchesSDK(t *testing.T) {
 		"in progress": func(calls.Request) (*calls.Response, error) {
 			return nil, &problem.Error{Code: problem.RequestInProgress, Message: "running", RetryAfter: 2}
 		},
+		"rate limited": func(calls.Request) (*calls.Response, error) {
+			return nil, &problem.Error{Code: problem.RateLimited, Message: "slow down", RetryAfter: 3}
+		},
+		"key required": func(calls.Request) (*calls.Response, error) {
+			return nil, &problem.Error{Code: problem.IdempotencyKeyRequired, Message: "header"}
+		},
 		"internal": func(calls.Request) (*calls.Response, error) { return nil, errors.New("disk on fire") },
 	}
 	taken := []struct {
@@ -131,6 +137,10 @@ func TestMCPFastPathMatchesSDK(t *testing.T) {
 		{"2026-07-28 keyed", withName(newHeaders, "My_Mail__send"), `{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"My_Mail__send","arguments":{"to":"<a@b.c>","n":1.50,"idempotency_key":"k-1"},` + newMeta + `}}`},
 		{"2026-07-28 keyed without a key", withName(newHeaders, "My_Mail__send"), `{"jsonrpc":"2.0","id":10,"method":"tools/call","params":{"name":"My_Mail__send","arguments":{"to":"a"},` + newMeta + `}}`},
 		{"legacy keyed, bad key", nil, `{"jsonrpc":"2.0","id":11,"method":"tools/call","params":{"name":"My_Mail__send","arguments":{"to":"a","idempotency_key":" k"}}}`},
+		{"keyed, key twice", nil, `{"jsonrpc":"2.0","id":12,"method":"tools/call","params":{"name":"My_Mail__send","arguments":{"idempotency_key":"k1","to":"a","idempotency_key":"k2"}}}`},
+		{"keyed, a member twice", nil, `{"jsonrpc":"2.0","id":13,"method":"tools/call","params":{"name":"My_Mail__send","arguments":{"to":"a", "to":"b" ,"idempotency_key":"k"}}}`},
+		{"keyed, escaped key", nil, `{"jsonrpc":"2.0","id":14,"method":"tools/call","params":{"name":"My_Mail__send","arguments":{"to":"a","\u0069dempotency_key":"k\u0021"}}}`},
+		{"keyed, array arguments", nil, `{"jsonrpc":"2.0","id":15,"method":"tools/call","params":{"name":"My_Mail__send","arguments":[1]}}`},
 	}
 	for an, fn := range answers {
 		f.mu.Lock()
@@ -201,8 +211,9 @@ func compare(t *testing.T, name string, got, want answer) {
 	}
 }
 
-// TestMCPFastPathBodyLimit checks a body over the limit still gets the
-// SDK's 413, and one just under it is read whole.
+// TestMCPFastPathBodyLimit checks a body over the limit gets the API's 413
+// envelope, with or without a Content-Length, and one at the limit is read
+// whole.
 func TestMCPFastPathBodyLimit(t *testing.T) {
 	f, _ := setup(t)
 	s := New(Options{Agents: f, Tools: f, Calls: engineFunc(f.CallEngine), MaxBodyBytes: 300})
@@ -215,8 +226,26 @@ func TestMCPFastPathBodyLimit(t *testing.T) {
 		b := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"My_Mail__read","arguments":{"q":"` + strings.Repeat("x", n) + `"}}}`
 		return b
 	}
-	if a := post(t, f, url, nil, body(400)); a.status != http.StatusRequestEntityTooLarge {
-		t.Errorf("over the limit: %d %s", a.status, a.body)
+	for _, length := range []bool{true, false} {
+		req, _ := http.NewRequest("POST", url, strings.NewReader(body(400)))
+		if !length {
+			req, _ = http.NewRequest("POST", url, io.MultiReader(strings.NewReader(body(400))))
+		}
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusRequestEntityTooLarge || resp.Header.Get("Content-Type") != calls.ContentType ||
+			!strings.Contains(string(b), `"error":"payload_too_large"`) {
+			t.Errorf("over the limit (Content-Length %v): %d %q %s", length, resp.StatusCode, resp.Header.Get("Content-Type"), b)
+		}
+	}
+	if len(f.requests) != 0 {
+		t.Fatal("an oversized call reached the engine")
 	}
 	small := body(300 - len(body(0)))
 	if a := post(t, f, url, nil, small); a.status != 200 || s.fastCalls.Load() != 1 {

@@ -12,7 +12,9 @@
 //
 // # Requests
 //
-//	X-API-KEY ─▶ api auth ─▶ serve: agent's toolset (cached per account, agent)
+//	X-API-KEY ─▶ api auth ─▶ serve: body within QUIVER_BODY_LIMIT (else 413 envelope)
+//	                           │
+//	                           ▼ agent's toolset (cached per account, agent)
 //	                           │ 404 envelope if the agent is not the account's
 //	                           ▼
 //	         SDK stateless handler ─▶ toolset's *mcp.Server ─▶ tools/call
@@ -33,17 +35,57 @@
 // (initialize, tools/list, notifications, batches, anything unusual) to the
 // SDK.
 //
+// # Tool lists
+//
+// An agent's list is cached for ListTTL (QUIVER_CACHE_TTL). This replica's
+// own changes drop it at once (ForgetAgent, ForgetTool: the agent's tools
+// or deletion, a tool's deletion, reset or configuration); other replicas
+// see them within ListTTL. Results that can be cached (tools/list's among
+// them) are marked private with a TTL of 0: a list is one account's own.
+//
+// # Names
+//
+// A name is {tool_name}__{action}, at most 128 characters of [A-Za-z0-9_.-],
+// and means one action of one tool. It depends on the set of attached
+// tools and their actions, never on the order they are attached or listed
+// in:
+//
+//   - {tool_name} is the tool's name with characters MCP refuses made '_',
+//     runs of '_' made one (it never holds "__", so a name's first "__" ends
+//     it), '_' trimmed, cut to 64 characters.
+//   - Of tools whose names come out the same ("foo bar", "foo_bar"), the
+//     lowest ID keeps the plain name and each other takes _{id}; a suffixed
+//     name another tool already has ("up_7", literally) takes a further _2,
+//     _3, … . Attaching a tool with a lower ID than one of the same name
+//     therefore renames that one.
+//   - {action} is the action's name with characters MCP refuses made '_',
+//     the whole cut to 128. Of a tool's actions that come out the same
+//     ("a/b" and "a_b", or names sharing their first 128 characters), the
+//     one named so keeps it (else the least name), and each other takes
+//     _{8 hex digits of the FNV-1a hash of its name}.
+//
+// Nothing attached is left out for its name.
+//
 // # Idempotency over MCP
 //
 // A non-retryable action's input schema gains a required idempotency_key
-// argument (1–255 printable ASCII, no surrounding spaces). It is taken out of
-// the arguments and used as the Idempotency-Key; the same key retried replays
-// the first outcome. Every engine error becomes a tool error (isError true)
-// whose text is the REST API's envelope, {"error": code, "message": …}.
+// argument (1–255 printable ASCII, no surrounding spaces); for an action
+// with an idempotency_key argument of its own, which is passed on
+// untouched, Quiver's is quiver_idempotency_key instead (keyName). It is
+// taken out of the arguments and used as the Idempotency-Key; the same key
+// retried replays the first outcome. The key argument is checked first, as
+// the API checks the header; everything else is the engine's to judge, so a
+// call is refused with the code REST gives the same call (a duplicate
+// member is invalid_json, a read-only API key forbidden before a missing
+// key). Every engine error becomes a tool error (isError true) whose text is
+// the REST API's envelope, {"error": code, "message": …}, with retry_after
+// where REST sets Retry-After.
 package mcpserver
 
 import (
+	"bytes"
 	"context"
+	"io"
 	"log/slog"
 	"net/http"
 	"strconv"
@@ -61,7 +103,8 @@ import (
 )
 
 // DefaultListTTL is how long an agent's tool list is reused before it is
-// read again: attaching or detaching a tool shows within about this long.
+// read again: a change made through another replica shows within about
+// this long (this replica's own show at once).
 const DefaultListTTL = time.Second
 
 // DefaultBuildTimeout bounds reading an agent and discovering its tools'
@@ -173,17 +216,71 @@ func (s *Server) serve(c *gin.Context) {
 		s.writeError(c, problem.New(problem.NotFound, "No agent with ID %q.", c.Param("id")))
 		return
 	}
+	var body []byte
+	if c.Request.Method == http.MethodPost && c.Request.Body != nil {
+		if body, err = s.readBody(c.Request); err != nil {
+			s.writeError(c, err)
+			return
+		}
+	}
 	ctx := c.Request.Context()
 	ts, err := s.sets.get(ctx, accounts.PrincipalFrom(ctx).Account, id)
 	if err != nil {
 		s.writeError(c, err)
 		return
 	}
-	if s.fastCall(c.Writer, c.Request, ts) {
+	if body != nil && s.fastCall(c.Writer, c.Request, ts, body) {
 		return
 	}
 	s.handler.ServeHTTP(c.Writer, c.Request.WithContext(context.WithValue(ctx, serverKey{}, ts.srv)))
 }
+
+// readBody reads r's body whole, up to the body limit, and puts it back for
+// the SDK. A body over the limit is the API's payload_too_large, as on
+// every other route, not the SDK's plain-text 413. A body that could not
+// be read whole (the client went away) is put back as far as it was read,
+// followed by the rest, and body is nil: the SDK answers it.
+func (s *Server) readBody(r *http.Request) (body []byte, err error) {
+	if s.maxBody > 0 && r.ContentLength > s.maxBody {
+		return nil, tooLarge(s.maxBody)
+	}
+	src := r.Body
+	var rd io.Reader = src
+	if s.maxBody > 0 {
+		rd = io.LimitReader(src, s.maxBody+1)
+	}
+	body, err = io.ReadAll(rd)
+	if err != nil {
+		r.Body = struct {
+			io.Reader
+			io.Closer
+		}{io.MultiReader(bytes.NewReader(body), src), src}
+		return nil, nil
+	}
+	if s.maxBody > 0 && int64(len(body)) > s.maxBody {
+		return nil, tooLarge(s.maxBody)
+	}
+	r.Body = struct {
+		io.Reader
+		io.Closer
+	}{bytes.NewReader(body), src}
+	return body, nil
+}
+
+// tooLarge is the API's answer to a body over the limit.
+func tooLarge(limit int64) error {
+	return problem.New(problem.PayloadTooLarge, "The request body is over the %d-byte limit.", limit)
+}
+
+// ForgetAgent drops this replica's cached tool list of the account's agent,
+// so a change to the agent (its tools, its deletion) shows on the next
+// request here. Other replicas see it within ListTTL.
+func (s *Server) ForgetAgent(account, agent int64) { s.sets.forgetAgent(account, agent) }
+
+// ForgetTool drops this replica's cached tool lists of the account's agents
+// that have the tool attached, so its deletion, reset or new configuration
+// shows on the next request here. Other replicas see it within ListTTL.
+func (s *Server) ForgetTool(account, tool int64) { s.sets.forgetTool(account, tool) }
 
 // writeError answers a request refused before MCP with the API's envelope.
 func (s *Server) writeError(c *gin.Context, err error) {
@@ -196,5 +293,5 @@ func (s *Server) writeError(c *gin.Context, err error) {
 		c.Header("Retry-After", strconv.Itoa(p.RetryAfter))
 	}
 	c.Abort()
-	c.Data(status, calls.ContentType, envelope(c.Request.Context(), p))
+	c.Data(status, calls.ContentType, envelope(c.Request.Context(), p, false))
 }

@@ -167,20 +167,35 @@ func TestMCPCallTakesIdempotencyKey(t *testing.T) {
 	f, url := setup(t)
 	cs := connect(t, url+"/api/v1/agents/7/mcp/")
 	ctx := context.Background()
+	f.mu.Lock()
+	ok := f.answer
+	f.answer = func(r calls.Request) (*calls.Response, error) {
+		if !r.HasKey { // as the engine answers a non-retryable action
+			return nil, problem.New(problem.IdempotencyKeyRequired, "Action \"send\" is not retryable: call it with an Idempotency-Key header.")
+		}
+		return ok(r)
+	}
+	f.mu.Unlock()
 
+	// Without a key the engine decides (it checks the rest first); its
+	// answer names the argument, not a header.
 	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "My_Mail__send", Arguments: map[string]any{"to": "a@b.c"}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if env := envelopeOf(t, res); !res.IsError || env["error"] != "idempotency_key_required" {
+	if env := envelopeOf(t, res); !res.IsError || env["error"] != "idempotency_key_required" || !strings.Contains(env["message"].(string), "idempotency_key argument") {
 		t.Fatalf("without a key: isError=%v %v", res.IsError, env)
 	}
+	if len(f.requests) != 1 || f.requests[0].HasKey || string(f.requests[0].Body) != `{"tool":11,"action":"send","arguments":{"to":"a@b.c"}}` {
+		t.Fatalf("without a key the engine got %+v", f.requests)
+	}
+	f.requests = nil
 	res, _ = cs.CallTool(ctx, &mcp.CallToolParams{Name: "My_Mail__send", Arguments: map[string]any{"to": "a", keyArg: " k"}})
 	if env := envelopeOf(t, res); env["error"] != "invalid_idempotency_key" {
 		t.Fatalf("bad key: %v", env)
 	}
 	if len(f.requests) != 0 {
-		t.Fatalf("the engine was called %d times for refused keys", len(f.requests))
+		t.Fatalf("the engine was called %d times for a refused key", len(f.requests))
 	}
 
 	cs.CallTool(ctx, &mcp.CallToolParams{Name: "My_Mail__send", Arguments: json.RawMessage(`{"to":"<a@b.c>","n":1.50,"idempotency_key":"k-1"}`)})
@@ -191,8 +206,44 @@ func TestMCPCallTakesIdempotencyKey(t *testing.T) {
 	if got.AccountID != 1 || !got.HasKey || got.Key != "k-1" {
 		t.Errorf("request = %+v", got)
 	}
-	if want := `{"tool":11,"action":"send","arguments":{"n":1.50,"to":"<a@b.c>"}}`; string(got.Body) != want {
+	if want := `{"tool":11,"action":"send","arguments":{"to":"<a@b.c>","n":1.50}}`; string(got.Body) != want {
 		t.Errorf("body = %s, want %s", got.Body, want)
+	}
+}
+
+// TestMCPTakeKey: the key member is cut out of the arguments' text, the
+// rest kept byte for byte; arguments it cannot be taken from go on whole.
+func TestMCPTakeKey(t *testing.T) {
+	for _, c := range []struct {
+		args, rest, key string
+		found           bool
+		code            problem.Code
+	}{
+		{args: `{"idempotency_key":"k"}`, rest: `{}`, key: "k", found: true},
+		{args: ` { "a" : 1 , "idempotency_key" : "k" } `, rest: ` { "a" : 1 } `, key: "k", found: true},
+		{args: `{"idempotency_key":"k", "a":[1,{"b":2}],"c":"x"}`, rest: `{"a":[1,{"b":2}],"c":"x"}`, key: "k", found: true},
+		{args: `{"a":1,"idempotency_key":"k","c":2}`, rest: `{"a":1,"c":2}`, key: "k", found: true},
+		{args: `{"\u0069dempotency_key":"k\u0021","a":1}`, rest: `{"a":1}`, key: "k!", found: true},
+		{args: `{"a":1,"a":2,"idempotency_key":"k"}`, rest: `{"a":1,"a":2}`, key: "k", found: true}, // the engine refuses the duplicate
+		{args: `{"idempotency_key":"k1","idempotency_key":"k2"}`},
+		{args: `{"idempotency_key":"k1","\u0069dempotency_key":"k2"}`},
+		{args: `{"a":1}`},
+		{args: `[1]`},
+		{args: `"x"`},
+		{args: `{"a":{"idempotency_key":"k"}}`},
+		{args: `{"idempotency_key":" k"}`, code: problem.InvalidIdempotencyKey},
+		{args: `{"idempotency_key":1}`, code: problem.InvalidIdempotencyKey},
+	} {
+		rest, key, found, err := takeKey(json.RawMessage(c.args), keyArg)
+		if c.code != "" {
+			if p, ok := problem.As(err); !ok || p.Code != c.code {
+				t.Errorf("%s: error %v, want %s", c.args, err, c.code)
+			}
+			continue
+		}
+		if err != nil || found != c.found || key != c.key || (found && string(rest) != c.rest) {
+			t.Errorf("%s: %s %q %v %v, want %s %q %v", c.args, rest, key, found, err, c.rest, c.key, c.found)
+		}
 	}
 }
 
@@ -281,24 +332,105 @@ func TestMCPListIsCached(t *testing.T) {
 	}
 }
 
-func TestMCPNames(t *testing.T) {
-	for in, want := range map[string]string{"": "tool", "a b/c": "a_b_c", "__x__": "x", "Ünï": "n", strings.Repeat("a", 80): strings.Repeat("a", 64)} {
-		if got := sanitize(in); got != want {
-			t.Errorf("sanitize(%q) = %q, want %q", in, got, want)
+// TestMCPToolErrorRetryAfter: a tool error carries retry_after wherever
+// REST would set Retry-After.
+func TestMCPToolErrorRetryAfter(t *testing.T) {
+	f, url := setup(t)
+	cs := connect(t, url+"/api/v1/agents/7/mcp")
+	for code, wantRA := range map[problem.Code]any{problem.RateLimited: float64(3), problem.Unavailable: float64(3),
+		problem.RequestInProgress: float64(3), problem.InvalidArguments: nil} {
+		f.mu.Lock()
+		f.answer = func(calls.Request) (*calls.Response, error) {
+			p := problem.New(code, "no")
+			if code != problem.InvalidArguments {
+				p.RetryAfter = 3
+			}
+			return nil, p
+		}
+		f.mu.Unlock()
+		res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "My_Mail__read"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if env := envelopeOf(t, res); env["error"] != string(code) || env["retry_after"] != wantRA {
+			t.Errorf("%s: %v", code, env)
 		}
 	}
-	if got := toolName("t", "a/b.c"); got != "t__a_b.c" {
-		t.Errorf("toolName = %q", got)
+	// The database down while building the list: 503 with Retry-After, the
+	// body as REST writes it.
+	s := New(Options{Agents: downAgents{}, Tools: f, Calls: engineFunc(f.CallEngine)})
+	r := gin.New()
+	s.Register(r.Group("/api/v1", asAccount1))
+	w := httptest.NewRecorder()
+	r.ServeHTTP(w, httptest.NewRequest("POST", "/api/v1/agents/7/mcp", strings.NewReader(`{}`)))
+	if w.Code != 503 || w.Header().Get("Retry-After") != "1" || strings.Contains(w.Body.String(), "retry_after") {
+		t.Errorf("down: %d %v %s", w.Code, w.Header(), w.Body)
 	}
-	tools := []agentTool{{id: 5, name: "x"}, {id: 3, name: "x"}, {id: 4, name: "y"}}
-	disambiguate(tools)
-	if tools[0].name != "x_5" || tools[1].name != "x" || tools[2].name != "y" {
-		t.Errorf("disambiguate = %+v", tools)
-	}
-	for k, ok := range map[string]bool{"a": true, " a": false, "a ": false, "": false, "a\tb": false, strings.Repeat("k", 256): false, "a b": true} {
-		if validKey(k) != ok {
-			t.Errorf("validKey(%q) = %v", k, !ok)
+}
+
+type downAgents struct{}
+
+func (downAgents) Get(context.Context, int64, int64) (*agents.Agent, error) {
+	return nil, store.ErrUnavailable
+}
+
+// TestMCPForget: ForgetAgent and ForgetTool drop cached lists at once,
+// whatever ListTTL; ForgetTool only those with the tool attached.
+func TestMCPForget(t *testing.T) {
+	f, _ := setup(t)
+	f.agentTools[8] = []int64{12}
+	s := New(Options{Agents: f, Tools: f, Calls: engineFunc(f.CallEngine), ListTTL: time.Hour})
+	ctx := context.Background()
+	get := func(agent int64) *toolset {
+		t.Helper()
+		ts, err := s.sets.get(ctx, 1, agent)
+		if err != nil {
+			t.Fatal(err)
 		}
+		return ts
+	}
+	a7, a8 := get(7), get(8)
+	if get(7) != a7 || get(8) != a8 {
+		t.Fatal("not cached")
+	}
+	s.ForgetAgent(1, 7)
+	if get(7) == a7 || get(8) != a8 {
+		t.Fatal("ForgetAgent(7)")
+	}
+	a7 = get(7)
+	s.ForgetTool(1, 11) // attached to 7 only
+	if get(7) == a7 || get(8) != a8 {
+		t.Fatal("ForgetTool(11)")
+	}
+	a7 = get(7)
+	s.ForgetTool(1, 13) // attached to 7, not configured
+	if get(7) == a7 || get(8) != a8 {
+		t.Fatal("ForgetTool(13)")
+	}
+	a7 = get(7)
+	s.ForgetTool(2, 12) // another account
+	s.ForgetAgent(2, 7)
+	if get(7) != a7 || get(8) != a8 {
+		t.Fatal("another account's forget")
+	}
+}
+
+// TestMCPListIsPrivate: tools/list is marked private, stale at once.
+func TestMCPListIsPrivate(t *testing.T) {
+	_, url := setup(t)
+	c := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, nil)
+	cs, err := c.Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: url + "/api/v1/agents/7/mcp"},
+		&mcp.ClientSessionOptions{ProtocolVersion: protocolStateless})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	res, err := cs.ListTools(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.CacheScope != "private" || res.TTLMs != 0 {
+		t.Fatalf("cacheScope %q, ttlMs %d", res.CacheScope, res.TTLMs)
 	}
 }
 

@@ -1,5 +1,7 @@
 package mcpserver
 
+import "encoding/json"
+
 // A small JSON scanner for the fast path: it splits an object into its
 // members without decoding them, and validates what it skips. parseCall
 // used to decode the request into maps twice, which was a quarter of the
@@ -49,6 +51,63 @@ func eachMember(b []byte, fn func(key string, value []byte) bool) bool {
 			return skipSpace(b, i+1) == len(b)
 		default:
 			return false
+		}
+	}
+}
+
+// member is one member of an object: its key, decoded, and where its key
+// starts, its value starts and its value ends in the object's text.
+type member struct {
+	key               string
+	start, value, end int
+}
+
+// objectMembers splits the JSON object that is all of b (whitespace around
+// it allowed) into its members, in order, keys decoded (escapes too, so
+// "\u0069d" is "id"). ok is false if b is not such an object. Nesting is
+// bounded by the caller: b was decoded, or checked by tooDeep, before.
+func objectMembers(b []byte) (ms []member, ok bool) {
+	i := skipSpace(b, 0)
+	if i >= len(b) || b[i] != '{' {
+		return nil, false
+	}
+	i = skipSpace(b, i+1)
+	if i < len(b) && b[i] == '}' {
+		return nil, skipSpace(b, i+1) == len(b)
+	}
+	for {
+		if i >= len(b) || b[i] != '"' {
+			return nil, false
+		}
+		end, plain, ok := scanString(b, i)
+		if !ok {
+			return nil, false
+		}
+		key := string(b[i+1 : end-1])
+		if !plain && json.Unmarshal(b[i:end], &key) != nil {
+			return nil, false
+		}
+		m := member{key: key, start: i}
+		i = skipSpace(b, end)
+		if i >= len(b) || b[i] != ':' {
+			return nil, false
+		}
+		m.value = skipSpace(b, i+1)
+		if m.end, ok = skipValue(b, m.value); !ok {
+			return nil, false
+		}
+		ms = append(ms, m)
+		i = skipSpace(b, m.end)
+		if i >= len(b) {
+			return nil, false
+		}
+		switch b[i] {
+		case ',':
+			i = skipSpace(b, i+1)
+		case '}':
+			return ms, skipSpace(b, i+1) == len(b)
+		default:
+			return nil, false
 		}
 	}
 }

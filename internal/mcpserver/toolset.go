@@ -45,6 +45,8 @@ type toolset struct {
 	// same keeps srv rather than making it anew.
 	parts []agentTool
 	title string
+	// attached is every tool attached to the agent, configured or not.
+	attached []int64
 }
 
 // toolsets caches one toolset per agent for ListTTL. Reading an agent costs
@@ -114,6 +116,36 @@ func (t *toolset) wait(ctx context.Context) (*toolset, error) {
 	}
 }
 
+// forgetAgent drops the agent's toolset, built or being built: the next
+// request builds it anew. A build under way still answers the requests
+// that wait for it, which came before the change.
+func (ts *toolsets) forgetAgent(account, agent int64) {
+	ts.mu.Lock()
+	delete(ts.m, agentKey{account, agent})
+	ts.mu.Unlock()
+}
+
+// forgetTool drops the toolsets of the account's agents that have the
+// tool attached, and those still being built (whose tools are not known
+// yet).
+func (ts *toolsets) forgetTool(account, tool int64) {
+	ts.mu.Lock()
+	defer ts.mu.Unlock()
+	for k, t := range ts.m {
+		if k.account != account {
+			continue
+		}
+		select {
+		case <-t.done:
+			if !slices.Contains(t.attached, tool) {
+				continue
+			}
+		default:
+		}
+		delete(ts.m, k)
+	}
+}
+
 // sweepLocked drops expired toolsets; ts.mu is held.
 func (ts *toolsets) sweepLocked(now time.Time) {
 	for k, t := range ts.m {
@@ -130,7 +162,8 @@ func (ts *toolsets) sweepLocked(now time.Time) {
 // agentTool is one attached tool and its actions.
 type agentTool struct {
 	id      int64
-	name    string // sanitized; disambiguated later
+	base    string // its name, sanitized
+	name    string // the {tool_name} part, unique in the agent (disambiguate)
 	actions []connectors.Action
 }
 
@@ -158,31 +191,34 @@ func (s *Server) build(ctx context.Context, ts *toolset, account, agentID int64,
 		// Nothing changed (the connectors handed out the very lists they
 		// gave last time): keep the server, its schemas and handlers.
 		ts.srv, ts.impl, ts.implJSON, ts.tools, ts.actions, ts.parts, ts.title = prev.srv, prev.impl, prev.implJSON, prev.tools, prev.actions, prev.parts, prev.title
+		ts.attached = ag.Tools
 		return nil
 	}
 
 	impl := &mcp.Implementation{Name: "quiver-agent-" + strconv.FormatInt(agentID, 10), Title: ag.Name, Version: s.opts.Version}
-	srv := mcp.NewServer(impl, &mcp.ServerOptions{Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{}}, Logger: s.log})
+	srv := mcp.NewServer(impl, &mcp.ServerOptions{Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{}},
+		Logger: s.log, SetCacheable: private})
 	fast := map[string]fastTool{}
-	seen := map[string]bool{}
 	actions := make(map[int64][]connectors.Action, len(tools))
 	for _, t := range tools {
 		actions[t.id] = t.actions
+		names := actionNames(t.name, t.actions)
 		for i := range t.actions {
 			a := &t.actions[i]
-			name := toolName(t.name, a.Name)
-			if seen[name] {
-				s.log.WarnContext(ctx, "mcp: two actions share one tool name; the second is left out",
-					"agent", agentID, "tool", t.id, "action", a.Name, "name", name)
+			name := names[i]
+			if name == "" {
+				// The same action name twice in one tool's list: the engine
+				// runs the first, so only the first can be listed.
+				s.log.WarnContext(ctx, "mcp: a tool lists one action name twice; the second is left out",
+					"agent", agentID, "tool", t.id, "action", a.Name)
 				continue
 			}
-			tool, err := mcpTool(name, a)
+			tool, key, err := mcpTool(name, a)
 			if err != nil {
 				s.log.WarnContext(ctx, "mcp: action left out", "agent", agentID, "tool", t.id, "action", a.Name, "error", err)
 				continue
 			}
-			seen[name] = true
-			inv := s.invoke(account, t.id, a.Name, !a.Retryable)
+			inv := s.invoke(account, t.id, a.Name, key)
 			srv.AddTool(tool, s.handle(inv))
 			fast[name] = fastTool{invoke: inv, headerBound: headerBound(tool)}
 		}
@@ -192,6 +228,7 @@ func (s *Server) build(ctx context.Context, ts *toolset, account, agentID int64,
 		return err
 	}
 	ts.srv, ts.impl, ts.implJSON, ts.tools, ts.actions, ts.parts, ts.title = srv, impl, implJSON, fast, actions, tools, ag.Name
+	ts.attached = ag.Tools
 	return nil
 }
 
@@ -229,7 +266,7 @@ func (s *Server) discover(ctx context.Context, account, id int64, last []connect
 	if name == "" && rt.Entry != nil {
 		name = rt.Entry.Name
 	}
-	t := agentTool{id: id, name: sanitize(name)}
+	t := agentTool{id: id, base: sanitize(name)}
 	actions, err := rt.Connector.Actions(ctx, rt.Tool)
 	if err != nil {
 		s.log.WarnContext(ctx, "mcp: listing a tool's actions failed", "tool", id, "reused", last != nil, "error", err)
@@ -243,78 +280,40 @@ func (s *Server) discover(ctx context.Context, account, id int64, last []connect
 	return t
 }
 
-// sanitize keeps [a-zA-Z0-9_-] of a tool's name; anything else becomes '_'.
-func sanitize(name string) string {
-	b := []byte(strings.TrimSpace(name))
-	for i, c := range b {
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-') {
-			b[i] = '_'
-		}
+// keyName is the argument that carries Quiver's key for an action with
+// these input schema properties and required names: idempotency_key, or,
+// when the action has an argument of that name itself (which is then passed
+// on untouched), quiver_idempotency_key, or the first of
+// quiver_idempotency_key_2, _3, … the action does not have either.
+func keyName(props map[string]any, required []any) string {
+	has := func(n string) bool {
+		_, ok := props[n]
+		return ok || slices.Contains(required, any(n))
 	}
-	s := strings.Trim(string(b), "_")
-	if s == "" {
-		s = "tool"
+	if !has(keyArg) {
+		return keyArg
 	}
-	if len(s) > maxToolNameLen {
-		s = s[:maxToolNameLen]
+	name := altKeyArg
+	for n := 2; has(name); n++ {
+		name = altKeyArg + "_" + strconv.Itoa(n)
 	}
-	return s
+	return name
 }
-
-// disambiguate gives every tool but the oldest (lowest ID) of a shared name
-// the suffix _{id}, so adding a tool never renames the ones already there.
-func disambiguate(tools []agentTool) {
-	first := map[string]int64{}
-	for _, t := range tools {
-		if id, ok := first[t.name]; !ok || t.id < id {
-			first[t.name] = t.id
-		}
-	}
-	for i := range tools {
-		if tools[i].id != first[tools[i].name] {
-			tools[i].name += "_" + strconv.FormatInt(tools[i].id, 10)
-		}
-	}
-}
-
-// toolName is {tool}__{action}, with characters MCP refuses in the action
-// replaced and the whole cut to MCP's limit.
-func toolName(tool, action string) string {
-	b := []byte(tool + "__" + action)
-	for i := len(tool) + 2; i < len(b); i++ {
-		c := b[i]
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-' || c == '.') {
-			b[i] = '_'
-		}
-	}
-	if len(b) > maxNameLen {
-		b = b[:maxNameLen]
-	}
-	return string(b)
-}
-
-// keyDescription is the schema description of the idempotency_key argument.
-const keyDescription = "Your unique key for this operation (1-255 printable ASCII characters). " +
-	"This action is not safe to repeat: a retry with the same key returns the first outcome instead of running again; " +
-	"use a new key only for a new operation."
-
-// keyPattern is 1–255 printable ASCII without leading or trailing spaces;
-// the length is checked by minLength and maxLength.
-const keyPattern = `^[!-~]([ -~]*[!-~])?$`
 
 // mcpTool makes the MCP tool of an action. A non-retryable action's schema
-// gains the required idempotency_key argument.
-func mcpTool(name string, a *connectors.Action) (*mcp.Tool, error) {
+// gains the required key argument, named key (keyName); a retryable action's
+// key is "".
+func mcpTool(name string, a *connectors.Action) (t *mcp.Tool, key string, err error) {
 	schema := map[string]any{}
 	if len(a.InputSchema) > 0 && string(a.InputSchema) != "null" {
 		if err := json.Unmarshal(a.InputSchema, &schema); err != nil {
-			return nil, fmt.Errorf("input schema is not a JSON object: %w", err)
+			return nil, "", fmt.Errorf("input schema is not a JSON object: %w", err)
 		}
 	}
 	if t, ok := schema["type"]; !ok {
 		schema["type"] = "object"
 	} else if t != "object" {
-		return nil, fmt.Errorf("input schema has type %v, not object", t)
+		return nil, "", fmt.Errorf("input schema has type %v, not object", t)
 	}
 	desc := a.Description
 	if !a.Retryable {
@@ -322,17 +321,22 @@ func mcpTool(name string, a *connectors.Action) (*mcp.Tool, error) {
 		if props == nil {
 			props = map[string]any{}
 		}
-		props[keyArg] = map[string]any{"type": "string", "minLength": 1, "maxLength": 255,
-			"pattern": keyPattern, "description": keyDescription}
-		schema["properties"] = props
 		req, _ := schema["required"].([]any)
-		if !slices.Contains(req, any(keyArg)) {
-			req = append(req, keyArg)
+		key = keyName(props, req)
+		kd := keyDescription
+		if key != keyArg {
+			kd += " Named " + key + " because this action has an " + keyArg + " argument of its own, which is passed to it unchanged."
+		}
+		props[key] = map[string]any{"type": "string", "minLength": 1, "maxLength": 255,
+			"pattern": keyPattern, "description": kd}
+		schema["properties"] = props
+		if !slices.Contains(req, any(key)) {
+			req = append(req, key)
 		}
 		schema["required"] = req
-		desc = strings.TrimSpace(desc + "\n\nNot safe to retry blindly: pass a unique idempotency_key; retrying with the same key never runs it twice.")
+		desc = strings.TrimSpace(desc + "\n\nNot safe to retry blindly: pass a unique " + key + "; retrying with the same key never runs it twice.")
 	}
-	t := &mcp.Tool{Name: name, Description: desc, InputSchema: schema}
+	t = &mcp.Tool{Name: name, Description: desc, InputSchema: schema}
 	if an := a.Annotations; an != nil {
 		t.Title = an.Title
 		t.Annotations = &mcp.ToolAnnotations{Title: an.Title, DestructiveHint: an.DestructiveHint, OpenWorldHint: an.OpenWorldHint}
@@ -343,5 +347,13 @@ func mcpTool(name string, a *connectors.Action) (*mcp.Tool, error) {
 			t.Annotations.IdempotentHint = *an.IdempotentHint
 		}
 	}
-	return t, nil
+	return t, key, nil
+}
+
+// private marks every cacheable result (tools/list's among them) as the
+// caller's own and stale at once: an agent's list belongs to one account
+// and follows its attaches, so no shared cache may keep it.
+func private(_ context.Context, _ mcp.Request, c *mcp.Cacheable) {
+	c.CacheScope = "private"
+	c.TTLMs = 0
 }
