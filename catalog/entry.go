@@ -108,8 +108,8 @@ type Field struct {
 	Options     []string  `yaml:"options,omitempty" json:"options,omitempty"`
 	Default     string    `yaml:"default,omitempty" json:"default,omitempty"`
 	// RequiredWhen is the condition under which the field is used and
-	// required; see Field. Not yet part of the API's Field schema.
-	RequiredWhen map[string][]string `yaml:"required_when,omitempty" json:"-"`
+	// required; see Field.
+	RequiredWhen map[string][]string `yaml:"required_when,omitempty" json:"required_when,omitempty"`
 
 	re *regexp.Regexp // Pattern, compiled once at load
 }

@@ -126,6 +126,9 @@ export interface FormField {
   secret?: boolean;
   pattern?: string;
   options?: string[];
+  default?: string;
+  /** Used, and required, only when each named enum field of the step has one of the listed values. */
+  required_when?: Record<string, string[]>;
   [extra: string]: any;
 }
 
