@@ -1,10 +1,12 @@
 package e2e
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"net"
 	"net/http"
 	"net/url"
 	"strings"
@@ -100,6 +102,50 @@ func TestIdempotencyRules(t *testing.T) {
 				wantError(t, e.srv.Do("POST", callPath, big2, "Idempotency-Key", "k-huge"), 409, "idempotency_key_reused")
 				if n := e.tool.count("/reuse") + e.tool.count("/huge"); n != 2 {
 					t.Fatalf("tool ran %d times, want 2", n)
+				}
+			})
+
+			t.Run("numbers by their literal, strings by their value", func(t *testing.T) {
+				raw := func(path, literal string) string {
+					return fmt.Sprintf(`{"tool":%d,"action":"post","arguments":{"path":%q,"body":%s}}`, e.id, path, literal)
+				}
+				for i, pair := range [][2]string{{"1", "1.0"}, {"100", "1e2"}, {"1e2", "1E2"}, {"0.5", "5e-1"}} {
+					key, path := fmt.Sprintf("k-num-%d", i), fmt.Sprintf("/num-%d", i)
+					if r := e.srv.Do("POST", callPath, raw(path, pair[0]), "Idempotency-Key", key); r.Status != 200 {
+						t.Fatalf("%s: %d %s", pair[0], r.Status, r.Body)
+					}
+					wantError(t, e.srv.Do("POST", callPath, raw(path, pair[1]), "Idempotency-Key", key), 409, "idempotency_key_reused")
+				}
+				first := e.srv.Do("POST", callPath, raw("/str", `"caf\u00e9"`), "Idempotency-Key", "k-str")
+				again := e.srv.Do("POST", callPath, raw("/str", `"café"`), "Idempotency-Key", "k-str")
+				if first.Status != 200 || again.Header.Get("Idempotent-Replayed") != "true" || !bytes.Equal(first.Body, again.Body) {
+					t.Fatalf("an escaped and a literal é are the same string: %d %s / %d %s", first.Status, first.Body, again.Status, again.Body)
+				}
+				if n := e.tool.count("/str"); n != 1 {
+					t.Fatalf("/str ran %d times", n)
+				}
+			})
+
+			t.Run("HTTP trims a key's outer spaces", func(t *testing.T) {
+				// Go's client trims header values itself: write the request by hand.
+				body := callBody(e.id, "/trim", 1)
+				payload := mustJSON(body)
+				conn, err := net.Dial("tcp", strings.TrimPrefix(e.srv.URL, "http://"))
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer conn.Close()
+				fmt.Fprintf(conn, "POST %s HTTP/1.1\r\nHost: x\r\nX-API-KEY: %s\r\nIdempotency-Key:  k-trim \t\r\nContent-Type: application/json\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s",
+					callPath, e.srv.Key, len(payload), payload)
+				resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+				if err != nil || resp.StatusCode != 200 {
+					t.Fatalf("first, key sent as \" k-trim \\t\": %v %v", resp, err)
+				}
+				if r := e.call(body, "k-trim"); r.Status != 200 || r.Header.Get("Idempotent-Replayed") != "true" {
+					t.Fatalf("k-trim after \"k-trim \": %d replayed=%q", r.Status, r.Header.Get("Idempotent-Replayed"))
+				}
+				if r := e.srv.Do("GET", "/api/v1/idempotency-keys/k-trim", nil); r.Status != 200 || r.JSON()["key"] != "k-trim" {
+					t.Fatalf("key state: %d %s", r.Status, r.Body)
 				}
 			})
 
@@ -213,6 +259,9 @@ func TestIdempotencyRules(t *testing.T) {
 				}
 				r := e.call(body, "k-slow")
 				wantError(t, r, 409, "request_in_progress")
+				if k := e.srv.Do("GET", "/api/v1/idempotency-keys/k-slow", nil); k.Status != 200 || k.JSON()["state"] != "in_progress" {
+					t.Fatalf("key while in flight: %d %s", k.Status, k.Body)
+				}
 				if r.Header.Get("Retry-After") == "" {
 					t.Fatal("no Retry-After on request_in_progress")
 				}
