@@ -73,7 +73,10 @@
 // with an idempotency_key argument of its own, which is passed on
 // untouched, Quiver's is quiver_idempotency_key instead (keyName). It is
 // taken out of the arguments and used as the Idempotency-Key; the same key
-// retried replays the first outcome. The key argument is checked first, as
+// retried replays the first outcome, even once the tool has left the list
+// (reset, detached, deleted): a call of a name not listed whose key
+// argument holds one of the account's keys for the action the name ends in
+// is that key's call (unlisted.go). The key argument is checked first, as
 // the API checks the header; everything else is the engine's to judge, so a
 // call is refused with the code REST gives the same call (a duplicate
 // member is invalid_json, a read-only API key forbidden before a missing
@@ -121,9 +124,12 @@ type Tools interface {
 	Resolve(ctx context.Context, accountID, id int64) (*toolconfig.Resolved, error)
 }
 
-// Calls runs calls; *calls.Engine implements it.
+// Calls runs calls and finds the account's idempotency keys (as
+// GET /api/v1/idempotency-keys/{key} shows them); *calls.Engine implements
+// it.
 type Calls interface {
 	Call(ctx context.Context, req calls.Request) (*calls.Response, error)
+	Key(ctx context.Context, accountID int64, key string) (*calls.KeyState, error)
 }
 
 var (

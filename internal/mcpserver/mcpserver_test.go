@@ -86,6 +86,10 @@ func (e engineFunc) Call(ctx context.Context, r calls.Request) (*calls.Response,
 	return e(ctx, r)
 }
 
+func (e engineFunc) Key(context.Context, int64, string) (*calls.KeyState, error) {
+	return nil, problem.New(problem.NotFound, "No idempotency key with that value for this account.")
+}
+
 func setup(t *testing.T) (*fakes, string) {
 	t.Helper()
 	yes, no := true, false

@@ -147,9 +147,7 @@ func actionNames(tool string, actions []connectors.Action) []string {
 	}
 	slices.SortFunc(rest, func(a, b int) int { return strings.Compare(actions[a].Name, actions[b].Name) })
 	for _, i := range rest {
-		h := fnv.New32a()
-		h.Write([]byte(actions[i].Name))
-		suffix := fmt.Sprintf("_%08x", h.Sum32())
+		suffix := hashSuffix(actions[i].Name)
 		name := cutFor(plain[i], suffix)
 		for n := 2; taken[name]; n++ {
 			name = cutFor(plain[i], suffix+"_"+strconv.Itoa(n))
@@ -158,6 +156,37 @@ func actionNames(tool string, actions []connectors.Action) []string {
 		names[i] = name
 	}
 	return names
+}
+
+// hashSuffix is the suffix that sets apart an action whose plain name
+// another action of its tool owns: _{8 hex digits of the FNV-1a hash of its
+// name}.
+func hashSuffix(action string) string {
+	h := fnv.New32a()
+	h.Write([]byte(action))
+	return fmt.Sprintf("_%08x", h.Sum32())
+}
+
+// namesAction reports whether name could be an MCP name actionNames gives
+// the action, under whatever tool: {tool}__{action} as toolName makes it,
+// or that with the action's hash suffix (and a further _2, _3, …). The
+// tool part is whatever precedes the name's first "__".
+func namesAction(name, action string) bool {
+	tool, _, ok := strings.Cut(name, "__")
+	if !ok || tool == "" {
+		return false
+	}
+	plain := toolName(tool, action)
+	suffix := hashSuffix(action)
+	if name == plain || name == cutFor(plain, suffix) {
+		return true
+	}
+	i := strings.LastIndexByte(name, '_')
+	n := name[i+1:]
+	if n == "" || len(n) > 9 || strings.Trim(n, "0123456789") != "" || n[0] == '0' {
+		return false
+	}
+	return name == cutFor(plain, suffix+"_"+n)
 }
 
 // ownsBetter reports whether action a rather than action b owns the plain
