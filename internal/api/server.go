@@ -9,6 +9,8 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"strconv"
@@ -133,14 +135,27 @@ func (s *Server) observe(c *gin.Context) {
 	}
 	status := c.Writer.Status()
 	d := time.Since(start)
-	s.Metrics.HTTPRequests.WithLabelValues(route, c.Request.Method, strconv.Itoa(status)).Inc()
-	s.Metrics.HTTPDuration.WithLabelValues(route, c.Request.Method).Observe(d.Seconds())
+	method := metricMethod(c.Request.Method)
+	s.Metrics.HTTPRequests.WithLabelValues(route, method, strconv.Itoa(status)).Inc()
+	s.Metrics.HTTPDuration.WithLabelValues(route, method).Observe(d.Seconds())
 	level := slog.LevelInfo
 	if status >= 500 {
 		level = slog.LevelError
 	}
 	s.log.Log(c.Request.Context(), level, "request", "method", c.Request.Method, "route", route,
 		"status", status, "duration_ms", float64(d.Microseconds())/1000, "bytes", c.Writer.Size())
+}
+
+// metricMethod is the method label of a request's metrics: any method
+// beyond HTTP's own is OTHER, so a client inventing methods cannot create
+// series without bound.
+func metricMethod(m string) string {
+	switch m {
+	case http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch,
+		http.MethodDelete, http.MethodOptions, http.MethodConnect, http.MethodTrace:
+		return m
+	}
+	return "OTHER"
 }
 
 // recover turns a panic into a 500 envelope without a stack trace.
@@ -157,14 +172,43 @@ func (s *Server) recover(c *gin.Context) {
 	c.Next()
 }
 
+// readyz answers whether the database and Redis answer. The answer names
+// what is down; why (addresses, users, driver messages) goes to the log
+// only, since the endpoint needs no key.
 func (s *Server) readyz(c *gin.Context) {
 	ctx, cancel := context.WithTimeout(c.Request.Context(), 2*time.Second)
 	defer cancel()
 	if s.Ready != nil {
 		if err := s.Ready(ctx); err != nil {
-			c.JSON(http.StatusServiceUnavailable, gin.H{"error": problem.Unavailable, "message": "Not ready: " + err.Error()})
+			s.log.WarnContext(ctx, "not ready", "error", err)
+			what := "a dependency does not answer"
+			var down *NotReady
+			if errors.As(err, &down) {
+				what = strings.Join(down.Components, " and ") + " do not answer"
+				if len(down.Components) == 1 {
+					what = down.Components[0] + " does not answer"
+				}
+			}
+			c.JSON(http.StatusServiceUnavailable, gin.H{"error": problem.Unavailable, "message": "Not ready: " + what + "."})
 			return
 		}
 	}
 	c.JSON(200, gin.H{"status": "ready"})
 }
+
+// NotReady is a readiness check's error: the components that did not
+// answer, and why.
+type NotReady struct {
+	Components []string
+	Errs       []error
+}
+
+// Add records that component did not answer, with err.
+func (e *NotReady) Add(component string, err error) {
+	e.Components = append(e.Components, component)
+	e.Errs = append(e.Errs, fmt.Errorf("%s: %w", component, err))
+}
+
+func (e *NotReady) Error() string { return errors.Join(e.Errs...).Error() }
+
+func (e *NotReady) Unwrap() []error { return e.Errs }

@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"net/http"
 	"path/filepath"
+	"sync"
 	"time"
 
 	"github.com/gin-gonic/gin"
@@ -195,15 +196,24 @@ func overrideMCPURLs(cat *catalog.Catalog, urls map[string]string) {
 
 // Ready reports whether the database and Redis (if configured) answer.
 func (a *App) Ready(ctx context.Context) error {
-	if err := a.Store.Ping(ctx); err != nil {
-		return fmt.Errorf("database: %w", err)
-	}
+	var dbErr, redisErr error
+	var wg sync.WaitGroup
+	wg.Go(func() { dbErr = a.Store.Ping(ctx) })
 	if a.redis != nil {
-		if err := a.redis.Ping(ctx).Err(); err != nil {
-			return fmt.Errorf("redis: %w", err)
-		}
+		wg.Go(func() { redisErr = a.redis.Ping(ctx).Err() })
 	}
-	return nil
+	wg.Wait()
+	var down api.NotReady
+	if dbErr != nil {
+		down.Add("the database", dbErr)
+	}
+	if redisErr != nil {
+		down.Add("Redis", redisErr)
+	}
+	if len(down.Components) == 0 {
+		return nil
+	}
+	return &down
 }
 
 // Handler is the HTTP handler to serve.

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"net"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -209,6 +210,23 @@ func Parse(getenv func(string) string, environ []string) (*Config, error) {
 	return c, nil
 }
 
+// MinSweepInterval bounds QUIVER_SWEEP_INTERVAL from below: the sweeper
+// queries the database on each tick.
+const MinSweepInterval = 100 * time.Millisecond
+
+// checkAddr checks a listen address: host:port, the host optional, the port
+// a number (0 picks a free one).
+func checkAddr(addr string) error {
+	_, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return errors.New("is not a listen address such as :8080 or 127.0.0.1:8080")
+	}
+	if n, err := strconv.ParseUint(port, 10, 16); err != nil || (n == 0 && port != "0") {
+		return errors.New("does not end in a port number (0 to 65535)")
+	}
+	return nil
+}
+
 // Validate checks the configuration; each error names its variable.
 func (c *Config) Validate() error {
 	var errs []error
@@ -226,6 +244,17 @@ func (c *Config) Validate() error {
 		if err != nil || (u.Scheme != "redis" && u.Scheme != "rediss" && u.Scheme != "redis-sentinel" && u.Scheme != "redis-cluster") {
 			errs = append(errs, errors.New("REDIS_URL: must be a redis://, rediss://, redis-sentinel:// or redis-cluster:// URL"))
 		}
+	}
+	for name, addr := range map[string]string{"QUIVER_ADDR": c.Addr, "QUIVER_PPROF_ADDR": c.PprofAddr} {
+		if addr == "" && name == "QUIVER_PPROF_ADDR" {
+			continue
+		}
+		if err := checkAddr(addr); err != nil {
+			errs = append(errs, fmt.Errorf("%s: %q %v", name, addr, err))
+		}
+	}
+	if c.SweepInterval < MinSweepInterval {
+		errs = append(errs, fmt.Errorf("QUIVER_SWEEP_INTERVAL: must be at least %s", MinSweepInterval))
 	}
 	if c.DataDir == "" {
 		errs = append(errs, errors.New("QUIVER_DATA_DIR: must not be empty"))

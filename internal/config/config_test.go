@@ -38,6 +38,10 @@ func TestErrorsNameTheVariable(t *testing.T) {
 		"QUIVER_BODY_LIMIT":           {"QUIVER_BODY_LIMIT": "12"},
 		"QUIVER_CALL_RATE_LIMIT":      {"QUIVER_CALL_RATE_LIMIT": "-1"},
 		"QUIVER_CALL_RATE_BURST":      {"QUIVER_CALL_RATE_BURST": "lots"},
+		"QUIVER_ADDR":                 {"QUIVER_ADDR": ":99999"},
+		"QUIVER_PPROF_ADDR":           {"QUIVER_PPROF_ADDR": "localhost"},
+		"QUIVER_SWEEP_INTERVAL":       {"QUIVER_SWEEP_INTERVAL": "1ns"},
+		"QUIVER_LOG_LEVEL":            {"QUIVER_LOG_LEVEL": "loud"},
 	}
 	for name, env := range cases {
 		t.Run(name, func(t *testing.T) {
