@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	"github.com/quiverhq/quiver/catalog"
@@ -18,6 +19,7 @@ import (
 	"github.com/quiverhq/quiver/internal/app"
 	"github.com/quiverhq/quiver/internal/config"
 	"github.com/quiverhq/quiver/internal/logging"
+	"github.com/quiverhq/quiver/internal/store"
 )
 
 const usage = `quiver — a tool platform for AI agents
@@ -69,6 +71,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	logger := logging.New(stderr, cfg.LogLevel)
 	switch args[0] {
 	case "serve":
+		if len(args) > 1 {
+			return fmt.Errorf("serve takes no arguments (got %q); it is configured by environment variables", args[1])
+		}
 		return serve(ctx, cfg, logger, stdout)
 	case "migrate":
 		if len(args) != 2 {
@@ -171,7 +176,12 @@ func keys(ctx context.Context, cfg *config.Config, logger *slog.Logger, args []s
 			return err
 		}
 		defer s.Close()
-		if err := accounts.New(s, 0).Revoke(ctx, args[1]); err != nil {
+		if _, err := s.MigrateUp(ctx); err != nil {
+			return err
+		}
+		if err := accounts.New(s, 0).Revoke(ctx, args[1]); errors.Is(err, store.ErrNotFound) {
+			return errors.New("revoke: no such key, or it is already revoked")
+		} else if err != nil {
 			return fmt.Errorf("revoke: %w", err)
 		}
 		fmt.Fprintln(stdout, "revoked")
@@ -181,13 +191,22 @@ func keys(ctx context.Context, cfg *config.Config, logger *slog.Logger, args []s
 		return errors.New("usage: quiver keys create --account NAME | quiver keys revoke KEY")
 	}
 	fs := flag.NewFlagSet("keys create", flag.ContinueOnError)
+	fs.SetOutput(io.Discard) // errors come back once, below; -h prints the flags
 	name := fs.String("account", "", "account name")
 	readOnly := fs.Bool("read-only", false, "a key that reads, and calls only actions annotated read-only")
-	if err := fs.Parse(args[1:]); err != nil {
-		return err
+	if err := fs.Parse(args[1:]); errors.Is(err, flag.ErrHelp) {
+		fmt.Fprintln(stdout, "usage: quiver keys create --account NAME [--read-only]")
+		fs.SetOutput(stdout)
+		fs.PrintDefaults()
+		return nil
+	} else if err != nil {
+		return fmt.Errorf("keys create: %w", err)
 	}
-	if *name == "" {
-		return errors.New("usage: quiver keys create --account NAME")
+	if fs.NArg() > 0 {
+		return fmt.Errorf("keys create: unexpected argument %q", fs.Arg(0))
+	}
+	if strings.TrimSpace(*name) == "" {
+		return errors.New("usage: quiver keys create --account NAME (a name that is not blank)")
 	}
 	s, err := app.OpenStore(ctx, cfg, logger)
 	if err != nil {

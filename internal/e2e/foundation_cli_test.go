@@ -143,6 +143,31 @@ func TestFoundationCLI(t *testing.T) {
 		}
 	})
 
+	t.Run("bad input is a clear error, help is not", func(t *testing.T) {
+		env := map[string]string{"QUIVER_DATA_DIR": t.TempDir()}
+		for _, tc := range []struct {
+			args []string
+			want string // in stderr
+		}{
+			{[]string{"keys", "create", "--account", "   "}, "not blank"},
+			{[]string{"keys", "create", "--bogus"}, "flag provided but not defined"},
+			{[]string{"keys", "revoke", "qv_nope"}, "no such key"},
+			{[]string{"serve", "extra"}, "serve takes no arguments"},
+		} {
+			_, errOut, err := fdRun(t, env, tc.args...)
+			if err == nil || !strings.Contains(errOut, tc.want) || strings.Count(errOut, tc.want) != 1 {
+				t.Errorf("%v: err %v, stderr %q; want one %q", tc.args, err, errOut, tc.want)
+			}
+		}
+		out, _, err := fdRun(t, env, "keys", "create", "-h")
+		if err != nil || !strings.Contains(out, "--account NAME") {
+			t.Errorf("keys create -h: %v %q", err, out)
+		}
+		if _, errOut, err := fdRun(t, map[string]string{"QUIVER_DATA_DIR": t.TempDir(), "QUIVER_ADDR": "bogus"}, "serve"); err == nil || !strings.Contains(errOut, "QUIVER_ADDR") {
+			t.Errorf("serve with QUIVER_ADDR=bogus: %v %q", err, errOut)
+		}
+	})
+
 	t.Run("keys create against a served data dir", func(t *testing.T) {
 		env := map[string]string{"QUIVER_DATA_DIR": t.TempDir()}
 		k1 := fdKeysCreate(t, env, "x")
