@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/quiverhq/quiver/catalog"
 )
@@ -80,18 +81,23 @@ type Kind string
 // The kinds of call failure. Only KindOutcomeUnknown means the tool may
 // have run; every other kind is a pre-effect rejection.
 const (
-	KindUnreachable    Kind = "tool_unreachable"     // nothing was sent (connect refused, DNS)
-	KindUpstreamAuth   Kind = "upstream_auth_failed" // the server refused our credentials before running anything
-	KindRejected       Kind = "rejected"             // the server refused the request before running it (unknown tool, bad params)
-	KindUnknownAction  Kind = "unknown_action"       // no such action
-	KindOutcomeUnknown Kind = "tool_outcome_unknown" // sent, and no outcome came back
+	KindUnreachable     Kind = "tool_unreachable"     // nothing was sent (connect refused, DNS)
+	KindUpstreamAuth    Kind = "upstream_auth_failed" // the server refused our credentials before running anything
+	KindRejected        Kind = "rejected"             // the server refused the request before running it (unknown tool, bad params)
+	KindUpstreamLimited Kind = "upstream_limited"     // the server refused for its own rate or usage limits before running anything
+	KindUnknownAction   Kind = "unknown_action"       // no such action
+	KindOutcomeUnknown  Kind = "tool_outcome_unknown" // sent, and no outcome came back
 )
 
 // Error is a failed call.
 type Error struct {
 	Kind    Kind
 	Message string
-	Err     error
+	// RetryAfter is how long the tool's server asked us to wait before
+	// trying again (its Retry-After), for KindUpstreamLimited; zero when it
+	// gave no delay or retrying will not help soon.
+	RetryAfter time.Duration
+	Err        error
 }
 
 func (e *Error) Error() string {

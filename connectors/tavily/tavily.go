@@ -12,7 +12,9 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/quiverhq/quiver/connectors"
 )
@@ -117,18 +119,49 @@ func (c *Connector) Call(ctx context.Context, t *connectors.Tool, action string,
 	if err != nil {
 		return connectors.Result{}, connectors.HTTPFailure(err)
 	}
-	return answer(resp.StatusCode, data)
+	return answer(resp.StatusCode, resp.Header, data)
 }
 
-// answer maps Tavily's status and body onto a result or a typed error.
-func answer(status int, data []byte) (connectors.Result, error) {
+// Tavily's own statuses for a key over its limits (beside 429, a rate
+// limit): the plan's usage limit, and the pay-as-you-go spending limit.
+const (
+	statusPlanLimit  = 432
+	statusPayGoLimit = 433
+)
+
+// defaultRetryAfter is the delay of a 429 that gives none we can use;
+// maxRetryAfter keeps an absurd one from overflowing a Duration.
+const (
+	defaultRetryAfter = time.Second
+	maxRetryAfter     = 24 * time.Hour
+)
+
+// answer maps Tavily's status, headers and body onto a result or a typed
+// error.
+func answer(status int, header http.Header, data []byte) (connectors.Result, error) {
 	switch {
 	case status == http.StatusUnauthorized || status == http.StatusForbidden:
 		return connectors.Result{}, connectors.Errorf(connectors.KindUpstreamAuth, nil,
 			"Tavily refused the API key (%d): %s", status, message(data))
 	case status == http.StatusTooManyRequests:
-		return connectors.Result{}, connectors.Errorf(connectors.KindRejected, nil,
+		// Refused before running: retrying after Tavily's delay may work.
+		e := connectors.Errorf(connectors.KindUpstreamLimited, nil,
 			"Tavily rate limited the request (429): %s", message(data))
+		e.RetryAfter = retryAfter(header.Get("Retry-After"), time.Now())
+		return connectors.Result{}, e
+	case status == statusPlanLimit || status == statusPayGoLimit:
+		// Refused before running too, but the key's plan or spending limit
+		// is used up, so no retry soon will succeed. It is still a limit,
+		// not a broken tool: the same kind (429 rate_limited, telling an
+		// agent to stop), rather than a 502 tool_unreachable that would
+		// invite a retry. No RetryAfter, and the message names the limit
+		// so that a person raises it.
+		limit := "plan's usage limit"
+		if status == statusPayGoLimit {
+			limit = "pay-as-you-go limit"
+		}
+		return connectors.Result{}, connectors.Errorf(connectors.KindUpstreamLimited, nil,
+			"the Tavily %s was reached (%d), so retrying will not help until it resets or is raised: %s", limit, status, message(data))
 	case status >= 500:
 		return errorResult(status, data), nil
 	case status >= 400:
@@ -138,13 +171,40 @@ func answer(status int, data []byte) (connectors.Result, error) {
 		return errorResult(status, data), nil
 	}
 	if len(data) > maxResponseBytes {
-		return jsonResult(map[string]any{"error": "result_too_large",
-			"message": fmt.Sprintf("Tavily's answer is larger than %d bytes", maxResponseBytes)}), nil
+		// The search ran and this is its outcome: an error result, as
+		// every connector reports an answer over its limit.
+		r := jsonResult(map[string]string{"error": "result_too_large",
+			"message": fmt.Sprintf("Tavily's answer is larger than %d bytes.", maxResponseBytes)})
+		r.IsError = true
+		return r, nil
 	}
 	if !json.Valid(data) {
 		return errorResult(status, data), nil
 	}
 	return connectors.Result{Content: json.RawMessage(data)}, nil
+}
+
+// retryAfter reads a Retry-After header, in seconds or as an HTTP date
+// (RFC 9110), as of now. A missing, unreadable or past value is
+// defaultRetryAfter: a 429 means "later", and later is at least a second.
+// The caller bounds how long a client is told to wait.
+func retryAfter(v string, now time.Time) time.Duration {
+	v = strings.TrimSpace(v)
+	if v == "" {
+		return defaultRetryAfter
+	}
+	if n, err := strconv.ParseInt(v, 10, 64); err == nil {
+		if n <= 0 {
+			return defaultRetryAfter
+		}
+		return time.Duration(min(n, int64(maxRetryAfter/time.Second))) * time.Second
+	}
+	if t, err := http.ParseTime(v); err == nil {
+		if d := t.Sub(now); d >= defaultRetryAfter {
+			return min(d, maxRetryAfter)
+		}
+	}
+	return defaultRetryAfter
 }
 
 // errorResult is a tool error carrying the status and Tavily's body (parsed

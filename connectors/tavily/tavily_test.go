@@ -3,9 +3,11 @@ package tavily_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -97,12 +99,14 @@ func TestStatusMapping(t *testing.T) {
 		{403, `{"detail":{"error":"Forbidden"}}`, connectors.KindUpstreamAuth, false, "Forbidden"},
 		{400, `{"detail":{"error":"Query is missing."}}`, connectors.KindRejected, false, "Query is missing."},
 		{422, `{"detail":"max_results must be <= 20"}`, connectors.KindRejected, false, "max_results must be"},
-		{429, `{"detail":{"error":"slow down"}}`, connectors.KindRejected, false, "rate limited"},
+		{429, `{"detail":{"error":"slow down"}}`, connectors.KindUpstreamLimited, false, "rate limited"},
+		{432, `{"detail":{"error":"This request exceeds your plan's set usage limit."}}`, connectors.KindUpstreamLimited, false, "plan's set usage limit"},
+		{433, `{"detail":{"error":"This request exceeds the pay-as-you-go limit."}}`, connectors.KindUpstreamLimited, false, "pay-as-you-go limit"},
 		{500, `{"detail":{"error":"boom"}}`, "", true, ""},
 		{502, `bad gateway`, "", true, ""},
 	}
 	for _, tc := range cases {
-		t.Run(http.StatusText(tc.status), func(t *testing.T) {
+		t.Run(strconv.Itoa(tc.status), func(t *testing.T) {
 			t.Parallel()
 			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 				w.WriteHeader(tc.status)
@@ -180,4 +184,78 @@ func TestTransportFailures(t *testing.T) {
 			t.Errorf("kind = %s (%v)", got, err)
 		}
 	})
+}
+
+// TestUsageLimits: Tavily's 429 is a pre-effect refusal carrying its
+// Retry-After (seconds or an HTTP date; 1s when it gives none we can use),
+// and its plan and pay-as-you-go limits (432, 433) carry no delay at all:
+// retrying soon will not help.
+func TestUsageLimits(t *testing.T) {
+	t.Parallel()
+	in30s := time.Now().Add(30 * time.Second).UTC().Format(http.TimeFormat)
+	cases := []struct {
+		name       string
+		status     int
+		retryAfter string
+		min, max   time.Duration
+		msg        string
+	}{
+		{"429 seconds", 429, "7", 7 * time.Second, 7 * time.Second, "Tavily rate limited the request (429)"},
+		{"429 date", 429, in30s, 28 * time.Second, 30 * time.Second, "Tavily rate limited the request (429)"},
+		{"429 past date", 429, "Mon, 02 Jan 2006 15:04:05 GMT", time.Second, time.Second, "rate limited"},
+		{"429 none", 429, "", time.Second, time.Second, "rate limited"},
+		{"429 garbage", 429, "soon", time.Second, time.Second, "rate limited"},
+		{"429 negative", 429, "-3", time.Second, time.Second, "rate limited"},
+		{"432 plan", 432, "60", 0, 0, "Tavily plan's usage limit was reached (432)"},
+		{"433 pay-as-you-go", 433, "", 0, 0, "Tavily pay-as-you-go limit was reached (433)"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if tc.retryAfter != "" {
+					w.Header().Set("Retry-After", tc.retryAfter)
+				}
+				w.WriteHeader(tc.status)
+				io.WriteString(w, `{"detail":{"error":"quota says no"}}`)
+			}))
+			t.Cleanup(srv.Close)
+			_, err := tavily.New(tavily.Options{BaseURL: srv.URL}).Call(context.Background(), tool(t), "search", json.RawMessage(`{"query":"q"}`))
+			var ce *connectors.Error
+			if !errors.As(err, &ce) || ce.Kind != connectors.KindUpstreamLimited {
+				t.Fatalf("err = %v, want %s", err, connectors.KindUpstreamLimited)
+			}
+			if ce.RetryAfter < tc.min || ce.RetryAfter > tc.max {
+				t.Errorf("RetryAfter = %s, want %s..%s", ce.RetryAfter, tc.min, tc.max)
+			}
+			if !strings.Contains(ce.Message, tc.msg) || !strings.Contains(ce.Message, "quota says no") {
+				t.Errorf("message %q does not carry %q and Tavily's text", ce.Message, tc.msg)
+			}
+		})
+	}
+}
+
+// TestResultTooLarge: an answer over the limit is an error result, shaped as
+// the other connectors shape it: the search ran, and this is its outcome.
+func TestResultTooLarge(t *testing.T) {
+	t.Parallel()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, `{"results":[{"content":"`+strings.Repeat("x", 9<<20)+`"}]}`)
+	}))
+	t.Cleanup(srv.Close)
+	res, err := tavily.New(tavily.Options{BaseURL: srv.URL}).Call(context.Background(), tool(t), "search", json.RawMessage(`{"query":"q"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var body struct {
+		Error   string `json:"error"`
+		Message string `json:"message"`
+	}
+	if err := json.Unmarshal(res.Content, &body); err != nil {
+		t.Fatalf("content %.200s: %v", res.Content, err)
+	}
+	if !res.IsError || body.Error != "result_too_large" || !strings.Contains(body.Message, "larger than 8388608 bytes") {
+		t.Errorf("result = %t %s", res.IsError, res.Content)
+	}
 }

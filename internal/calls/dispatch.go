@@ -214,8 +214,31 @@ func connectorProblem(err error) error {
 	case connectors.KindRejected:
 		return &problem.Error{Code: problem.InvalidArguments, Message: "The tool refused the request before running it: " + ce.Message,
 			Fields: map[string]string{"arguments": ce.Message}, Err: err}
+	case connectors.KindUpstreamLimited:
+		// Nothing ran: the tool's provider (Tavily, say) refused for its own
+		// rate or usage limits. rate_limited tells the caller to slow down;
+		// the message says whose limit it was, as Quiver's own per-account
+		// limit answers the same code. Retry-After is the provider's delay,
+		// bounded; none when it gave none (a used-up plan: retrying soon
+		// will not help, and the message says so).
+		return &problem.Error{Code: problem.RateLimited, RetryAfter: upstreamRetryAfter(ce.RetryAfter),
+			Message: "The tool's provider limited the request before running it (its limit, not Quiver's per-account limit): " + ce.Message,
+			Err:     err}
 	}
 	return &problem.Error{Code: problem.OutcomeUnknownConflict, Status: 504, Message: ce.Message, Err: err}
+}
+
+// maxUpstreamRetryAfter bounds the delay a tool's provider can make us
+// tell a caller: past an hour, the caller had better look at the plan.
+const maxUpstreamRetryAfter = time.Hour
+
+// upstreamRetryAfter is a provider's delay in whole seconds, rounded up
+// and at most maxUpstreamRetryAfter; 0 (no Retry-After) when it gave none.
+func upstreamRetryAfter(d time.Duration) int {
+	if d <= 0 {
+		return 0
+	}
+	return int((min(d, maxUpstreamRetryAfter) + time.Second - 1) / time.Second)
 }
 
 // rootCause is the innermost message of err: "connect: connection refused"

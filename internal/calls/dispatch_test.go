@@ -1,0 +1,62 @@
+package calls
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/quiverhq/quiver/connectors"
+	"github.com/quiverhq/quiver/internal/problem"
+)
+
+// TestConnectorProblemUpstreamLimited: a tool's provider refusing for its
+// own limits is 429 rate_limited, never invalid_arguments, with the
+// provider's delay bounded to 1..3600 seconds, and no Retry-After when the
+// provider gave none (a used-up plan: retrying soon will not help).
+func TestConnectorProblemUpstreamLimited(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		retryAfter time.Duration
+		want       int
+	}{
+		{0, 0},
+		{time.Millisecond, 1},
+		{time.Second, 1},
+		{1500 * time.Millisecond, 2},
+		{30 * time.Second, 30},
+		{time.Hour, 3600},
+		{24 * time.Hour, 3600},
+		{-time.Second, 0},
+	}
+	for _, tc := range cases {
+		ce := connectors.Errorf(connectors.KindUpstreamLimited, nil, "Tavily rate limited the request (429): slow down")
+		ce.RetryAfter = tc.retryAfter
+		p, ok := problem.As(connectorProblem(ce))
+		if !ok {
+			t.Fatalf("%s: not a problem: %v", tc.retryAfter, connectorProblem(ce))
+		}
+		if p.Code != problem.RateLimited || p.HTTPStatus() != 429 || p.RetryAfter != tc.want || p.Fields != nil {
+			t.Errorf("%s: %s %d retry_after=%d fields=%v", tc.retryAfter, p.Code, p.HTTPStatus(), p.RetryAfter, p.Fields)
+		}
+		if !strings.Contains(p.Message, "provider") || !strings.Contains(p.Message, "not Quiver's") ||
+			!strings.Contains(p.Message, "slow down") {
+			t.Errorf("%s: message %q", tc.retryAfter, p.Message)
+		}
+	}
+}
+
+// TestConnectorProblemKinds pins the mapping of every other pre-effect kind.
+func TestConnectorProblemKinds(t *testing.T) {
+	t.Parallel()
+	for kind, want := range map[connectors.Kind]problem.Code{
+		connectors.KindUnreachable:   problem.ToolUnreachable,
+		connectors.KindUpstreamAuth:  problem.UpstreamAuthFailed,
+		connectors.KindUnknownAction: problem.NotFound,
+		connectors.KindRejected:      problem.InvalidArguments,
+	} {
+		p, ok := problem.As(connectorProblem(connectors.Errorf(kind, nil, "no")))
+		if !ok || p.Code != want || p.RetryAfter != 0 {
+			t.Errorf("%s: %+v", kind, p)
+		}
+	}
+}
