@@ -1,9 +1,10 @@
 // Package browser is the connector of the builtin browser tool: fetch_page
 // GETs a web page and returns it as an agent reads it (final URL, status,
 // title, readable text, absolute links). It owns fetching and reading HTML;
-// it must never run scripts, send credentials or cookies, or reach loopback,
-// link-local or private addresses unless the operator allowed them (every
-// dial, redirects included, goes through internal/egress).
+// it must never run scripts, send credentials, cookies or a Referer, or
+// reach loopback, link-local or private addresses unless the operator
+// allowed them (every dial, redirects included, goes through
+// internal/egress).
 package browser
 
 import (
@@ -46,6 +47,7 @@ type Options struct {
 // Connector fetches pages. It is safe for concurrent use.
 type Connector struct {
 	client   *http.Client
+	guard    egress.Options
 	timeout  time.Duration
 	maxBytes int64
 }
@@ -59,7 +61,8 @@ func (e *errRedirect) Error() string { return e.reason }
 
 // New returns a Connector.
 func New(opts Options) *Connector {
-	c := &Connector{timeout: opts.Timeout, maxBytes: opts.MaxBytes}
+	c := &Connector{guard: egress.Options{AllowPrivate: opts.AllowPrivate},
+		timeout: opts.Timeout, maxBytes: opts.MaxBytes}
 	if c.timeout <= 0 {
 		c.timeout = DefaultTimeout
 	}
@@ -67,8 +70,11 @@ func New(opts Options) *Connector {
 		c.maxBytes = DefaultMaxBytes
 	}
 	c.client = &http.Client{
-		Transport: egress.Transport(egress.Options{AllowPrivate: opts.AllowPrivate}),
+		Transport: egress.Transport(c.guard),
 		CheckRedirect: func(req *http.Request, via []*http.Request) error {
+			// The client names the page redirected from, whose query may
+			// carry a token, to the next one, which may be another site.
+			req.Header.Del("Referer")
 			if len(via) >= DefaultMaxRedirects {
 				return &errRedirect{fmt.Sprintf("stopped after %d redirects", DefaultMaxRedirects)}
 			}
@@ -121,6 +127,13 @@ func (c *Connector) Call(ctx context.Context, _ *connectors.Tool, action string,
 		return connectors.Result{}, connectors.Errorf(connectors.KindRejected, nil, "url must be an absolute http:// or https:// URL")
 	}
 	target.Fragment = ""
+	// A literal address the guard refuses is a bad argument, known before
+	// any dial; a name is checked where it is dialled, as it may resolve
+	// elsewhere by then, and so are redirects.
+	if egress.CheckLiteral(target.Hostname(), c.guard) != nil {
+		return connectors.Result{}, connectors.Errorf(connectors.KindRejected, nil,
+			"url names %s, a loopback, link-local, private or reserved address, which Quiver may not reach", target.Hostname())
+	}
 
 	ctx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()

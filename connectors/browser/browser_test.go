@@ -155,6 +155,9 @@ func TestFetchPageRefuses(t *testing.T) {
 	}
 }
 
+// TestFetchPageSSRFGuard: a literal private address is refused as a bad
+// argument before anything is dialled; a name is checked where it is
+// dialled (it may resolve elsewhere later), as nothing was sent: unreachable.
 func TestFetchPageSSRFGuard(t *testing.T) {
 	t.Parallel()
 	hits := make(chan struct{}, 10)
@@ -163,12 +166,49 @@ func TestFetchPageSSRFGuard(t *testing.T) {
 		io.WriteString(w, "<title>inside</title>")
 	}))
 	t.Cleanup(srv.Close)
-	_, err := call(t, browser.New(browser.Options{}), context.Background(), srv.URL)
+	port := srv.URL[strings.LastIndex(srv.URL, ":")+1:]
+	guarded := browser.New(browser.Options{})
+	for _, u := range []string{srv.URL, "http://[::1]:" + port + "/", "http://169.254.169.254/latest/meta-data/", "https://10.0.0.1/"} {
+		if _, err := call(t, guarded, context.Background(), u); connectortest.Kind(t, err) != connectors.KindRejected {
+			t.Errorf("%s: %v", u, err)
+		}
+	}
+	_, err := call(t, guarded, context.Background(), "http://localhost:"+port+"/")
 	if got := connectortest.Kind(t, err); got != connectors.KindUnreachable {
 		t.Errorf("kind = %s (%v)", got, err)
 	}
 	if len(hits) != 0 {
 		t.Error("the guarded request reached the server")
+	}
+}
+
+// TestFetchPageNoReferer: a redirect does not tell its target the page it
+// came from (whose query may carry a token), across origins or within one.
+func TestFetchPageNoReferer(t *testing.T) {
+	t.Parallel()
+	referers := make(chan string, 4)
+	target := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		referers <- r.Header.Get("Referer")
+		io.WriteString(w, "<title>landed</title>")
+	}))
+	t.Cleanup(target.Close)
+	start := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/hop" {
+			referers <- r.Header.Get("Referer")
+			http.Redirect(w, r, target.URL+"/landing", http.StatusFound)
+			return
+		}
+		http.Redirect(w, r, "/hop", http.StatusFound)
+	}))
+	t.Cleanup(start.Close)
+	res, err := call(t, browser.New(browser.Options{AllowPrivate: true}), context.Background(), start.URL+"/go?token=s3cret")
+	if err != nil || !strings.Contains(string(res.Content), `"title":"landed"`) {
+		t.Fatalf("fetch: %s %v", res.Content, err)
+	}
+	for i := 0; i < 2; i++ {
+		if r := <-referers; r != "" {
+			t.Errorf("hop %d saw Referer %q", i+1, r)
+		}
 	}
 }
 

@@ -55,6 +55,7 @@ type Options struct {
 // Connector sends HTTP requests. It is safe for concurrent use.
 type Connector struct {
 	client   *http.Client
+	guard    egress.Options // what Verify checks a base_url's host against
 	maxBytes int64
 	timeout  time.Duration
 }
@@ -63,12 +64,13 @@ var _ connectors.Connector = (*Connector)(nil)
 
 // New returns a Connector.
 func New(opts Options) *Connector {
-	c := &Connector{maxBytes: opts.MaxResponseBytes, timeout: opts.Timeout}
+	c := &Connector{guard: egress.Options{AllowPrivate: opts.AllowPrivate},
+		maxBytes: opts.MaxResponseBytes, timeout: opts.Timeout}
 	if c.maxBytes <= 0 {
 		c.maxBytes = DefaultMaxResponseBytes
 	}
 	c.client = &http.Client{
-		Transport: egress.Transport(egress.Options{AllowPrivate: opts.AllowPrivate}),
+		Transport: egress.Transport(c.guard),
 		// A redirect is answered as is: following it could send the
 		// configured credentials to another host, or re-send a POST.
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },

@@ -199,6 +199,8 @@ func TestRefusedBeforeSending(t *testing.T) {
 		{"dot dot", "get", `{"path":"/v1/../admin"}`, nil, connectors.KindRejected},
 		{"encoded dot dot", "get", `{"path":"/%2e%2e/admin"}`, nil, connectors.KindRejected},
 		{"host header", "get", `{"path":"/","headers":{"Host":"evil.example"}}`, nil, connectors.KindRejected},
+		// It would turn off the client's transparent decompression.
+		{"accept-encoding header", "get", `{"path":"/","headers":{"accept-encoding":"gzip"}}`, nil, connectors.KindRejected},
 		{"bad header value", "get", `{"path":"/","headers":{"X-A":"a\r\nX-B: b"}}`, nil, connectors.KindRejected},
 		{"object query", "get", `{"path":"/","query":{"a":{"b":1}}}`, nil, connectors.KindRejected},
 		{"head with body", "head", `{"path":"/","body":{"a":1}}`, nil, connectors.KindRejected},

@@ -119,12 +119,12 @@ func queryValues(q map[string]json.RawMessage) (url.Values, error) {
 		}
 		var list []json.RawMessage
 		if json.Unmarshal(raw, &list) != nil {
-			return nil, rejected("query parameter %q must be a string", name)
+			return nil, rejected("query parameter %q must be a string, number or boolean, or a list of them", name)
 		}
 		for _, item := range list {
 			v, ok := scalar(item)
 			if !ok {
-				return nil, rejected("query parameter %q must be a string or a list of strings", name)
+				return nil, rejected("query parameter %q must be a string, number or boolean, or a list of them", name)
 			}
 			out.Add(name, v)
 		}
@@ -150,11 +150,14 @@ func scalar(raw json.RawMessage) (string, bool) {
 }
 
 // reserved reports whether a canonical header name is managed by the HTTP
-// client and cannot be set by arguments or configuration.
+// client and cannot be set by arguments or configuration. Accept-Encoding
+// is among them: setting it turns off the client's transparent gzip
+// decoding, and the body would come back as base64 of compressed bytes.
 func reserved(canonical string) bool {
 	switch canonical {
 	case "Host", "Content-Length", "Transfer-Encoding", "Connection", "Keep-Alive",
-		"Proxy-Authorization", "Proxy-Connection", "Te", "Trailer", "Upgrade":
+		"Proxy-Authorization", "Proxy-Connection", "Te", "Trailer", "Upgrade",
+		"Accept-Encoding":
 		return true
 	}
 	return false

@@ -3,26 +3,61 @@ package httprequest
 import (
 	"context"
 	"net/http"
+	"net/netip"
+	"net/url"
 
 	"golang.org/x/net/http/httpguts"
 
 	"github.com/quiverhq/quiver/catalog"
 	"github.com/quiverhq/quiver/connectors"
+	"github.com/quiverhq/quiver/internal/egress"
 )
 
 var _ connectors.Verifier = (*Connector)(nil)
 
-// Verify checks the authentication a configuration step gathered, without
-// reaching the network: a base URL says nothing about where its credentials
-// could be tried. It refuses what authenticate would refuse on every call,
-// so such a configuration is corrected at its step rather than failing each
-// call later. A problem is a *connectors.FieldError.
-func (c *Connector) Verify(_ context.Context, _ *catalog.Entry, config map[string]string) error {
-	field, msg := authProblem(config)
+// Verify checks the step being answered. At the base_url step (the one
+// without auth_type, which has a default and so is always among the auth
+// step's answers) it refuses a URL that carries credentials, since base_url
+// is shown as is, and one whose host the egress guard would refuse: a
+// literal private address, or a name that resolves now only to such
+// addresses. A name that does not resolve is accepted: the calls report it.
+// At the auth step it refuses what authenticate would refuse on every call,
+// without reaching the network: a base URL says nothing about where its
+// credentials could be tried. Either way such a configuration is corrected
+// at its step rather than failing each call later. A problem is a
+// *connectors.FieldError.
+func (c *Connector) Verify(ctx context.Context, _ *catalog.Entry, config map[string]string) error {
+	var field, msg string
+	if _, authStep := config[ConfigAuthType]; authStep {
+		field, msg = authProblem(config)
+	} else {
+		field, msg = c.baseURLProblem(ctx, config[ConfigBaseURL])
+	}
 	if field == "" {
 		return nil
 	}
 	return &connectors.FieldError{Field: field, Message: msg}
+}
+
+// baseURLProblem returns ConfigBaseURL and why it is refused, or "" when
+// requests may be sent under it. The message never repeats the URL, whose
+// user info may hold a password.
+func (c *Connector) baseURLProblem(ctx context.Context, raw string) (field, msg string) {
+	u, err := url.Parse(raw)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return ConfigBaseURL, "must be an http:// or https:// URL"
+	}
+	if u.User != nil {
+		return ConfigBaseURL, "must not carry credentials (user:password@); base_url is not secret and is shown as is: put credentials in the auth step"
+	}
+	host := u.Hostname()
+	if err := egress.CheckHost(ctx, host, c.guard); egress.IsBlocked(err) {
+		if _, literal := netip.ParseAddr(host); literal == nil {
+			return ConfigBaseURL, host + " is a loopback, link-local, private or reserved address, which Quiver may not reach"
+		}
+		return ConfigBaseURL, host + " resolves only to loopback, link-local, private or reserved addresses, which Quiver may not reach"
+	}
+	return "", ""
 }
 
 // authProblem returns the field at fault in config's authentication and why,

@@ -96,6 +96,47 @@ func Allowed(addr netip.Addr, opts Options) bool {
 	return true
 }
 
+// lookupTimeout bounds CheckHost's lookup: a slow resolver makes it give
+// up and leave the check to the dial, not hold the caller.
+const lookupTimeout = 5 * time.Second
+
+// CheckLiteral returns a *BlockedError when host (a URL's Hostname) is an IP
+// address that opts refuses, and nil for an allowed address or a name. It
+// lets a caller refuse up front what the dialer would refuse for sure.
+func CheckLiteral(host string, opts Options) error {
+	addr, err := netip.ParseAddr(host)
+	if err != nil || Allowed(addr, opts) {
+		return nil
+	}
+	return &BlockedError{Addr: addr}
+}
+
+// CheckHost is CheckLiteral, and for a name also looks it up now: a name
+// every address of which opts refuses gets a *BlockedError. A name that does
+// not resolve (or not within lookupTimeout) is not refused: whether DNS is up
+// is the dial's to report. Passing is no promise, since a record can change;
+// the dialer checks again at every connection.
+func CheckHost(ctx context.Context, host string, opts Options) error {
+	if opts.AllowPrivate {
+		return nil
+	}
+	if _, err := netip.ParseAddr(host); err == nil {
+		return CheckLiteral(host, opts)
+	}
+	ctx, cancel := context.WithTimeout(ctx, lookupTimeout)
+	defer cancel()
+	addrs, err := net.DefaultResolver.LookupNetIP(ctx, "ip", host)
+	if err != nil || len(addrs) == 0 {
+		return nil
+	}
+	for _, a := range addrs {
+		if Allowed(a, opts) {
+			return nil
+		}
+	}
+	return &BlockedError{Addr: addrs[0].Unmap()}
+}
+
 // Dialer returns a dialer that checks every address it connects to, after
 // DNS resolution.
 func Dialer(opts Options) *net.Dialer {

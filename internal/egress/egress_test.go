@@ -138,3 +138,33 @@ func TestTransportRefusesLoopbackAtDialTime(t *testing.T) {
 		t.Fatalf("with AllowPrivate the server was reached %d times", hits)
 	}
 }
+
+// TestCheckHost: a literal address is refused as the dialer would refuse
+// it; a name is refused only when every address it resolves to now is; a
+// name that does not resolve is left to the dial.
+func TestCheckHost(t *testing.T) {
+	ctx := context.Background()
+	for host, refused := range map[string]bool{
+		"127.0.0.1":                   true,
+		"169.254.169.254":             true,
+		"::1":                         true,
+		"fe80::1%eth0":                true,
+		"10.0.0.1":                    true,
+		"localhost":                   true, // resolves to loopback only
+		"8.8.8.8":                     false,
+		"2001:4860::8888":             false,
+		"quiver-no-such-host.invalid": false,
+	} {
+		err := CheckHost(ctx, host, Options{})
+		if got := IsBlocked(err); got != refused || (err != nil && !refused) {
+			t.Errorf("CheckHost(%s) = %v, want refused %t", host, err, refused)
+		}
+		if err := CheckHost(ctx, host, Options{AllowPrivate: true}); err != nil {
+			t.Errorf("AllowPrivate: CheckHost(%s) = %v", host, err)
+		}
+		literal := refused && host != "localhost"
+		if got := IsBlocked(CheckLiteral(host, Options{})); got != literal {
+			t.Errorf("CheckLiteral(%s) refused %t, want %t", host, got, literal)
+		}
+	}
+}
