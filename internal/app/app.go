@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"net/http"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
@@ -93,7 +94,9 @@ func New(ctx context.Context, cfg *config.Config, logger *slog.Logger) (*App, er
 	if err != nil {
 		return nil, fmt.Errorf("catalog: %w", err)
 	}
-	overrideMCPURLs(cat, cfg.MCPURLs)
+	if err := overrideMCPURLs(cat, cfg.MCPURLs); err != nil {
+		return nil, fmt.Errorf("configuration:\n%w", err)
+	}
 	box, err := SecretBox(cfg)
 	if err != nil {
 		return nil, err
@@ -185,13 +188,19 @@ func (a *App) oauthRoutes(root *gin.Engine, _ *gin.RouterGroup) {
 
 // overrideMCPURLs points hosted MCP entries elsewhere
 // (QUIVER_MCP_URL_<ENTRY>), for tests and private mirrors. It runs before
-// the catalog is shared.
-func overrideMCPURLs(cat *catalog.Catalog, urls map[string]string) {
+// the catalog is shared. A variable naming no hosted MCP entry (a typo) is
+// an error that names it, rather than a setting silently ignored.
+func overrideMCPURLs(cat *catalog.Catalog, urls map[string]string) error {
+	var errs []error
 	for name, u := range urls {
 		if e, ok := cat.Get(name); ok && e.MCPURL != "" {
 			e.MCPURL = u
+			continue
 		}
+		errs = append(errs, fmt.Errorf("QUIVER_MCP_URL_%s: the catalog has no hosted MCP server named %q",
+			strings.ToUpper(strings.ReplaceAll(name, "-", "_")), name))
 	}
+	return errors.Join(errs...)
 }
 
 // Ready reports whether the database and Redis (if configured) answer.

@@ -163,8 +163,18 @@ func TestFoundationCLI(t *testing.T) {
 		if err != nil || !strings.Contains(out, "--account NAME") {
 			t.Errorf("keys create -h: %v %q", err, out)
 		}
-		if _, errOut, err := fdRun(t, map[string]string{"QUIVER_DATA_DIR": t.TempDir(), "QUIVER_ADDR": "bogus"}, "serve"); err == nil || !strings.Contains(errOut, "QUIVER_ADDR") {
-			t.Errorf("serve with QUIVER_ADDR=bogus: %v %q", err, errOut)
+		for _, tc := range []struct {
+			env  map[string]string
+			args []string
+			want string
+		}{
+			{map[string]string{"QUIVER_DATA_DIR": t.TempDir(), "QUIVER_ADDR": "bogus"}, []string{"serve"}, "QUIVER_ADDR"},
+			{map[string]string{"QUIVER_DATA_DIR": t.TempDir(), "QUIVER_MCP_URL_NOSUCH": "http://x"}, []string{"serve"}, "QUIVER_MCP_URL_NOSUCH"},
+			{map[string]string{"QUIVER_DATA_DIR": "/proc/quiver-cannot-be-here"}, []string{"migrate", "status"}, "QUIVER_DATA_DIR"},
+		} {
+			if _, errOut, err := fdRun(t, tc.env, tc.args...); err == nil || !strings.Contains(errOut, tc.want) {
+				t.Errorf("%v with %v: %v %q, want an error naming %s", tc.args, tc.env, err, errOut, tc.want)
+			}
 		}
 	})
 

@@ -85,7 +85,7 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 		return s, s.Ping(ctx)
 	}
 	if err := os.MkdirAll(opts.DataDir, 0o700); err != nil {
-		return nil, fmt.Errorf("store: create data dir: %w", err)
+		return nil, fmt.Errorf("QUIVER_DATA_DIR: cannot create %s: %w", opts.DataDir, err)
 	}
 	dsn := filepath.Join(opts.DataDir, "quiver.db") +
 		"?_pragma=foreign_keys(1)&_pragma=journal_mode(WAL)&_pragma=busy_timeout(10000)&_pragma=synchronous(NORMAL)"
