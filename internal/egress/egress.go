@@ -49,7 +49,23 @@ var (
 		netip.MustParsePrefix("192.0.0.0/24"),  // IETF protocol assignments (RFC 6890)
 		netip.MustParsePrefix("198.18.0.0/15"), // benchmarking (RFC 2544)
 		netip.MustParsePrefix("240.0.0.0/4"),   // reserved (RFC 1112), and 255.255.255.255, broadcast
+		// Documentation (RFC 5737): never a real server.
+		netip.MustParsePrefix("192.0.2.0/24"),
+		netip.MustParsePrefix("198.51.100.0/24"),
+		netip.MustParsePrefix("203.0.113.0/24"),
 	}
+	// Non-public IPv6 ranges without a netip predicate: the deprecated
+	// site-local fec0::/10 (RFC 3879), which some stacks still route
+	// locally, documentation (RFC 3849), and Teredo (RFC 4380), whose
+	// relays reach an IPv4 address hidden (obfuscated) in the address.
+	reserved6 = []netip.Prefix{
+		netip.MustParsePrefix("fec0::/10"),
+		netip.MustParsePrefix("2001:db8::/32"),
+		netip.MustParsePrefix("2001::/32"),
+	}
+	// sixToFour is 6to4 (RFC 3056): a relay forwards 2002:AABB:CCDD::/48 to
+	// the IPv4 address AA.BB.CC.DD, checked as that address.
+	sixToFour = netip.MustParsePrefix("2002::/16")
 	// NAT64 prefixes (RFC 6052, RFC 8215): a translator forwards these to
 	// the IPv4 address in their last 32 bits, which may be private. The
 	// whole prefixes are refused rather than the embedded address checked,
@@ -67,8 +83,9 @@ var (
 
 // Allowed reports whether a connection to addr is allowed under opts. Unless
 // opts.AllowPrivate, it refuses loopback, private, link-local, multicast,
-// unspecified and reserved addresses, NAT64 ones, and the IPv4-mapped and
-// IPv4-compatible forms of every refused IPv4 address.
+// unspecified, reserved and documentation addresses, NAT64 and Teredo ones,
+// and the IPv4-mapped, IPv4-compatible and 6to4 forms of every refused IPv4
+// address.
 func Allowed(addr netip.Addr, opts Options) bool {
 	if opts.AllowPrivate {
 		return true
@@ -77,6 +94,8 @@ func Allowed(addr netip.Addr, opts Options) bool {
 	addr = addr.WithZone("").Unmap()
 	if compat4.Contains(addr) {
 		addr = netip.AddrFrom4([4]byte(addr.AsSlice()[12:]))
+	} else if sixToFour.Contains(addr) {
+		addr = netip.AddrFrom4([4]byte(addr.AsSlice()[2:6]))
 	}
 	switch {
 	case addr.IsLoopback(), addr.IsPrivate(), addr.IsLinkLocalUnicast(),
@@ -84,7 +103,7 @@ func Allowed(addr netip.Addr, opts Options) bool {
 		addr.IsMulticast(), addr.IsUnspecified():
 		return false
 	}
-	ranges := nat64
+	ranges := append(nat64[:len(nat64):len(nat64)], reserved6...)
 	if addr.Is4() {
 		ranges = reserved4
 	}

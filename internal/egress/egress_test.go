@@ -64,6 +64,9 @@ func TestAllowedRanges(t *testing.T) {
 		// address below both is allowed.
 		{"multicast 224.0.0.0/4", []string{"224.0.0.0", "239.255.255.255"}, []string{"223.255.255.255"}},
 		{"reserved 240.0.0.0/4", []string{"240.0.0.0", "250.1.2.3", "255.255.255.254", "255.255.255.255"}, nil},
+		{"documentation 192.0.2.0/24", []string{"192.0.2.0", "192.0.2.255"}, []string{"192.0.1.255", "192.0.3.0"}},
+		{"documentation 198.51.100.0/24", []string{"198.51.100.0", "198.51.100.255"}, []string{"198.51.99.255", "198.51.101.0"}},
+		{"documentation 203.0.113.0/24", []string{"203.0.113.0", "203.0.113.255"}, []string{"203.0.112.255", "203.0.114.0"}},
 	}
 	v6 := []struct {
 		name    string
@@ -73,6 +76,11 @@ func TestAllowedRanges(t *testing.T) {
 		{"NAT64 64:ff9b::/96, whatever IPv4 it embeds",
 			[]string{"64:ff9b::", "64:ff9b::7f00:1", "64:ff9b::a00:1", "64:ff9b::808:808", "64:ff9b::ffff:ffff"},
 			[]string{"64:ff9a:ffff:ffff:ffff:ffff:ffff:ffff", "64:ff9b::1:0:0"}},
+		{"site-local fec0::/10", []string{"fec0::", "feff:ffff::1"}, []string{"fe7f:ffff::1"}},
+		{"documentation 2001:db8::/32", []string{"2001:db8::", "2001:db8:ffff::1"}, []string{"2001:db9::1"}},
+		{"Teredo 2001::/32", []string{"2001::", "2001:0:ffff::1"}, []string{"2001:1::1"}},
+		// 6to4 is checked as the IPv4 address it embeds.
+		{"6to4 of refused IPv4", []string{"2002:7f00:1::", "2002:a00:1::1", "2002:c0a8:101::1", "2002:a9fe:a9fe::"}, []string{"2002:808:808::1", "2002:5db8:d822::1"}},
 		{"local-use NAT64 64:ff9b:1::/48",
 			[]string{"64:ff9b:1::", "64:ff9b:1::808:808", "64:ff9b:1:ffff:ffff:ffff:ffff:ffff"},
 			[]string{"64:ff9b:0:ffff:ffff:ffff:ffff:ffff", "64:ff9b:2::"}},
