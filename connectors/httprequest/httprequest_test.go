@@ -321,3 +321,27 @@ func TestTransportFailures(t *testing.T) {
 		}
 	})
 }
+
+// Repeated headers join with ", ", as HTTP combines a list, except
+// Set-Cookie, whose values may hold commas: those join with "\n".
+func TestRepeatedHeaders(t *testing.T) {
+	t.Parallel()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Add("Set-Cookie", "a=1; Expires=Wed, 21 Oct 2026 07:28:00 GMT")
+		w.Header().Add("Set-Cookie", "b=2")
+		w.Header().Add("Vary", "Accept")
+		w.Header().Add("Vary", "Origin")
+	}))
+	t.Cleanup(srv.Close)
+	res, err := open().Call(context.Background(), tool(srv.URL), "get", json.RawMessage(`{"path":"/"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := decode(t, res)
+	if got := r.Headers["Set-Cookie"]; got != "a=1; Expires=Wed, 21 Oct 2026 07:28:00 GMT\nb=2" {
+		t.Errorf("Set-Cookie = %q", got)
+	}
+	if got := r.Headers["Vary"]; got != "Accept, Origin" {
+		t.Errorf("Vary = %q", got)
+	}
+}

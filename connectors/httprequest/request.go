@@ -208,7 +208,9 @@ func authenticate(h http.Header, config map[string]string) error {
 	return nil
 }
 
-// flatten joins each header's values with ", ".
+// flatten joins each header's values with ", ", as HTTP combines a list;
+// Set-Cookie, whose values may hold commas and never combine (RFC 9110
+// §5.3), joins with "\n", which no header value can hold.
 func flatten(h http.Header) map[string]string {
 	out := make(map[string]string, len(h))
 	names := make([]string, 0, len(h))
@@ -217,7 +219,11 @@ func flatten(h http.Header) map[string]string {
 	}
 	sort.Strings(names)
 	for _, name := range names {
-		out[name] = strings.Join(h[name], ", ")
+		sep := ", "
+		if name == "Set-Cookie" {
+			sep = "\n"
+		}
+		out[name] = strings.Join(h[name], sep)
 	}
 	return out
 }
