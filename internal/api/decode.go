@@ -10,6 +10,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"github.com/quiverhq/quiver/internal/calls"
 	"github.com/quiverhq/quiver/internal/problem"
 	"github.com/quiverhq/quiver/internal/store"
 )
@@ -44,6 +45,12 @@ func (s *Server) object(c *gin.Context, allowEmpty bool) (map[string]json.RawMes
 	if allowEmpty && len(bytes.TrimSpace(b)) == 0 {
 		return map[string]json.RawMessage{}, nil
 	}
+	// The call endpoint's scanner refuses what encoding/json lets through
+	// silently: a member given twice (json would keep the last) and
+	// invalid UTF-8.
+	if _, err := calls.Canonical(b); err != nil && json.Valid(b) {
+		return nil, problem.New(problem.InvalidJSON, "The request body is not valid JSON: %v.", err)
+	}
 	var m map[string]json.RawMessage
 	if err := json.Unmarshal(b, &m); err != nil || m == nil {
 		var syn *json.SyntaxError
@@ -56,7 +63,8 @@ func (s *Server) object(c *gin.Context, allowEmpty bool) (map[string]json.RawMes
 }
 
 // fields decodes members of a body object into typed targets, collecting a
-// message per field of the wrong type. A null member counts as absent.
+// message per field of the wrong type. A null member is of the wrong type
+// (no field takes null: leave it out to keep it unchanged).
 type fields struct {
 	m   map[string]json.RawMessage
 	bad map[string]string
@@ -67,7 +75,11 @@ func newFields(m map[string]json.RawMessage) *fields { return &fields{m: m, bad:
 // get decodes member name into dst; it reports whether the member was given.
 func (f *fields) get(name string, dst any, want string) bool {
 	raw, ok := f.m[name]
-	if !ok || string(raw) == "null" {
+	if !ok {
+		return false
+	}
+	if string(bytes.TrimSpace(raw)) == "null" {
+		f.bad[name] = "must be " + want + ", not null (leave it out to keep it unchanged)"
 		return false
 	}
 	if err := json.Unmarshal(raw, dst); err != nil {

@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -49,6 +50,8 @@ type Server struct {
 	Deps
 	log    *slog.Logger
 	router *gin.Engine
+	// static maps each route path without parameters to its methods.
+	static map[string][]string
 }
 
 // New builds the router.
@@ -67,6 +70,9 @@ func New(d Deps) *Server {
 	// which routes exist: 401 comes first there too.
 	r.NoRoute(s.authenticateAPI, func(c *gin.Context) { s.writeError(c, problem.New(problem.NotFound, "No such route.")) })
 	r.NoMethod(s.authenticateAPI, func(c *gin.Context) {
+		if methods, ok := s.static[strings.TrimSuffix(c.Request.URL.Path, "/")]; ok {
+			c.Header("Allow", strings.Join(methods, ", ")) // gin's also counts routes with a parameter there
+		}
 		s.writeError(c, &problem.Error{Code: problem.BadRequest, Status: http.StatusMethodNotAllowed, Message: "This route does not take that method."})
 	})
 
@@ -76,7 +82,7 @@ func New(d Deps) *Server {
 	handle(r, "GET", "/openapi.json", s.openapi)
 
 	v1 := r.Group("/api/v1")
-	authed := v1.Group("", s.authenticate)
+	authed := v1.Group("", s.authenticate, s.staticFirst)
 	s.registerCatalog(authed)
 	s.registerTools(authed)
 	s.registerAgents(authed)
@@ -84,8 +90,41 @@ func New(d Deps) *Server {
 	for _, extra := range d.Extra {
 		extra(r, authed)
 	}
+	s.static = staticRoutes(r.Routes())
 	s.router = r
 	return s
+}
+
+// staticRoutes maps each path registered without parameters (trailing
+// slash trimmed) to its methods.
+func staticRoutes(routes gin.RoutesInfo) map[string][]string {
+	m := map[string][]string{}
+	for _, rt := range routes {
+		if strings.ContainsAny(rt.Path, ":*") {
+			continue
+		}
+		p := strings.TrimSuffix(rt.Path, "/")
+		if !slices.Contains(m[p], rt.Method) {
+			m[p] = append(m[p], rt.Method)
+		}
+	}
+	for _, methods := range m {
+		slices.Sort(methods)
+	}
+	return m
+}
+
+// staticFirst answers 405 for a path that is a route of its own but was
+// matched, for this method, by a sibling with a parameter: GET
+// /agents/custom-tools/call is not tool "call" but a route that takes POST.
+func (s *Server) staticFirst(c *gin.Context) {
+	if !strings.Contains(c.FullPath(), ":") {
+		return
+	}
+	if methods, ok := s.static[strings.TrimSuffix(c.Request.URL.Path, "/")]; ok {
+		c.Header("Allow", strings.Join(methods, ", "))
+		s.writeError(c, &problem.Error{Code: problem.BadRequest, Status: http.StatusMethodNotAllowed, Message: "This route does not take that method."})
+	}
 }
 
 // Handler returns the http.Handler to serve.

@@ -1,0 +1,51 @@
+package e2e
+
+import (
+	"testing"
+
+	"github.com/quiverhq/quiver/internal/testserver"
+)
+
+// TestRoutesAndBodies: a route path matched, for another method, by a
+// sibling with a parameter is 405 with the route's own methods in Allow,
+// not a 404 for an ID named "call"; a member given as null or twice is a
+// typed error, not silently dropped or overwritten.
+func TestRoutesAndBodies(t *testing.T) {
+	srv := testserver.Start(t, testserver.Options{})
+	for _, tc := range []struct {
+		method, path, allow string
+	}{
+		{"GET", "/api/v1/agents/custom-tools/call/", "POST"},
+		{"DELETE", "/api/v1/agents/custom-tools/call", "POST"},
+		{"DELETE", "/api/v1/agents/custom-tools/", "GET, POST"},
+		{"PATCH", "/api/v1/agents/custom-tools", "GET, POST"},
+		{"DELETE", "/api/v1/agents/custom-tools/calls/", "GET"},
+		{"PUT", "/api/v1/agents/custom-tools/calls", "GET"},
+		{"PUT", "/api/v1/agents/custom-tools/call/", "POST"},
+	} {
+		r := srv.Do(tc.method, tc.path, nil)
+		if r.Status != 405 || r.JSON()["error"] != "bad_request" || r.Header.Get("Allow") != tc.allow {
+			t.Errorf("%s %s: %d %s, Allow %q; want 405 with Allow %q", tc.method, tc.path, r.Status, r.Body, r.Header.Get("Allow"), tc.allow)
+		}
+	}
+
+	r := srv.Do("POST", "/api/v1/agents/", map[string]any{"name": "a", "goal": "g"})
+	if r.Status != 201 {
+		t.Fatalf("create: %d %s", r.Status, r.Body)
+	}
+	path := fdPath("/api/v1/agents/%d/", int64(r.JSON()["id"].(float64)))
+	for _, field := range []string{"name", "goal", "status", "tools"} {
+		r := srv.Do("PATCH", path, map[string]any{field: nil})
+		fields, _ := r.JSON()["fields"].(map[string]any)
+		if r.Status != 422 || r.JSON()["error"] != "validation_error" || fields[field] == nil {
+			t.Errorf("PATCH %s: null: %d %s, want 422 naming it", field, r.Status, r.Body)
+		}
+	}
+	if r := srv.Do("GET", path, nil); r.JSON()["goal"] != "g" {
+		t.Errorf("the agent changed: %s", r.Body)
+	}
+	r = srv.Do("POST", "/api/v1/agents/custom-tools/", `{"mcp_tool":"browser","mcp_tool":"tavily"}`)
+	if r.Status != 400 || r.JSON()["error"] != "invalid_json" {
+		t.Errorf("a member given twice: %d %s, want 400 invalid_json", r.Status, r.Body)
+	}
+}
