@@ -68,8 +68,8 @@ func (s *Server) listCalls(c *gin.Context) {
 	var toolID *int64
 	if v := c.Query("tool"); v != "" {
 		id, err := strconv.ParseInt(v, 10, 64)
-		if err != nil {
-			s.writeError(c, problem.Validation("The tool filter is not valid.", map[string]string{"tool": "must be an integer tool ID"}))
+		if err != nil || id < 1 || strconv.FormatInt(id, 10) != v {
+			s.writeError(c, problem.Validation("The tool filter is not valid.", map[string]string{"tool": "must be a tool ID (a positive integer)"}))
 			return
 		}
 		toolID = &id

@@ -100,7 +100,7 @@ func (f *fields) err() error {
 // any other ID that names nothing.
 func pathID(c *gin.Context, what string) (int64, error) {
 	id, err := strconv.ParseInt(c.Param("id"), 10, 64)
-	if err != nil || id <= 0 {
+	if err != nil || id <= 0 || strconv.FormatInt(id, 10) != c.Param("id") { // one spelling per ID: not +1 or 01
 		return 0, problem.New(problem.NotFound, "No %s with ID %q.", what, c.Param("id"))
 	}
 	return id, nil

@@ -49,3 +49,28 @@ func TestRoutesAndBodies(t *testing.T) {
 		t.Errorf("a member given twice: %d %s, want 400 invalid_json", r.Status, r.Body)
 	}
 }
+
+// TestIDsHaveOneSpelling: +1 and 01 name nothing, and a call-log tool
+// filter that cannot be a tool ID is refused rather than matching nothing.
+func TestIDsHaveOneSpelling(t *testing.T) {
+	srv := testserver.Start(t, testserver.Options{})
+	r := srv.Do("POST", "/api/v1/agents/", map[string]any{"name": "a"})
+	if r.Status != 201 {
+		t.Fatalf("create: %d %s", r.Status, r.Body)
+	}
+	id := int64(r.JSON()["id"].(float64))
+	if r := srv.Do("GET", fdPath("/api/v1/agents/%d/", id), nil); r.Status != 200 {
+		t.Fatalf("get: %d %s", r.Status, r.Body)
+	}
+	for _, p := range []string{fdPath("/api/v1/agents/+%d/", id), fdPath("/api/v1/agents/0%d/", id)} {
+		if r := srv.Do("GET", p, nil); r.Status != 404 || r.JSON()["error"] != "not_found" {
+			t.Errorf("GET %s: %d %s, want 404", p, r.Status, r.Body)
+		}
+	}
+	for _, v := range []string{"0", "-1", "+1", "01", "x"} {
+		r := srv.Do("GET", "/api/v1/agents/custom-tools/calls/?tool="+v, nil)
+		if fields, _ := r.JSON()["fields"].(map[string]any); r.Status != 422 || fields["tool"] == nil {
+			t.Errorf("?tool=%s: %d %s, want 422 on tool", v, r.Status, r.Body)
+		}
+	}
+}
