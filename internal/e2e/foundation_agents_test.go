@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 )
 
 func fdTestAgents(t *testing.T, c *fdClient) {
@@ -129,7 +130,17 @@ func fdTestDetach(t *testing.T, c *fdClient) {
 	a1 := c.createAgent(map[string]any{"name": "one", "tools": []int64{gone, keep}})
 	a2 := c.createAgent(map[string]any{"name": "two", "tools": []int64{keep, gone}})
 	a3 := c.createAgent(map[string]any{"name": "three", "tools": []int64{gone}})
+	a4 := c.createAgent(map[string]any{"name": "four", "tools": []int64{keep}})
+	updated := func(id int64) time.Time {
+		return fdTime(t, c.ok(200, "GET", fdPath("/api/v1/agents/%d/", id), nil)["updated_at"])
+	}
+	before1, before4 := updated(a1), updated(a4)
+	time.Sleep(1100 * time.Millisecond) // updated_at shows whole seconds
 	c.ok(204, "DELETE", fdPath("/api/v1/agents/custom-tools/%d/", gone), nil)
+	if !updated(a1).After(before1) || !updated(a4).Equal(before4) {
+		t.Errorf("updated_at after the detach: agent one %v (was %v), agent four %v (was %v); want one later, four unchanged",
+			updated(a1), before1, updated(a4), before4)
+	}
 	for id, want := range map[int64][]int64{a1: {keep}, a2: {keep}, a3: {}} {
 		got := fdInts(t, c.ok(200, "GET", fdPath("/api/v1/agents/%d/", id), nil)["tools"])
 		if !slices.Equal(got, want) {

@@ -2,7 +2,10 @@ package store
 
 import (
 	"context"
+	"errors"
 	"time"
+
+	"gorm.io/gorm"
 )
 
 // Tool is a connected tool row. Config is plain JSON; Secrets and
@@ -68,14 +71,28 @@ func (s *Store) UpdateToolConfig(ctx context.Context, t *Tool, wantState string,
 // DeleteTool deletes the account's tool; the cascade detaches it from agents
 // and drops its OAuth states, so its tokens are gone with the row.
 func (s *Store) DeleteTool(ctx context.Context, accountID, id int64) error {
-	res := s.db.WithContext(ctx).Where("id = ? AND account_id = ?", id, accountID).Delete(&Tool{})
-	if res.Error != nil {
-		return interpret(res.Error)
-	}
-	if res.RowsAffected == 0 {
+	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		// The agents it is attached to change (the rows in agent_tools go
+		// with the tool): they are updated now.
+		err := tx.Model(&Agent{}).
+			Where("account_id = ? AND id IN (SELECT agent_id FROM agent_tools WHERE tool_id = ?)", accountID, id).
+			Update("updated_at", time.Now().UTC()).Error
+		if err != nil {
+			return err
+		}
+		res := tx.Where("id = ? AND account_id = ?", id, accountID).Delete(&Tool{})
+		if res.Error != nil {
+			return res.Error
+		}
+		if res.RowsAffected == 0 {
+			return ErrNotFound
+		}
+		return nil
+	})
+	if errors.Is(err, ErrNotFound) {
 		return ErrNotFound
 	}
-	return nil
+	return interpret(err)
 }
 
 // ExistingToolIDs returns which of ids are tools of the account.
