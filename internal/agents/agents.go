@@ -82,6 +82,13 @@ func notFound(id int64) *problem.Error {
 	return problem.New(problem.NotFound, "No agent with ID %d.", id)
 }
 
+// Check validates in as Create (creating) or Update would, without
+// changing anything: the API uses it to report every bad field at once
+// when some did not even decode.
+func (s *Service) Check(ctx context.Context, accountID int64, in Input, creating bool) error {
+	return s.validate(ctx, accountID, in, creating)
+}
+
 // validate checks in's fields; creating requires a name.
 func (s *Service) validate(ctx context.Context, accountID int64, in Input, creating bool) error {
 	bad := map[string]string{}

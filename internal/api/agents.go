@@ -1,9 +1,12 @@
 package api
 
 import (
+	"net/http"
+
 	"github.com/gin-gonic/gin"
 
 	"github.com/quiverhq/quiver/internal/agents"
+	"github.com/quiverhq/quiver/internal/problem"
 )
 
 func (s *Server) registerAgents(rg *gin.RouterGroup) {
@@ -34,6 +37,19 @@ func (s *Server) agentInput(c *gin.Context) (agents.Input, error) {
 	}
 	if f.get("tools", &tools, "a list of integer tool IDs") {
 		in.Tools = &tools
+	}
+	if len(f.bad) == 0 {
+		return in, nil
+	}
+	// Report the fields that decoded but are not valid too, with the ones
+	// that did not decode, so one answer names every bad field.
+	creating := c.Request.Method == http.MethodPost
+	if p, ok := problem.As(s.Agents.Check(c.Request.Context(), account(c), in, creating)); ok && p.Code == problem.ValidationError {
+		for name, msg := range p.Fields {
+			if _, typed := f.bad[name]; !typed {
+				f.bad[name] = msg
+			}
+		}
 	}
 	return in, f.err()
 }

@@ -1,6 +1,7 @@
 package api
 
 import (
+	"maps"
 	"strconv"
 
 	"github.com/gin-gonic/gin"
@@ -60,8 +61,11 @@ func (s *Server) call(c *gin.Context) {
 }
 
 func (s *Server) listCalls(c *gin.Context) {
+	bad := map[string]string{}
 	p, err := page(c)
-	if err != nil {
+	if pe, ok := problem.As(err); ok && pe.Fields != nil {
+		maps.Copy(bad, pe.Fields)
+	} else if err != nil {
 		s.writeError(c, err)
 		return
 	}
@@ -69,10 +73,13 @@ func (s *Server) listCalls(c *gin.Context) {
 	if v := c.Query("tool"); v != "" {
 		id, err := strconv.ParseInt(v, 10, 64)
 		if err != nil || id < 1 || strconv.FormatInt(id, 10) != v {
-			s.writeError(c, problem.Validation("The tool filter is not valid.", map[string]string{"tool": "must be a tool ID (a positive integer)"}))
-			return
+			bad["tool"] = "must be a tool ID (a positive integer)"
 		}
 		toolID = &id
+	}
+	if len(bad) > 0 {
+		s.writeError(c, problem.Validation("The list parameters are not valid.", bad))
+		return
 	}
 	cs, next, err := s.Calls.Calls(c.Request.Context(), account(c), toolID, p)
 	if err != nil {

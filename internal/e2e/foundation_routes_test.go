@@ -74,3 +74,30 @@ func TestIDsHaveOneSpelling(t *testing.T) {
 		}
 	}
 }
+
+// TestEveryBadFieldReported: one answer names every bad field, those of the
+// wrong type and those of the right type but not valid alike.
+func TestEveryBadFieldReported(t *testing.T) {
+	srv := testserver.Start(t, testserver.Options{})
+	for _, tc := range []struct {
+		method, path string
+		body         any
+		want         []string
+	}{
+		{"POST", "/api/v1/agents/", map[string]any{"name": 5, "status": "bogus"}, []string{"name", "status"}},
+		{"POST", "/api/v1/agents/", map[string]any{"goal": 5, "status": "bogus", "tools": []int64{987654}}, []string{"goal", "status", "tools", "name"}},
+		{"GET", "/api/v1/agents/custom-tools/calls/?limit=abc&tool=x", nil, []string{"limit", "tool"}},
+	} {
+		r := srv.Do(tc.method, tc.path, tc.body)
+		fields, _ := r.JSON()["fields"].(map[string]any)
+		if r.Status != 422 || len(fields) != len(tc.want) {
+			t.Errorf("%s %s %v: %d %s, want 422 naming %v", tc.method, tc.path, tc.body, r.Status, r.Body, tc.want)
+			continue
+		}
+		for _, name := range tc.want {
+			if fields[name] == nil {
+				t.Errorf("%s %s %v: %s, want %s named", tc.method, tc.path, tc.body, r.Body, name)
+			}
+		}
+	}
+}
