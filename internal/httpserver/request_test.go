@@ -12,8 +12,6 @@ import (
 	"net"
 	"net/http"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -266,69 +264,6 @@ func TestExpectContinue(t *testing.T) {
 	})
 }
 
-// refusalBody is a custom Options.ErrorBody, to check the server uses it.
-func refusalBody(r httpserver.Refusal) (string, []byte) {
-	return "application/x-refusal", []byte(fmt.Sprintf("%d|%s", r.Status, r.Message))
-}
-
-// What net/http's server refuses before any handler runs, this one refuses
-// too, with Options.ErrorBody's rendering, and closes the connection.
-func TestRefusals(t *testing.T) {
-	t.Parallel()
-	var reached atomic.Bool
-	ts := setup(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		reached.Store(true)
-	}), &httpserver.Options{ErrorBody: refusalBody, MaxHeaderBytes: 1 << 10})
-
-	cases := []struct {
-		name   string
-		req    string
-		want   int
-		unread bool // the server stops reading partway: see TestCloseWithUnreadInput
-	}{
-		{"no host", "GET / HTTP/1.1\r\n\r\n", 400, false},
-		{"malformed request line", "GET /\r\nHost: x\r\n\r\n", 400, false},
-		{"not http", "HELLO\r\n\r\n", 400, false},
-		{"bad header name", "GET / HTTP/1.1\r\nHost: x\r\nBad Name: v\r\n\r\n", 400, false},
-		{"bad header value", "GET / HTTP/1.1\r\nHost: x\r\nX-V: a\x00b\r\n\r\n", 400, false},
-		{"two content lengths", "POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\nab", 400, false},
-		{"other expectation", "POST / HTTP/1.1\r\nHost: x\r\nExpect: 200-ok\r\nContent-Length: 1\r\n\r\na", 417, false},
-		{"http/2", "GET / HTTP/2.0\r\nHost: x\r\n\r\n", 505, false},
-		{"oversized header block", "GET / HTTP/1.1\r\nHost: x\r\nX-Big: " + strings.Repeat("b", 16<<10) + "\r\n\r\n", 431, true},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel()
-			rc := dial(t, ts.addr)
-			rc.send(tc.req)
-			resp, body, err := rc.tryRead("GET")
-			if err != nil {
-				t.Fatalf("no refusal: %v", err)
-			}
-			if resp.StatusCode != tc.want {
-				t.Fatalf("status %d (%q), want %d", resp.StatusCode, body, tc.want)
-			}
-			if ct := resp.Header.Get("Content-Type"); ct != "application/x-refusal" {
-				t.Errorf("Content-Type %q, want ErrorBody's", ct)
-			}
-			if prefix := fmt.Sprint(tc.want, "|"); !strings.HasPrefix(body, prefix) || len(body) == len(prefix) {
-				t.Errorf("body %q, want ErrorBody's with a message", body)
-			}
-			if !resp.Close {
-				t.Error("no Connection: close")
-			}
-			if !tc.unread {
-				rc.expectClosed()
-			}
-		})
-	}
-	t.Cleanup(func() {
-		if reached.Load() {
-			t.Error("a refused request reached the handler")
-		}
-	})
-}
-
 // The Host header, as net/http's server takes it: required in HTTP/1.1
 // (RFC 9112 3.2: even when the target is absolute-form), once, well-formed,
 // possibly empty; the absolute-form target's authority wins over it; and
@@ -548,35 +483,4 @@ func TestBodyTimeout(t *testing.T) {
 		t.Fatalf("status %d, close %v; want 400 and close", resp.StatusCode, resp.Close)
 	}
 	rc.expectClosed()
-}
-
-// A header line http.ReadRequest refuses is named in the refusal, never
-// repeated (it may hold a credential), and RefusalHeader's fields go out.
-func TestRefusalNamesTheMalformedHeader(t *testing.T) {
-	t.Parallel()
-	var got httpserver.Refusal
-	var mu sync.Mutex
-	ts := setup(t, http.NotFoundHandler(), &httpserver.Options{
-		ErrorBody: func(r httpserver.Refusal) (string, []byte) {
-			mu.Lock()
-			got = r
-			mu.Unlock()
-			return refusalBody(r)
-		},
-		RefusalHeader: func() http.Header { return http.Header{"X-Request-Id": {"req_1"}} },
-	})
-	rc := dial(t, ts.addr)
-	rc.send("GET / HTTP/1.1\r\nHost: x\r\nx-api-key: secret\x01\r\n\r\n")
-	resp, body, err := rc.tryRead("GET")
-	if err != nil {
-		t.Fatal(err)
-	}
-	mu.Lock()
-	defer mu.Unlock()
-	if resp.StatusCode != 400 || got.Header != "X-Api-Key" || strings.Contains(got.Message, "secret") || strings.Contains(body, "secret") {
-		t.Fatalf("%d %s, refusal %+v", resp.StatusCode, body, got)
-	}
-	if resp.Header.Get("X-Request-Id") != "req_1" {
-		t.Errorf("X-Request-Id %q", resp.Header.Get("X-Request-Id"))
-	}
 }

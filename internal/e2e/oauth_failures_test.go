@@ -1,0 +1,91 @@
+package e2e
+
+// OAuth connectors end to end, against a local OAuth 2.0 authorization
+// server that implements the real protocol (authorization endpoint, token
+// endpoint with PKCE, short-lived access tokens, rotating refresh tokens
+// that die once used, RFC 8414 metadata, RFC 7591 registration) and MCP
+// servers that accept only the access tokens it issued.
+
+import (
+	"context"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/quiverhq/quiver/internal/testserver"
+)
+
+// TestOAuthReadOnlyKeyCannotConnect: completing an OAuth step connects the
+// tool, so a read-only key reading the step (or calling the tool) is shown
+// the step without an authorization URL; a full key still gets one.
+func TestOAuthReadOnlyKeyCannotConnect(t *testing.T) {
+	p := oaStartProvider(t)
+	_, env := oaGitHub(t, p)
+	srv := testserver.Start(t, testserver.Options{Env: env})
+	ro, _, err := srv.App.Accounts.CreateReadOnlyKey(context.Background(), "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	id, _ := oaCreate(t, srv, srv.Key, "github-mcp")
+
+	step := oaStep(t, srv, ro, id)
+	if step["type"] != "oauth" || step["authorization_url"] != nil || step["error"] != "read_only_key" {
+		t.Fatalf("read-only key sees %v, want the oauth step with error read_only_key and no URL", step)
+	}
+	r := testserver.Do(t, srv.URL, ro, "GET", "/api/v1/agents/custom-tools/", nil)
+	if r.Status != 200 || strings.Contains(string(r.Body), "authorization_url") {
+		t.Fatalf("read-only list: %d %s", r.Status, r.Body)
+	}
+	r = testserver.Do(t, srv.URL, ro, "POST", mqCallPath, map[string]any{"tool": id, "action": "read_count", "arguments": map[string]any{}})
+	if r.Status != 409 || r.JSON()["error"] != "tool_not_configured" || strings.Contains(string(r.Body), "authorization_url") {
+		t.Fatalf("read-only call: %d %s", r.Status, r.Body)
+	}
+	oaAuthURL(t, oaStep(t, srv, srv.Key, id)) // a full key gets its URL
+}
+
+// TestOAuthProactiveRefreshFailures: a token inside its refresh leeway is
+// refreshed before the call. If the provider is down, the call is 502
+// tool_unreachable, nothing runs, the tool stays connected and the key is
+// released; once it is back, the same key goes through. If the grant was
+// revoked, the call is 409 tool_not_configured with the OAuth step, and the
+// key is released too. On the embedded database.
+func TestOAuthProactiveRefreshFailures(t *testing.T) {
+	p := oaStartProvider(t)
+	counter, env := oaGitHub(t, p)
+	p.firstTTL, p.nextTTL = 30*time.Second, 30*time.Second // always inside the leeway
+	srv := testserver.Start(t, testserver.Options{Env: env})
+	id, step := oaCreate(t, srv, srv.Key, "github-mcp")
+	if status, body := oaCallback(t, srv, oaAuthorize(t, oaAuthURL(t, step))); status != 200 {
+		t.Fatalf("callback: %d %s", status, body)
+	}
+
+	p.refreshFails.Store(http.StatusInternalServerError)
+	r := oaCall(t, srv, id, "increment", "Idempotency-Key", "inc-1")
+	if r.Status != 502 || r.JSON()["error"] != "tool_unreachable" {
+		t.Fatalf("provider down: %d %s, want 502 tool_unreachable", r.Status, r.Body)
+	}
+	if n := counter.Calls("increment"); n != 0 || !oaConfigured(t, srv, srv.Key, id) {
+		t.Fatalf("provider down: increment ran %d times, configured %v", n, oaConfigured(t, srv, srv.Key, id))
+	}
+	if r := srv.Do("GET", "/api/v1/idempotency-keys/inc-1", nil); r.Status != 404 {
+		t.Fatalf("key after a failed refresh: %d %s, want 404 (released)", r.Status, r.Body)
+	}
+	p.refreshFails.Store(0)
+	if r := oaCall(t, srv, id, "increment", "Idempotency-Key", "inc-1"); r.Status != 200 || counter.Calls("increment") != 1 {
+		t.Fatalf("provider back: %d %s, increment ran %d times", r.Status, r.Body, counter.Calls("increment"))
+	}
+
+	p.revokeGrant()
+	r = oaCall(t, srv, id, "increment", "Idempotency-Key", "inc-2")
+	next, _ := r.JSON()["next_configuration_step"].(map[string]any)
+	if r.Status != 409 || r.JSON()["error"] != "tool_not_configured" || next["type"] != "oauth" {
+		t.Fatalf("grant revoked: %d %s, want 409 tool_not_configured with the oauth step", r.Status, r.Body)
+	}
+	if r := srv.Do("GET", "/api/v1/idempotency-keys/inc-2", nil); r.Status != 404 {
+		t.Fatalf("key after a revoked grant: %d %s, want 404 (released)", r.Status, r.Body)
+	}
+	if n := counter.Calls("increment"); n != 1 {
+		t.Fatalf("increment ran %d times, want 1", n)
+	}
+}

@@ -1,0 +1,89 @@
+package e2e
+
+// OAuth connectors end to end, against a local OAuth 2.0 authorization
+// server that implements the real protocol (authorization endpoint, token
+// endpoint with PKCE, short-lived access tokens, rotating refresh tokens
+// that die once used, RFC 8414 metadata, RFC 7591 registration) and MCP
+// servers that accept only the access tokens it issued.
+
+import (
+	"fmt"
+	"net/url"
+	"strings"
+	"testing"
+
+	"github.com/quiverhq/quiver/internal/mcptest"
+	"github.com/quiverhq/quiver/internal/testserver"
+)
+
+func TestOAuthDiscoveredMCPServer(t *testing.T) {
+	p := oaStartProvider(t)
+	counter := mcptest.Start(t, mcptest.Counter, mcptest.Options{
+		ResourceMetadata: p.URL + "/.well-known/oauth-protected-resource", Authorize: p.valid})
+	p.mcpURL = counter.URL
+	srv := testserver.Start(t, testserver.Options{})
+
+	id, _ := oaCreate(t, srv, srv.Key, "custom-mcp")
+	r := srv.Do("POST", fmt.Sprintf("/api/v1/agents/custom-tools/%d/provide-config/", id),
+		map[string]any{"user_response": map[string]any{"url": counter.URL}})
+	if r.Status != 200 {
+		t.Fatalf("provide-config: %d %s", r.Status, r.Body)
+	}
+	tool := r.JSON()
+	step, _ := tool["next_configuration_step"].(map[string]any)
+	authURL := oaAuthURL(t, step)
+	if step["index"] != float64(2) || step["total"] != float64(2) {
+		t.Fatalf("step = %v", step)
+	}
+	if !strings.HasPrefix(authURL, p.URL+"/authorize?") || p.registrations.Load() != 1 {
+		t.Fatalf("authorization_url %s, registrations %d", authURL, p.registrations.Load())
+	}
+	if u, _ := url.Parse(authURL); u.Query().Get("resource") != counter.URL {
+		t.Fatalf("resource = %q", u.Query().Get("resource"))
+	}
+	if cfg, _ := tool["config"].(map[string]any); len(cfg) != 1 || cfg["url"] != counter.URL {
+		t.Fatalf("config shows %v", cfg)
+	}
+
+	if status, body := oaCallback(t, srv, oaAuthorize(t, authURL)); status != 200 {
+		t.Fatalf("callback: %d %s", status, body)
+	}
+	if !oaConfigured(t, srv, srv.Key, id) {
+		t.Fatal("not configured after the exchange")
+	}
+	r = oaCall(t, srv, id, "read_count")
+	if r.Status != 200 {
+		t.Fatalf("call: %d %s", r.Status, r.Body)
+	}
+	got := srv.Do("GET", fmt.Sprintf("/api/v1/agents/custom-tools/%d/", id), nil)
+	secrets := p.issued()
+	oaNoSecrets(t, "tool view", string(got.Body), secrets)
+	oaNoSecrets(t, "call", string(r.Body), secrets)
+	oaNoSecrets(t, "server logs", srv.LogText(), secrets)
+
+	// Reset forgets the discovered provider with the rest.
+	r = srv.Do("POST", fmt.Sprintf("/api/v1/agents/custom-tools/%d/reset-config/", id), nil)
+	if step, _ := r.JSON()["next_configuration_step"].(map[string]any); r.Status != 200 || step["type"] != "form" || step["total"] != float64(1) {
+		t.Fatalf("reset: %d %s", r.Status, r.Body)
+	}
+}
+
+// A token the server refuses while Quiver lists the tool's actions (before
+// anything is dispatched) gets the same single refresh and one more try.
+func TestOAuthRefusedTokenWhileListingActions(t *testing.T) {
+	p := oaStartProvider(t)
+	_, env := oaGitHub(t, p)
+	srv := testserver.Start(t, testserver.Options{Env: env})
+	id, step := oaCreate(t, srv, srv.Key, "github-mcp")
+	if status, body := oaCallback(t, srv, oaAuthorize(t, oaAuthURL(t, step))); status != 200 {
+		t.Fatalf("callback: %d %s", status, body)
+	}
+	before := p.refreshes.Load()
+	p.revokeAccess() // nothing has listed the tool's actions yet
+	if r := oaCall(t, srv, id, "read_count"); r.Status != 200 {
+		t.Fatalf("call with a refused token: %d %s", r.Status, r.Body)
+	}
+	if n := p.refreshes.Load() - before; n != 1 {
+		t.Fatalf("refreshes = %d, want 1", n)
+	}
+}
