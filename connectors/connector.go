@@ -117,11 +117,7 @@ func Errorf(kind Kind, err error, format string, args ...any) *Error {
 // KindOf returns the kind of err, and KindOutcomeUnknown for any error that is
 // not an *Error: when in doubt, the tool may have run.
 func KindOf(err error) Kind {
-	if err == nil {
-		return KindOutcomeUnknown // as before, without errors.As's allocation on every call
-	}
-	var e *Error
-	if errors.As(err, &e) {
+	if e, ok := errors.AsType[*Error](err); ok {
 		return e.Kind
 	}
 	return KindOutcomeUnknown

@@ -3,7 +3,6 @@ package httprequest
 import (
 	"context"
 	"net/http"
-	"net/netip"
 	"net/url"
 
 	"golang.org/x/net/http/httpguts"
@@ -51,10 +50,10 @@ func (c *Connector) baseURLProblem(ctx context.Context, raw string) (field, msg 
 		return ConfigBaseURL, "must not carry credentials (user:password@); base_url is not secret and is shown as is: put credentials in the auth step"
 	}
 	host := u.Hostname()
-	if err := egress.CheckHost(ctx, host, c.guard); egress.IsBlocked(err) {
-		if _, literal := netip.ParseAddr(host); literal == nil {
-			return ConfigBaseURL, host + " is a loopback, link-local, private or reserved address, which Quiver may not reach"
-		}
+	if egress.CheckLiteral(host, c.guard) != nil {
+		return ConfigBaseURL, host + " is a loopback, link-local, private or reserved address, which Quiver may not reach"
+	}
+	if egress.IsBlocked(egress.CheckHost(ctx, host, c.guard)) {
 		return ConfigBaseURL, host + " resolves only to loopback, link-local, private or reserved addresses, which Quiver may not reach"
 	}
 	return "", ""

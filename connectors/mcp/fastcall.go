@@ -259,7 +259,8 @@ func (f *fastSession) resume(ctx context.Context, lastID string) (io.ReadCloser,
 		resp.Body.Close()
 		return nil, fmt.Errorf("tools/call: resuming the event stream: HTTP %d", resp.StatusCode)
 	}
-	// Only the call's POST is capped by the round tripper.
+	// The round tripper leaves a GET's event stream uncapped, taking it for
+	// the session's standalone stream: this one is the call's, capped here.
 	return readCloser{&capped{r: resp.Body, left: f.maxBytes}, resp.Body}, nil
 }
 

@@ -56,25 +56,23 @@ var (
 	}
 	// Non-public IPv6 ranges without a netip predicate: the deprecated
 	// site-local fec0::/10 (RFC 3879), which some stacks still route
-	// locally, documentation (RFC 3849), and Teredo (RFC 4380), whose
-	// relays reach an IPv4 address hidden (obfuscated) in the address.
+	// locally, documentation (RFC 3849), Teredo (RFC 4380), whose relays
+	// reach an IPv4 address hidden (obfuscated) in the address, and NAT64.
 	reserved6 = []netip.Prefix{
 		netip.MustParsePrefix("fec0::/10"),
 		netip.MustParsePrefix("2001:db8::/32"),
 		netip.MustParsePrefix("2001::/32"),
+		// NAT64 prefixes (RFC 6052, RFC 8215): a translator forwards these
+		// to the IPv4 address in their last 32 bits, which may be private.
+		// The whole prefixes are refused rather than the embedded address
+		// checked, for simplicity: the cost is that on an IPv6-only network
+		// with DNS64, servers reachable only over IPv4 are refused too.
+		netip.MustParsePrefix("64:ff9b::/96"),
+		netip.MustParsePrefix("64:ff9b:1::/48"),
 	}
 	// sixToFour is 6to4 (RFC 3056): a relay forwards 2002:AABB:CCDD::/48 to
 	// the IPv4 address AA.BB.CC.DD, checked as that address.
 	sixToFour = netip.MustParsePrefix("2002::/16")
-	// NAT64 prefixes (RFC 6052, RFC 8215): a translator forwards these to
-	// the IPv4 address in their last 32 bits, which may be private. The
-	// whole prefixes are refused rather than the embedded address checked,
-	// for simplicity: the cost is that on an IPv6-only network with DNS64,
-	// servers reachable only over IPv4 are refused too.
-	nat64 = []netip.Prefix{
-		netip.MustParsePrefix("64:ff9b::/96"),
-		netip.MustParsePrefix("64:ff9b:1::/48"),
-	}
 	// compat4 holds the deprecated IPv4-compatible IPv6 addresses, ::a.b.c.d
 	// (RFC 4291 §2.5.5.1), checked as the IPv4 address they embed, as
 	// IPv4-mapped ones are.
@@ -103,7 +101,7 @@ func Allowed(addr netip.Addr, opts Options) bool {
 		addr.IsMulticast(), addr.IsUnspecified():
 		return false
 	}
-	ranges := append(nat64[:len(nat64):len(nat64)], reserved6...)
+	ranges := reserved6
 	if addr.Is4() {
 		ranges = reserved4
 	}

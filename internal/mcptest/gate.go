@@ -2,9 +2,7 @@ package mcptest
 
 import (
 	"context"
-	"fmt"
 
-	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -73,7 +71,7 @@ func (s *Server) installGate(srv *mcp.Server) {
 					}
 				}
 				if dropped {
-					return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("unknown tool %q", call.Params.Name)}
+					return nil, invalidParams("unknown tool %q", call.Params.Name)
 				}
 			case "tools/list":
 				res, err := next(ctx, method, req)
