@@ -82,15 +82,10 @@ func notFound(id int64) *problem.Error {
 	return problem.New(problem.NotFound, "No agent with ID %d.", id)
 }
 
-// Check validates in as Create (creating) or Update would, without
-// changing anything: the API uses it to report every bad field at once
-// when some did not even decode.
+// Check validates in's fields as Create (creating: a name is required) or
+// Update does, without changing anything: the API also calls it to report
+// every bad field at once when some did not even decode.
 func (s *Service) Check(ctx context.Context, accountID int64, in Input, creating bool) error {
-	return s.validate(ctx, accountID, in, creating)
-}
-
-// validate checks in's fields; creating requires a name.
-func (s *Service) validate(ctx context.Context, accountID int64, in Input, creating bool) error {
 	bad := map[string]string{}
 	if in.Name != nil {
 		n := strings.TrimSpace(*in.Name)
@@ -160,7 +155,7 @@ func (s *Service) checkTools(ctx context.Context, accountID int64, ids []int64) 
 
 // Create makes an agent.
 func (s *Service) Create(ctx context.Context, accountID int64, in Input) (*Agent, error) {
-	if err := s.validate(ctx, accountID, in, true); err != nil {
+	if err := s.Check(ctx, accountID, in, true); err != nil {
 		return nil, err
 	}
 	a := &store.Agent{AccountID: accountID, Name: *in.Name, Status: string(Draft), Tools: []int64{}}
@@ -209,7 +204,7 @@ func (s *Service) Update(ctx context.Context, accountID, id int64, in Input) (*A
 	if _, err := s.Get(ctx, accountID, id); err != nil {
 		return nil, err
 	}
-	if err := s.validate(ctx, accountID, in, false); err != nil {
+	if err := s.Check(ctx, accountID, in, false); err != nil {
 		return nil, err
 	}
 	a, err := s.store.UpdateAgent(ctx, accountID, id, store.AgentUpdate{Name: in.Name, Goal: in.Goal, Status: in.Status, Tools: in.Tools})

@@ -85,10 +85,16 @@ func (c *call) dispatch(ctx context.Context, rt *toolconfig.Resolved, action *co
 			return c.unstored(ctx, rt, action, callID, outcome, dur, err)
 		}
 	}
+	return c.succeeded(rt, action, callID, outcome, dur, respBody), nil
+}
+
+// succeeded counts and logs a call whose outcome came back, and answers it.
+func (c *call) succeeded(rt *toolconfig.Resolved, action *connectors.Action, callID, outcome string, dur time.Duration, body []byte) *Response {
+	e := c.e
 	e.opts.Metrics.Calls.WithLabelValues(outcome).Inc()
 	e.opts.Metrics.CallDuration.WithLabelValues("first").Observe(time.Since(c.start).Seconds())
 	e.log.add(c.entry(rt, action, callID, outcome, dur))
-	return &Response{Status: 200, ContentType: ContentType, Body: respBody}, nil
+	return &Response{Status: 200, ContentType: ContentType, Body: body}
 }
 
 // completeRetryMax is the longest wait between two attempts to store an
@@ -142,10 +148,7 @@ func (c *call) unstored(ctx context.Context, rt *toolconfig.Resolved, action *co
 	defer cancel()
 	r, err := e.opts.Store.GetIdem(fctx, c.req.AccountID, c.req.Key)
 	if err == nil && r.CallID == callID && r.State == store.IdemSucceeded {
-		e.opts.Metrics.Calls.WithLabelValues(outcome).Inc()
-		e.opts.Metrics.CallDuration.WithLabelValues("first").Observe(time.Since(c.start).Seconds())
-		e.log.add(c.entry(rt, action, callID, outcome, dur))
-		return &Response{Status: 200, ContentType: ContentType, Body: r.Response}, nil
+		return c.succeeded(rt, action, callID, outcome, dur, r.Response), nil
 	}
 	if cause == nil {
 		cause = errors.New("the call's lease was lost before its outcome was stored")

@@ -14,45 +14,9 @@ import "encoding/json"
 // false if b is not such an object, a key holds an escape, or fn returned
 // false.
 func eachMember(b []byte, fn func(key string, value []byte) bool) bool {
-	i := skipSpace(b, 0)
-	if i >= len(b) || b[i] != '{' {
-		return false
-	}
-	i = skipSpace(b, i+1)
-	if i < len(b) && b[i] == '}' {
-		return skipSpace(b, i+1) == len(b)
-	}
-	for {
-		if i >= len(b) || b[i] != '"' {
-			return false
-		}
-		end, plain, ok := scanString(b, i)
-		if !ok || !plain {
-			return false
-		}
-		key := b[i+1 : end-1]
-		i = skipSpace(b, end)
-		if i >= len(b) || b[i] != ':' {
-			return false
-		}
-		i = skipSpace(b, i+1)
-		vend, ok := skipValue(b, i)
-		if !ok || !fn(string(key), b[i:vend]) {
-			return false
-		}
-		i = skipSpace(b, vend)
-		if i >= len(b) {
-			return false
-		}
-		switch b[i] {
-		case ',':
-			i = skipSpace(b, i+1)
-		case '}':
-			return skipSpace(b, i+1) == len(b)
-		default:
-			return false
-		}
-	}
+	return walkObject(b, func(key []byte, plain bool, m member) bool {
+		return plain && fn(string(key[1:len(key)-1]), b[m.value:m.end])
+	})
 }
 
 // member is one member of an object: its key, decoded, and where its key
@@ -67,47 +31,63 @@ type member struct {
 // "\u0069d" is "id"). ok is false if b is not such an object. Nesting is
 // bounded by the caller: b was decoded, or checked by tooDeep, before.
 func objectMembers(b []byte) (ms []member, ok bool) {
+	ok = walkObject(b, func(key []byte, plain bool, m member) bool {
+		m.key = string(key[1 : len(key)-1])
+		if !plain && json.Unmarshal(key, &m.key) != nil {
+			return false
+		}
+		ms = append(ms, m)
+		return true
+	})
+	if !ok {
+		return nil, false
+	}
+	return ms, true
+}
+
+// walkObject calls fn with each member of the JSON object that is all of b
+// (whitespace around it allowed): key is the key's text, quotes included,
+// plain whether it holds no escape, and m where the member lies (m.key is
+// left empty). It reports false if b is not such an object or fn returned
+// false.
+func walkObject(b []byte, fn func(key []byte, plain bool, m member) bool) bool {
 	i := skipSpace(b, 0)
 	if i >= len(b) || b[i] != '{' {
-		return nil, false
+		return false
 	}
 	i = skipSpace(b, i+1)
 	if i < len(b) && b[i] == '}' {
-		return nil, skipSpace(b, i+1) == len(b)
+		return skipSpace(b, i+1) == len(b)
 	}
 	for {
 		if i >= len(b) || b[i] != '"' {
-			return nil, false
+			return false
 		}
 		end, plain, ok := scanString(b, i)
 		if !ok {
-			return nil, false
+			return false
 		}
-		key := string(b[i+1 : end-1])
-		if !plain && json.Unmarshal(b[i:end], &key) != nil {
-			return nil, false
-		}
-		m := member{key: key, start: i}
+		m := member{start: i}
+		key := b[i:end]
 		i = skipSpace(b, end)
 		if i >= len(b) || b[i] != ':' {
-			return nil, false
+			return false
 		}
 		m.value = skipSpace(b, i+1)
-		if m.end, ok = skipValue(b, m.value); !ok {
-			return nil, false
+		if m.end, ok = skipValue(b, m.value); !ok || !fn(key, plain, m) {
+			return false
 		}
-		ms = append(ms, m)
 		i = skipSpace(b, m.end)
 		if i >= len(b) {
-			return nil, false
+			return false
 		}
 		switch b[i] {
 		case ',':
 			i = skipSpace(b, i+1)
 		case '}':
-			return ms, skipSpace(b, i+1) == len(b)
+			return skipSpace(b, i+1) == len(b)
 		default:
-			return nil, false
+			return false
 		}
 	}
 }

@@ -31,7 +31,6 @@ package mcpserver
 // unknown.
 
 import (
-	"bytes"
 	"cmp"
 	"context"
 	"encoding/json"
@@ -74,8 +73,9 @@ func (s *Server) replayUnlisted(account int64, listed map[string]fastTool) mcp.M
 // complete marks res complete where the SDK's callTool would
 // (handleMultiRoundTripResult: for a client of protocol 2026-07-28 or
 // later, or one that never said), which a result answered before callTool
-// misses. The mark is unexported and set only by decoding; the fields the
-// round trip could change (structured content's numbers) are res's own.
+// misses. The mark is unexported and set only by decoding, so a marked
+// result is decoded from the mark alone and given res's fields (those
+// answer sets).
 func complete(req *mcp.CallToolRequest, res *mcp.CallToolResult) *mcp.CallToolResult {
 	version := protocolStateless
 	if req.Session != nil {
@@ -86,16 +86,11 @@ func complete(req *mcp.CallToolRequest, res *mcp.CallToolResult) *mcp.CallToolRe
 	if version < protocolStateless {
 		return res
 	}
-	b, err := json.Marshal(res)
-	if err != nil || len(b) < 2 || b[len(b)-1] != '}' || bytes.Contains(b, []byte(`"resultType"`)) {
-		return res
-	}
-	b = append(b[:len(b)-1:len(b)-1], `,"resultType":"complete"}`...)
 	var out mcp.CallToolResult
-	if json.Unmarshal(b, &out) != nil {
+	if json.Unmarshal([]byte(`{"resultType":"complete"}`), &out) != nil {
 		return res
 	}
-	out.Meta, out.Content, out.StructuredContent = res.Meta, res.Content, res.StructuredContent
+	out.Meta, out.Content, out.StructuredContent, out.IsError = res.Meta, res.Content, res.StructuredContent, res.IsError
 	return &out
 }
 
