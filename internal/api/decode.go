@@ -45,18 +45,19 @@ func (s *Server) object(c *gin.Context, allowEmpty bool) (map[string]json.RawMes
 	if allowEmpty && len(bytes.TrimSpace(b)) == 0 {
 		return map[string]json.RawMessage{}, nil
 	}
+	var m map[string]json.RawMessage
+	err = json.Unmarshal(b, &m)
+	var syn *json.SyntaxError
+	if errors.As(err, &syn) {
+		return nil, problem.New(problem.InvalidJSON, "The request body is not valid JSON.")
+	}
 	// The call endpoint's scanner refuses what encoding/json lets through
 	// silently: a member given twice (json would keep the last) and
 	// invalid UTF-8.
-	if _, err := calls.Canonical(b); err != nil && json.Valid(b) {
-		return nil, problem.New(problem.InvalidJSON, "The request body is not valid JSON: %v.", err)
+	if _, cerr := calls.Canonical(b); cerr != nil {
+		return nil, problem.New(problem.InvalidJSON, "The request body is not valid JSON: %v.", cerr)
 	}
-	var m map[string]json.RawMessage
-	if err := json.Unmarshal(b, &m); err != nil || m == nil {
-		var syn *json.SyntaxError
-		if errors.As(err, &syn) || !json.Valid(b) {
-			return nil, problem.New(problem.InvalidJSON, "The request body is not valid JSON.")
-		}
+	if err != nil || m == nil {
 		return nil, problem.New(problem.InvalidJSON, "The request body must be a JSON object.")
 	}
 	return m, nil
@@ -78,7 +79,7 @@ func (f *fields) get(name string, dst any, want string) bool {
 	if !ok {
 		return false
 	}
-	if string(bytes.TrimSpace(raw)) == "null" {
+	if string(raw) == "null" { // json.Unmarshal gives a member's value without surrounding space
 		f.bad[name] = "must be " + want + ", not null (leave it out to keep it unchanged)"
 		return false
 	}

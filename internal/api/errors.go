@@ -25,13 +25,7 @@ func (s *Server) writeError(c *gin.Context, err error) {
 		}
 	}
 	status := p.HTTPStatus()
-	body := gin.H{"error": p.Code, "message": p.Message}
-	if p.Fields != nil {
-		body["fields"] = p.Fields
-	}
-	for k, v := range p.Extra {
-		body[k] = v
-	}
+	body := envelope(p)
 	if p.Code == problem.Internal {
 		body["request_id"] = logging.RequestID(c.Request.Context())
 	}
@@ -43,4 +37,16 @@ func (s *Server) writeError(c *gin.Context, err error) {
 	}
 	c.Abort()
 	c.JSON(status, body)
+}
+
+// envelope is the error body of p: its code, message, fields and extras.
+func envelope(p *problem.Error) gin.H {
+	body := gin.H{"error": p.Code, "message": p.Message}
+	if p.Fields != nil {
+		body["fields"] = p.Fields
+	}
+	for k, v := range p.Extra {
+		body[k] = v
+	}
+	return body
 }

@@ -14,11 +14,11 @@ import (
 // Idempotency-Key, which is invalid_idempotency_key as it would be past
 // routing.
 func RefusalBody(r httpserver.Refusal) (contentType string, body []byte) {
-	code, message := problem.BadRequest, r.Message
+	p := &problem.Error{Code: problem.BadRequest, Message: r.Message}
 	if r.Header == "Idempotency-Key" {
-		code, message = problem.InvalidIdempotencyKey, "The Idempotency-Key header must be 1 to 255 printable ASCII characters."
+		p = problem.New(problem.InvalidIdempotencyKey, "The Idempotency-Key header must be 1 to 255 printable ASCII characters.")
 	}
-	b, _ := json.Marshal(map[string]string{"error": string(code), "message": message})
+	b, _ := json.Marshal(envelope(p))
 	return "application/json; charset=utf-8", b
 }
 

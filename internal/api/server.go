@@ -50,8 +50,9 @@ type Server struct {
 	Deps
 	log    *slog.Logger
 	router *gin.Engine
-	// static maps each route path without parameters to its methods.
-	static map[string][]string
+	// allow maps each route path without parameters (trailing slash
+	// trimmed) to its Allow header: the methods it takes.
+	allow map[string]string
 }
 
 // New builds the router.
@@ -69,12 +70,7 @@ func New(d Deps) *Server {
 	// Under /api/v1 a request without a valid key learns nothing, not even
 	// which routes exist: 401 comes first there too.
 	r.NoRoute(s.authenticateAPI, func(c *gin.Context) { s.writeError(c, problem.New(problem.NotFound, "No such route.")) })
-	r.NoMethod(s.authenticateAPI, func(c *gin.Context) {
-		if methods, ok := s.static[strings.TrimSuffix(c.Request.URL.Path, "/")]; ok {
-			c.Header("Allow", strings.Join(methods, ", ")) // gin's also counts routes with a parameter there
-		}
-		s.writeError(c, &problem.Error{Code: problem.BadRequest, Status: http.StatusMethodNotAllowed, Message: "This route does not take that method."})
-	})
+	r.NoMethod(s.authenticateAPI, s.methodNotAllowed)
 
 	handle(r, "GET", "/healthz", func(c *gin.Context) { c.JSON(200, gin.H{"status": "ok"}) })
 	handle(r, "GET", "/readyz", s.readyz)
@@ -90,28 +86,47 @@ func New(d Deps) *Server {
 	for _, extra := range d.Extra {
 		extra(r, authed)
 	}
-	s.static = staticRoutes(r.Routes())
+	s.allow = staticAllow(r.Routes())
 	s.router = r
 	return s
 }
 
-// staticRoutes maps each path registered without parameters (trailing
-// slash trimmed) to its methods.
-func staticRoutes(routes gin.RoutesInfo) map[string][]string {
-	m := map[string][]string{}
+// staticAllow maps each path registered without parameters (trailing
+// slash trimmed) to its Allow header.
+func staticAllow(routes gin.RoutesInfo) map[string]string {
+	methods := map[string][]string{}
 	for _, rt := range routes {
 		if strings.ContainsAny(rt.Path, ":*") {
 			continue
 		}
 		p := strings.TrimSuffix(rt.Path, "/")
-		if !slices.Contains(m[p], rt.Method) {
-			m[p] = append(m[p], rt.Method)
+		if !slices.Contains(methods[p], rt.Method) {
+			methods[p] = append(methods[p], rt.Method)
 		}
 	}
-	for _, methods := range m {
-		slices.Sort(methods)
+	allow := make(map[string]string, len(methods))
+	for p, ms := range methods {
+		slices.Sort(ms)
+		allow[p] = strings.Join(ms, ", ")
 	}
-	return m
+	return allow
+}
+
+// staticAllowOf is the Allow header of the request's path, if that path is
+// a route without parameters.
+func (s *Server) staticAllowOf(c *gin.Context) (string, bool) {
+	allow, ok := s.allow[strings.TrimSuffix(c.Request.URL.Path, "/")]
+	return allow, ok
+}
+
+// methodNotAllowed answers 405. For a path that is a route of its own,
+// Allow names that route's methods: gin's also counts siblings with a
+// parameter that match the path.
+func (s *Server) methodNotAllowed(c *gin.Context) {
+	if allow, ok := s.staticAllowOf(c); ok {
+		c.Header("Allow", allow)
+	}
+	s.writeError(c, &problem.Error{Code: problem.BadRequest, Status: http.StatusMethodNotAllowed, Message: "This route does not take that method."})
 }
 
 // staticFirst answers 405 for a path that is a route of its own but was
@@ -121,9 +136,8 @@ func (s *Server) staticFirst(c *gin.Context) {
 	if !strings.Contains(c.FullPath(), ":") {
 		return
 	}
-	if methods, ok := s.static[strings.TrimSuffix(c.Request.URL.Path, "/")]; ok {
-		c.Header("Allow", strings.Join(methods, ", "))
-		s.writeError(c, &problem.Error{Code: problem.BadRequest, Status: http.StatusMethodNotAllowed, Message: "This route does not take that method."})
+	if _, ok := s.staticAllowOf(c); ok {
+		s.methodNotAllowed(c)
 	}
 }
 

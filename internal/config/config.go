@@ -214,15 +214,15 @@ func Parse(getenv func(string) string, environ []string) (*Config, error) {
 // queries the database on each tick.
 const MinSweepInterval = 100 * time.Millisecond
 
-// checkAddr checks a listen address: host:port, the host optional, the port
-// a number (0 picks a free one).
-func checkAddr(addr string) error {
+// checkAddr checks the listen address in variable name: host:port, the
+// host optional, the port a number (0 picks a free one).
+func checkAddr(name, addr string) error {
 	_, port, err := net.SplitHostPort(addr)
 	if err != nil {
-		return errors.New("is not a listen address such as :8080 or 127.0.0.1:8080")
+		return fmt.Errorf("%s: %q is not a listen address such as :8080 or 127.0.0.1:8080", name, addr)
 	}
 	if n, err := strconv.ParseUint(port, 10, 16); err != nil || (n == 0 && port != "0") {
-		return errors.New("does not end in a port number (0 to 65535)")
+		return fmt.Errorf("%s: %q does not end in a port number (0 to 65535)", name, addr)
 	}
 	return nil
 }
@@ -245,12 +245,12 @@ func (c *Config) Validate() error {
 			errs = append(errs, errors.New("REDIS_URL: must be a redis://, rediss://, redis-sentinel:// or redis-cluster:// URL"))
 		}
 	}
-	for name, addr := range map[string]string{"QUIVER_ADDR": c.Addr, "QUIVER_PPROF_ADDR": c.PprofAddr} {
-		if addr == "" && name == "QUIVER_PPROF_ADDR" {
-			continue
-		}
-		if err := checkAddr(addr); err != nil {
-			errs = append(errs, fmt.Errorf("%s: %q %v", name, addr, err))
+	if err := checkAddr("QUIVER_ADDR", c.Addr); err != nil {
+		errs = append(errs, err)
+	}
+	if c.PprofAddr != "" { // unset: no pprof listener
+		if err := checkAddr("QUIVER_PPROF_ADDR", c.PprofAddr); err != nil {
+			errs = append(errs, err)
 		}
 	}
 	if c.SweepInterval < MinSweepInterval {

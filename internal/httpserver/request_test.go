@@ -470,13 +470,8 @@ func TestBodyTimeout(t *testing.T) {
 	}), &httpserver.Options{BodyTimeout: 100 * time.Millisecond})
 	rc := dial(t, ts.addr)
 	rc.send("POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 10\r\n\r\nhalf!")
-	select {
-	case err := <-readErr:
-		if err == nil {
-			t.Fatal("the read of a stalled body succeeded")
-		}
-	case <-time.After(safety):
-		t.Fatal("the read of a stalled body never failed")
+	if err := receive(t, readErr, "the read of a stalled body never failed"); err == nil {
+		t.Fatal("the read of a stalled body succeeded")
 	}
 	resp, _ := rc.read("POST")
 	if resp.StatusCode != http.StatusBadRequest || !resp.Close {

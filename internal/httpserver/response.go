@@ -42,6 +42,9 @@ func newResponse(c *conn, req *http.Request) *response {
 	return &response{c: c, req: req, header: make(http.Header), declared: -1, buf: c.out[:0]}
 }
 
+// newlineToSpace keeps a header value on its line, as net/http does.
+var newlineToSpace = strings.NewReplacer("\r", " ", "\n", " ")
+
 var errFinished = errors.New("httpserver: write after the handler returned")
 
 func (w *response) Header() http.Header { return w.header }
@@ -93,10 +96,7 @@ func (w *response) WriteHeader(code int) {
 		for _, v := range vs {
 			bw.WriteString(k)
 			bw.WriteString(": ")
-			if strings.ContainsAny(v, "\r\n") {
-				v = strings.NewReplacer("\r", " ", "\n", " ").Replace(v)
-			}
-			bw.WriteString(v)
+			bw.WriteString(newlineToSpace.Replace(v))
 			bw.WriteString("\r\n")
 		}
 	}

@@ -76,10 +76,7 @@ func TestResponseFraming(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			ts := setup(t, respond(tc.handler), nil)
-			rc := dial(t, ts.addr)
-			rc.send(get)
-			resp, body := rc.read("GET")
+			rc, resp, body := getOnce(t, tc.handler)
 			if body != tc.want {
 				t.Fatalf("body: %d bytes, want %d", len(body), len(tc.want))
 			}
@@ -304,10 +301,7 @@ func TestDateHeader(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			ts := setup(t, respond(tc.handler), nil)
-			rc := dial(t, ts.addr)
-			rc.send(get)
-			resp, _ := rc.read("GET")
+			_, resp, _ := getOnce(t, tc.handler)
 			if v := resp.Header["Date"]; !tc.check(v) {
 				t.Fatalf("Date %q", v)
 			}
@@ -356,10 +350,7 @@ func TestContentType(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			ts := setup(t, respond(tc.handler), nil)
-			rc := dial(t, ts.addr)
-			rc.send(get)
-			resp, _ := rc.read("GET")
+			_, resp, _ := getOnce(t, tc.handler)
 			if got := resp.Header["Content-Type"]; fmt.Sprint(got) != fmt.Sprint(tc.want) {
 				t.Fatalf("Content-Type %q, want %q", got, tc.want)
 			}

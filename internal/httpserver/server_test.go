@@ -76,12 +76,19 @@ func (l countingListener) Accept() (net.Conn, error) {
 // serveResult waits for Serve to return.
 func (ts *testServer) serveResult(t *testing.T) error {
 	t.Helper()
+	return receive(t, ts.served, "Serve did not return")
+}
+
+// receive waits, within safety, for a value on ch; failing that it fails
+// the test with msg.
+func receive[T any](t *testing.T, ch <-chan T, msg string) T {
+	t.Helper()
 	select {
-	case err := <-ts.served:
-		return err
+	case v := <-ch:
+		return v
 	case <-time.After(safety):
-		t.Fatal("Serve did not return")
-		return nil
+		t.Fatal(msg)
+		panic("unreachable")
 	}
 }
 
@@ -175,6 +182,16 @@ func checkNext(t *testing.T, rc *rawConn) {
 	if resp.StatusCode != http.StatusOK || body != "next" {
 		t.Fatalf("the next response is %d %q: the previous one was framed wrong", resp.StatusCode, body)
 	}
+}
+
+// getOnce serves h (through respond) and sends it one GET on a raw
+// connection; it returns the connection, for checkNext, and the answer.
+func getOnce(t *testing.T, h http.HandlerFunc) (*rawConn, *http.Response, string) {
+	t.Helper()
+	rc := dial(t, setup(t, respond(h), nil).addr)
+	rc.send(get)
+	resp, body := rc.read("GET")
+	return rc, resp, body
 }
 
 // respond serves h for every path but /next, which answers "next".
@@ -366,11 +383,7 @@ func (b *blocker) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 func (b *blocker) waitEntered(t *testing.T) {
 	t.Helper()
-	select {
-	case <-b.entered:
-	case <-time.After(safety):
-		t.Fatal("the handler was not reached")
-	}
+	receive(t, b.entered, "the handler was not reached")
 }
 
 // Shutdown closes idle connections at once, lets a request in flight
@@ -406,13 +419,8 @@ func TestShutdown(t *testing.T) {
 		t.Fatalf("in-flight response: body %q, close %v", body, resp.Close)
 	}
 	busy.expectClosed()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatalf("Shutdown: %v", err)
-		}
-	case <-time.After(safety):
-		t.Fatal("Shutdown did not return")
+	if err := receive(t, done, "Shutdown did not return"); err != nil {
+		t.Fatalf("Shutdown: %v", err)
 	}
 }
 
