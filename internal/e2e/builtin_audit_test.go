@@ -47,19 +47,6 @@ func baHits(t *testing.T) (*httptest.Server, *atomic.Int64) {
 	return srv, &n
 }
 
-// baConfigure connects an http-request tool on baseURL with no
-// authentication and returns its ID.
-func baConfigure(t *testing.T, c *fdClient, baseURL string) int64 {
-	t.Helper()
-	id := c.createTool("http-request")
-	provide := fdPath("/api/v1/agents/custom-tools/%d/provide-config/", id)
-	c.ok(200, "POST", provide, map[string]any{"user_response": map[string]any{"base_url": baseURL}})
-	if m := c.ok(200, "POST", provide, map[string]any{"user_response": map[string]any{"auth_type": "none"}}); m["is_configured"] != true {
-		t.Fatalf("not configured: %v", m)
-	}
-	return id
-}
-
 func baCall(c *fdClient, tool int64, action string, args map[string]any) *testserver.Response {
 	return c.do("POST", "/api/v1/agents/custom-tools/call/", map[string]any{"tool": tool, "action": action, "arguments": args})
 }
@@ -127,7 +114,7 @@ func baTestQueryValues(t *testing.T, c *fdClient) {
 		io.WriteString(w, `{"ok":true}`)
 	}))
 	t.Cleanup(srv.Close)
-	id := baConfigure(t, c, srv.URL)
+	id := connectHTTPTool(t, c.srv.URL, c.key, srv.URL)
 
 	r := baCall(c, id, "get", map[string]any{"path": "/items", "query": map[string]any{
 		"page": 2, "ratio": 0.5, "all": true, "tag": []any{"a", 1, false}, "q": "x y"}})
@@ -168,7 +155,7 @@ func baTestAcceptEncoding(t *testing.T, c *fdClient) {
 		io.WriteString(w, `{"ok":true}`)
 	}))
 	t.Cleanup(srv.Close)
-	id := baConfigure(t, c, srv.URL)
+	id := connectHTTPTool(t, c.srv.URL, c.key, srv.URL)
 
 	for _, name := range []string{"Accept-Encoding", "accept-encoding"} {
 		m := fdWantError(t, baCall(c, id, "get", map[string]any{"path": "/", "headers": map[string]any{name: "gzip"}}), 422, "invalid_arguments")

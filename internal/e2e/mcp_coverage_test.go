@@ -25,28 +25,6 @@ func mcvDo(t *testing.T, srv *testserver.Server, method, path string, body any, 
 	return testserver.Do(t, srv.URL, srv.Key, method, path, body, headers...)
 }
 
-// mcvConfigure creates a custom-mcp tool and provides its form step,
-// returning the tool's ID and the provide-config answer.
-func mcvConfigure(t *testing.T, srv *testserver.Server, name string, config map[string]any) (int64, *testserver.Response) {
-	t.Helper()
-	r := mcvDo(t, srv, "POST", "/api/v1/agents/custom-tools/", map[string]any{"mcp_tool": "custom-mcp", "name": name})
-	if r.Status != 201 {
-		t.Fatalf("create: %d %s", r.Status, r.Body)
-	}
-	id := fdInt(t, fdObject(t, r)["id"])
-	return id, mcvDo(t, srv, "POST", fmt.Sprintf("/api/v1/agents/custom-tools/%d/provide-config/", id), map[string]any{"user_response": config})
-}
-
-// mcvConnect configures a custom-mcp tool and requires it accepted.
-func mcvConnect(t *testing.T, srv *testserver.Server, name string, config map[string]any) int64 {
-	t.Helper()
-	id, r := mcvConfigure(t, srv, name, config)
-	if r.Status != 200 || r.JSON()["is_configured"] != true {
-		t.Fatalf("configure %s: %d %s", name, r.Status, r.Body)
-	}
-	return id
-}
-
 // mcvCall calls an action, with an Idempotency-Key if key is set.
 func mcvCall(t *testing.T, srv *testserver.Server, tool int64, action string, args map[string]any, key string) *testserver.Response {
 	t.Helper()
@@ -90,20 +68,6 @@ func mcvKeyState(t *testing.T, srv *testserver.Server, key string) string {
 	return s
 }
 
-// mcvActions lists a tool's actions by name.
-func mcvActions(t *testing.T, srv *testserver.Server, tool int64) map[string]map[string]any {
-	t.Helper()
-	r := mcvDo(t, srv, "GET", fmt.Sprintf("/api/v1/agents/custom-tools/%d/actions/", tool), nil)
-	if r.Status != 200 {
-		t.Fatalf("actions: %d %s", r.Status, r.Body)
-	}
-	out := map[string]map[string]any{}
-	for _, a := range fdList(t, fdObject(t, r), "actions") {
-		out[a["name"].(string)] = a
-	}
-	return out
-}
-
 // mcvInboxArgs are send_reply's arguments.
 var mcvInboxArgs = map[string]any{"business": "park-studio", "threadId": "t_81", "body": "The darker blue is attached."}
 
@@ -113,13 +77,13 @@ func TestMCPCoverage(t *testing.T) {
 	for _, mode := range []mcptest.Options{{Stateless: true, PageSize: 3}, {Stateless: true, JSONResponse: true, PageSize: 3}} {
 		t.Run(fmt.Sprintf("stateless server json=%v", mode.JSONResponse), func(t *testing.T) {
 			counter := mcptest.Start(t, mcptest.Counter, mode)
-			id := mcvConnect(t, srv, fmt.Sprintf("stateless-%v", mode.JSONResponse), map[string]any{"url": counter.URL})
+			id := mqConnect(t, srv, fmt.Sprintf("stateless-%v", mode.JSONResponse), map[string]any{"url": counter.URL})
 			if n := counter.Initializes(); n != 1 {
 				t.Fatalf("configure initialized %d sessions, want 1 (its check)", n)
 			}
 
 			// 22 tools at 3 a page: 8 pages of tools/list.
-			actions := mcvActions(t, srv, id)
+			actions := mqActions(t, srv, id)
 			if len(actions) != mcptest.CounterTools {
 				t.Fatalf("%d actions, want %d", len(actions), mcptest.CounterTools)
 			}
@@ -189,7 +153,7 @@ func TestMCPCoverage(t *testing.T) {
 
 	t.Run("inbox send_reply replays and cancel_send works", func(t *testing.T) {
 		inbox := mcptest.Start(t, mcptest.Inbox, mcptest.Options{})
-		id := mcvConnect(t, srv, "inbox-cov", map[string]any{"url": inbox.URL, "bearer_token": mcptest.InboxKey})
+		id := mqConnect(t, srv, "inbox-cov", map[string]any{"url": inbox.URL, "bearer_token": mcptest.InboxKey})
 
 		first := mcvCall(t, srv, id, "send_reply", mcvInboxArgs, "k-inbox-send")
 		_, res := mcvResult(t, first, false)
@@ -237,7 +201,7 @@ func TestMCPCoverage(t *testing.T) {
 				{"bearer_token", map[string]any{"url": inbox.URL, "bearer_token": "sydbar_revoked"}},
 				{"headers", map[string]any{"url": inbox.URL, "headers": map[string]any{"X-Api-Key": "sydbar_revoked"}}},
 			} {
-				id, r := mcvConfigure(t, srv, "refused", c.config)
+				id, r := mqConfigure(t, srv, "refused", c.config)
 				msg, _ := fdWantFields(t, r, "validation_error", c.field)[c.field].(string)
 				if !strings.Contains(msg, "This key doesn't check out. Create a new one in Sydbar") {
 					t.Errorf("%d, %s: message %q does not carry the server's own", status, c.field, msg)
@@ -252,14 +216,14 @@ func TestMCPCoverage(t *testing.T) {
 			if n := inbox.Initializes(); n != 0 {
 				t.Fatalf("%d initializes reached the refusing server", n)
 			}
-			mcvConnect(t, srv, "accepted", map[string]any{"url": inbox.URL, "headers": map[string]any{"X-Api-Key": mcptest.InboxKey}})
+			mqConnect(t, srv, "accepted", map[string]any{"url": inbox.URL, "headers": map[string]any{"X-Api-Key": mcptest.InboxKey}})
 		})
 	}
 
 	t.Run("a server's JSON-RPC refusal releases the key", func(t *testing.T) {
 		counter := mcptest.Start(t, mcptest.Counter, mcptest.Options{})
-		id := mcvConnect(t, srv, "counter-release", map[string]any{"url": counter.URL})
-		if a := mcvActions(t, srv, id)["increment"]; a == nil || a["retryable"] != false {
+		id := mqConnect(t, srv, "counter-release", map[string]any{"url": counter.URL})
+		if a := mqActions(t, srv, id)["increment"]; a == nil || a["retryable"] != false {
 			t.Fatalf("increment: %v", a)
 		}
 
@@ -307,7 +271,7 @@ func TestMCPCoverage(t *testing.T) {
 		// order_status's schema takes an empty merchant; the server refuses
 		// it (invalid params) without running anything.
 		mail := mcptest.Start(t, mcptest.Mail, mcptest.Options{})
-		id := mcvConnect(t, srv, "mail-release", map[string]any{"url": mail.URL})
+		id := mqConnect(t, srv, "mail-release", map[string]any{"url": mail.URL})
 		m := fdWantError(t, mcvCall(t, srv, id, "order_status", map[string]any{"merchant": ""}, "k-merchant"), 422, "invalid_arguments")
 		if msg, _ := m["message"].(string); !strings.Contains(msg, "order_status requires merchant") {
 			t.Errorf("message %q does not carry the server's refusal", msg)

@@ -20,15 +20,22 @@ import (
 
 const mqCallPath = "/api/v1/agents/custom-tools/call/"
 
-// mqConnect connects a custom-mcp tool named name to url and configures it.
-func mqConnect(t testing.TB, srv *testserver.Server, name string, config map[string]any) int64 {
+// mqConfigure creates a custom-mcp tool and provides its form step,
+// returning the tool's ID and the provide-config answer.
+func mqConfigure(t testing.TB, srv *testserver.Server, name string, config map[string]any) (int64, *testserver.Response) {
 	t.Helper()
-	r := srv.Do("POST", "/api/v1/agents/custom-tools/", map[string]any{"mcp_tool": "custom-mcp", "name": name})
+	r := testserver.Do(t, srv.URL, srv.Key, "POST", "/api/v1/agents/custom-tools/", map[string]any{"mcp_tool": "custom-mcp", "name": name})
 	if r.Status != 201 {
 		t.Fatalf("create: %d %s", r.Status, r.Body)
 	}
-	id := int64(r.JSON()["id"].(float64))
-	r = srv.Do("POST", fmt.Sprintf("/api/v1/agents/custom-tools/%d/provide-config/", id), map[string]any{"user_response": config})
+	id := fdInt(t, fdObject(t, r)["id"])
+	return id, testserver.Do(t, srv.URL, srv.Key, "POST", fmt.Sprintf("/api/v1/agents/custom-tools/%d/provide-config/", id), map[string]any{"user_response": config})
+}
+
+// mqConnect connects a custom-mcp tool named name to url and configures it.
+func mqConnect(t testing.TB, srv *testserver.Server, name string, config map[string]any) int64 {
+	t.Helper()
+	id, r := mqConfigure(t, srv, name, config)
 	if r.Status != 200 || r.JSON()["is_configured"] != true {
 		t.Fatalf("configure %s: %d %s", name, r.Status, r.Body)
 	}
@@ -60,7 +67,7 @@ func mqWant(t testing.TB, r *testserver.Response, status int, code string) map[s
 // mqActions lists a tool's actions by name.
 func mqActions(t testing.TB, srv *testserver.Server, tool int64) map[string]map[string]any {
 	t.Helper()
-	r := srv.Do("GET", fmt.Sprintf("/api/v1/agents/custom-tools/%d/actions/", tool), nil)
+	r := testserver.Do(t, srv.URL, srv.Key, "GET", fmt.Sprintf("/api/v1/agents/custom-tools/%d/actions/", tool), nil)
 	if r.Status != 200 {
 		t.Fatalf("actions: %d %s", r.Status, r.Body)
 	}
