@@ -8,11 +8,14 @@ package e2e
 
 import (
 	"bytes"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/quiverhq/quiver/internal/testserver"
 )
 
 func TestConfigSteps(t *testing.T) {
@@ -156,4 +159,43 @@ func csTestResentStep(t *testing.T, c *fdClient) {
 	}
 	// Once configured, a retry of the last step is already_configured.
 	c.fail(409, "already_configured", "POST", provide, map[string]any{"user_response": map[string]any{}})
+}
+
+// TestRequiredWhenShown: a field's condition is part of the step a client
+// renders, in the catalog entry and in a connected tool's next step.
+func TestRequiredWhenShown(t *testing.T) {
+	srv := testserver.Start(t, testserver.Options{})
+	want := map[string]string{"token": "[bearer header]", "header_name": "[header]"}
+	check := func(what string, fields []any) {
+		t.Helper()
+		seen := 0
+		for _, f := range fields {
+			m := f.(map[string]any)
+			if w, ok := want[m["name"].(string)]; ok {
+				seen++
+				if rw, _ := m["required_when"].(map[string]any); fmt.Sprint(rw["auth_type"]) != w {
+					t.Errorf("%s: %s required_when = %v, want auth_type %s", what, m["name"], m["required_when"], w)
+				}
+			}
+		}
+		if seen != len(want) {
+			t.Errorf("%s: %d of the conditional fields found in %v", what, seen, fields)
+		}
+	}
+	r := srv.Do("GET", "/api/v1/agents/tools/available/http-request/", nil)
+	steps, _ := r.JSON()["config_steps"].([]any)
+	if r.Status != 200 || len(steps) != 2 {
+		t.Fatalf("catalog entry: %d %s", r.Status, r.Body)
+	}
+	check("catalog", steps[1].(map[string]any)["fields"].([]any))
+
+	r = srv.Do("POST", "/api/v1/agents/custom-tools/", map[string]any{"mcp_tool": "http-request"})
+	id := int64(r.JSON()["id"].(float64))
+	r = srv.Do("POST", fmt.Sprintf("/api/v1/agents/custom-tools/%d/provide-config/", id),
+		map[string]any{"user_response": map[string]any{"base_url": "http://127.0.0.1:9"}})
+	next, _ := r.JSON()["next_configuration_step"].(map[string]any)
+	if r.Status != 200 || next == nil {
+		t.Fatalf("step 1: %d %s", r.Status, r.Body)
+	}
+	check("next step", next["fields"].([]any))
 }

@@ -170,6 +170,7 @@ func TestFoundationCLI(t *testing.T) {
 		}{
 			{map[string]string{"QUIVER_DATA_DIR": t.TempDir(), "QUIVER_ADDR": "bogus"}, []string{"serve"}, "QUIVER_ADDR"},
 			{map[string]string{"QUIVER_DATA_DIR": t.TempDir(), "QUIVER_MCP_URL_NOSUCH": "http://x"}, []string{"serve"}, "QUIVER_MCP_URL_NOSUCH"},
+			{map[string]string{"QUIVER_DATA_DIR": t.TempDir(), "QUIVER_SWEEP_INTERVAL": "1ns"}, []string{"serve"}, "QUIVER_SWEEP_INTERVAL"},
 			{map[string]string{"QUIVER_DATA_DIR": "/proc/quiver-cannot-be-here"}, []string{"migrate", "status"}, "QUIVER_DATA_DIR"},
 		} {
 			if _, errOut, err := fdRun(t, tc.env, tc.args...); err == nil || !strings.Contains(errOut, tc.want) {
