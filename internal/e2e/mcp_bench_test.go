@@ -104,6 +104,7 @@ func mqSetup(b *testing.B) []mqVariant {
 		"QUIVER_LOG_LEVEL":            "warn",
 		"QUIVER_PPROF_ADDR":           os.Getenv("QUIVER_BENCH_PPROF_ADDR"), // to profile Quiver during a run
 		"GOGC":                        os.Getenv("QUIVER_BENCH_GOGC"),       // the Quiver under test's alone
+		"GOMAXPROCS":                  os.Getenv("QUIVER_BENCH_GOMAXPROCS"), // likewise
 	}
 	key := createKey(b, env, "bench")
 	quiver := startProc(b, env)

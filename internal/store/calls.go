@@ -28,7 +28,32 @@ func (s *Store) InsertCalls(ctx context.Context, cs []CallLog) error {
 	if len(cs) == 0 {
 		return nil
 	}
+	if s.dialect == Postgres {
+		return s.insertCallsPostgres(ctx, cs)
+	}
 	return interpret(s.db.WithContext(ctx).Exec(insertCallsSQL(len(cs)), callArgs(cs)...).Error)
+}
+
+// insertCallsPostgresSQL inserts a batch as one array per column: eight
+// parameters whatever the batch's size, so neither the statement nor its
+// parameters grow with it, and pgx encodes each column in one go.
+const insertCallsPostgresSQL = `INSERT INTO calls (call_id, account_id, tool_id, action, outcome, duration_ms, idempotency_key, created_at)
+SELECT * FROM unnest($1::text[], $2::bigint[], $3::bigint[], $4::text[], $5::text[], $6::bigint[], $7::text[], $8::timestamptz[])
+ON CONFLICT (call_id) DO NOTHING`
+
+func (s *Store) insertCallsPostgres(ctx context.Context, cs []CallLog) error {
+	var (
+		ids, actions, outcomes = make([]string, len(cs)), make([]string, len(cs)), make([]string, len(cs))
+		accounts, tools, ms    = make([]int64, len(cs)), make([]int64, len(cs)), make([]int64, len(cs))
+		keys                   = make([]*string, len(cs))
+		at                     = make([]time.Time, len(cs))
+	)
+	for i, c := range cs {
+		ids[i], accounts[i], tools[i], actions[i] = c.CallID, c.AccountID, c.ToolID, c.Action
+		outcomes[i], ms[i], keys[i], at[i] = c.Outcome, c.DurationMS, c.IdempotencyKey, c.CreatedAt.UTC()
+	}
+	_, err := s.sql.ExecContext(ctx, insertCallsPostgresSQL, ids, accounts, tools, actions, outcomes, ms, keys, at)
+	return interpret(err)
 }
 
 func insertCallsSQL(n int) string {

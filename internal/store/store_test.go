@@ -296,3 +296,49 @@ func TestCompleteNeedsALiveLease(t *testing.T) {
 		})
 	}
 }
+
+// TestInsertCallsRoundTrip writes a batch in each dialect and reads it back
+// field by field; a call ID logged twice is kept once, in the order given.
+func TestInsertCallsRoundTrip(t *testing.T) {
+	ctx := context.Background()
+	key := "key-1"
+	at := time.Date(2026, 11, 30, 12, 0, 0, 123_000_000, time.FixedZone("CET", 3600))
+	for name, s := range setup(t) {
+		t.Run(name, func(t *testing.T) {
+			acct, err := s.EnsureAccount(ctx, "calls-"+name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			in := []store.CallLog{
+				{CallID: "c_1", AccountID: acct.ID, ToolID: 7, Action: "read", Outcome: "ok", DurationMS: 3, CreatedAt: at},
+				{CallID: "c_2", AccountID: acct.ID, ToolID: 8, Action: "send", Outcome: "tool_outcome_unknown", DurationMS: 30000,
+					IdempotencyKey: &key, CreatedAt: at.Add(time.Second)},
+			}
+			if err := s.InsertCalls(ctx, in); err != nil {
+				t.Fatal(err)
+			}
+			// c_1 again (a batch written twice) is skipped; c_3 is new.
+			again := []store.CallLog{in[0], {CallID: "c_3", AccountID: acct.ID, ToolID: 7, Action: "read", Outcome: "error", CreatedAt: at}}
+			again[0].Outcome = "changed"
+			if err := s.InsertCalls(ctx, again); err != nil {
+				t.Fatal(err)
+			}
+			got, _, err := s.ListCalls(ctx, acct.ID, nil, store.Page{Limit: 10})
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := append(in, again[1])
+			if len(got) != len(want) {
+				t.Fatalf("got %d entries, want %d: %+v", len(got), len(want), got)
+			}
+			for i, g := range got {
+				w := want[i]
+				if g.CallID != w.CallID || g.AccountID != w.AccountID || g.ToolID != w.ToolID || g.Action != w.Action ||
+					g.Outcome != w.Outcome || g.DurationMS != w.DurationMS || !g.CreatedAt.Equal(w.CreatedAt) ||
+					(g.IdempotencyKey == nil) != (w.IdempotencyKey == nil) || (g.IdempotencyKey != nil && *g.IdempotencyKey != *w.IdempotencyKey) {
+					t.Errorf("entry %d: got %+v, want %+v", i, g, w)
+				}
+			}
+		})
+	}
+}
