@@ -206,9 +206,9 @@ func (e *Engine) Call(ctx context.Context, req Request) (*Response, error) {
 	if len(canon) == 0 || canon[0] != '{' {
 		return nil, problem.New(problem.InvalidJSON, "The request body must be a JSON object.")
 	}
-	c := &call{e: e, req: req, b: decodeBody(members), fp: Fingerprint(canon), start: start}
+	c := &call{e: e, req: req, b: decodeBody(members), start: start}
 	if req.HasKey {
-		c.token = newToken()
+		c.fp, c.token = Fingerprint(canon), newToken()
 		if resp, err, done := c.lookup(ctx); done {
 			return resp, err
 		}
@@ -225,7 +225,7 @@ type call struct {
 	e      *Engine
 	req    Request
 	b      body
-	fp     []byte
+	fp     []byte // the body's fingerprint; only a keyed call has one
 	token  string
 	locked bool // this call holds the cache lock
 	start  time.Time

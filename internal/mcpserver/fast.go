@@ -7,6 +7,7 @@ import (
 	"mime"
 	"net/http"
 	"os"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 
@@ -107,15 +108,17 @@ func (s *Server) fastCall(w http.ResponseWriter, r *http.Request, ts *toolset, b
 	if req.stateless {
 		info = ts.implJSON
 	}
-	if out, ok := appendResult(make([]byte, 0, 192+3*len(bodyOf(answer))), answer, info, err); ok {
-		resp.Result = out // the usual answer, written directly
-	} else if resp.Result, err = encodeResult(s.answer(ctx, answer, err), req.stateless, ts.impl); err != nil {
-		resp.Result, resp.Error = nil, wireError(err)
-	}
-	data, err := jsonrpc.EncodeMessage(resp)
-	if err != nil {
-		s.log.ErrorContext(r.Context(), "mcp: encoding a tools/call answer", "error", err)
-		data, _ = jsonrpc.EncodeMessage(&jsonrpc.Response{ID: req.id, Error: &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: err.Error()}})
+	data, ok := appendResult(appendResponseHead(make([]byte, 0, 224+3*len(bodyOf(answer))), req.id), answer, info, err)
+	if ok {
+		data = append(data, '}') // the usual answer, written directly
+	} else {
+		if resp.Result, err = encodeResult(s.answer(ctx, answer, err), req.stateless, ts.impl); err != nil {
+			resp.Result, resp.Error = nil, wireError(err)
+		}
+		if data, err = jsonrpc.EncodeMessage(resp); err != nil {
+			s.log.ErrorContext(r.Context(), "mcp: encoding a tools/call answer", "error", err)
+			data, _ = jsonrpc.EncodeMessage(&jsonrpc.Response{ID: req.id, Error: &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: err.Error()}})
+		}
 	}
 	h := w.Header()
 	h.Set("Cache-Control", "no-cache, no-transform")
@@ -125,6 +128,20 @@ func (s *Server) fastCall(w http.ResponseWriter, r *http.Request, ts *toolset, b
 	}
 	_, _ = w.Write(data)
 	return true
+}
+
+// appendResponseHead appends what jsonrpc.EncodeMessage writes of a
+// response before its result: the version and the ID, which parseID made
+// from an integer or a plain string (no character that needs escaping).
+func appendResponseHead(dst []byte, id jsonrpc.ID) []byte {
+	dst = append(dst, `{"jsonrpc":"2.0","id":`...)
+	switch v := id.Raw().(type) {
+	case int64:
+		dst = strconv.AppendInt(dst, v, 10)
+	case string:
+		dst = append(append(append(dst, '"'), v...), '"')
+	}
+	return append(dst, `,"result":`...)
 }
 
 // parseCall decodes a body that is one tools/call request the fast path

@@ -130,6 +130,7 @@ func TestMCPFastPathMatchesSDK(t *testing.T) {
 	}{
 		{"legacy, no version", nil, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"My_Mail__read","arguments":{"q":"x"}}}`},
 		{"legacy 2025-11-25, string id, no arguments", map[string]string{headerProtocol: "2025-11-25"}, ` {"method":"tools/call","params":{"name":"My_Mail__read"},"id":"a-1","jsonrpc":"2.0"}` + "\n"},
+		{"string id that HTML escaping would change", nil, `{"jsonrpc":"2.0","id":"<a&b>","method":"tools/call","params":{"name":"My_Mail__read","arguments":{}}}`},
 		{"legacy 2025-06-18, null arguments, negative id", map[string]string{headerProtocol: "2025-06-18"}, `{"jsonrpc":"2.0","id":-42,"method":"tools/call","params":{"name":"My_Mail__read","arguments":null}}`},
 		{"legacy with a progress token", map[string]string{headerProtocol: "2025-11-25"}, `{"jsonrpc":"2.0","id":0,"method":"tools/call","params":{"_meta":{"progressToken":"p"},"name":"My_Mail__read","arguments":{}}}`},
 		{"2026-07-28", newHeaders, `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"My_Mail__read","arguments":{"q":"x"},` + newMeta + `}}`},
