@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"strings"
 	"sync"
 	"time"
 
@@ -93,10 +94,15 @@ func listTools(ctx context.Context, sess *mcp.ClientSession) ([]*mcp.Tool, attem
 	return tools, attemptState{started: true}, nil
 }
 
-// toActions maps MCP tools to actions.
+// toActions maps MCP tools to actions. A tool whose name holds U+0000 is
+// left out: no call to it could be recorded (Postgres text cannot hold the
+// character), and a call log batch holding its name would fail whole.
 func toActions(tools []*mcp.Tool) []connectors.Action {
 	actions := make([]connectors.Action, 0, len(tools))
 	for _, tool := range tools {
+		if strings.IndexByte(tool.Name, 0) >= 0 {
+			continue
+		}
 		schema, err := json.Marshal(tool.InputSchema)
 		if err != nil || string(schema) == "null" {
 			schema = json.RawMessage(`{"type":"object"}`)

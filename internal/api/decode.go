@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"strconv"
+	"strings"
 
 	"github.com/gin-gonic/gin"
 
@@ -87,8 +88,15 @@ func (f *fields) get(name string, dst any, want string) bool {
 		f.bad[name] = "must be " + want
 		return false
 	}
+	if s, ok := dst.(*string); ok && strings.IndexByte(*s, 0) >= 0 {
+		f.bad[name] = noNUL // no text column of Postgres can hold it
+		return false
+	}
 	return true
 }
+
+// noNUL is the message for a string holding U+0000.
+const noNUL = "must not contain the character U+0000 (NUL)"
 
 func (f *fields) err() error {
 	if len(f.bad) == 0 {

@@ -23,6 +23,7 @@ import (
 	"errors"
 	"log/slog"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -158,7 +159,8 @@ func decodeBody(m callMembers) body {
 	case m.tool == nil || string(m.tool) == "null":
 		bad("tool", "is required: the tool's integer ID or catalog name", "The call names no tool.")
 	case m.tool[0] == '"':
-		if json.Unmarshal(m.tool, &b.ToolName) != nil || b.ToolName == "" {
+		// A name with U+0000 names nothing, and Postgres cannot take it.
+		if json.Unmarshal(m.tool, &b.ToolName) != nil || b.ToolName == "" || strings.IndexByte(b.ToolName, 0) >= 0 {
 			bad("tool", notTool, "The tool must be an integer ID or a catalog name.")
 		}
 	default:

@@ -210,3 +210,44 @@ func fdTestMalformedHTTP(t *testing.T, c *fdClient) {
 		})
 	}
 }
+
+// fdTestNUL sends U+0000 in every kind of text the API stores or looks up:
+// Postgres text cannot hold it, so each is a 422 naming the field (it was a
+// 500 on Postgres), and nothing is stored.
+func fdTestNUL(t *testing.T, c *fdClient) {
+	const nul = "a\x00b"
+	agent := c.createAgent(map[string]any{"name": "nul"})
+	tavily := c.createTool("tavily")
+	custom := c.createTool("custom-mcp")
+	agentsBefore := len(c.ok(200, "GET", "/api/v1/agents/?limit=200", nil)["agents"].([]any))
+	toolsBefore := len(c.ok(200, "GET", "/api/v1/agents/custom-tools/?limit=200", nil)["tools"].([]any))
+
+	fdWantFields(t, c.do("POST", "/api/v1/agents/", map[string]any{"name": nul}), "validation_error", "name")
+	fdWantFields(t, c.do("POST", "/api/v1/agents/", map[string]any{"name": "ok", "goal": nul}), "validation_error", "goal")
+	fdWantFields(t, c.do("PATCH", fdPath("/api/v1/agents/%d/", agent), map[string]any{"name": nul}), "validation_error", "name")
+	fdWantFields(t, c.do("POST", "/api/v1/agents/custom-tools/", map[string]any{"mcp_tool": "tavily", "name": nul}), "validation_error", "name")
+	fdWantFields(t, c.do("POST", "/api/v1/agents/custom-tools/", map[string]any{"mcp_tool": "tav\x00ily"}), "validation_error", "mcp_tool")
+	fdWantFields(t, c.do("POST", fdPath("/api/v1/agents/custom-tools/%d/provide-config/", tavily),
+		map[string]any{"user_response": map[string]any{"TAVILY_API_KEY": "tvly-" + nul}}), "validation_error", "TAVILY_API_KEY")
+	for _, headers := range []map[string]string{{"X-A": nul}, {"X-\x00": "v"}} {
+		fdWantFields(t, c.do("POST", fdPath("/api/v1/agents/custom-tools/%d/provide-config/", custom),
+			map[string]any{"user_response": map[string]any{"url": "http://127.0.0.1:1/mcp", "headers": headers}}), "validation_error", "headers")
+	}
+	fdWantFields(t, c.do("POST", "/api/v1/agents/custom-tools/call/", map[string]any{"tool": "tav\x00ily", "action": "search", "arguments": map[string]any{}}),
+		"validation_error", "tool")
+
+	if n := len(c.ok(200, "GET", "/api/v1/agents/?limit=200", nil)["agents"].([]any)); n != agentsBefore {
+		t.Errorf("%d agents after the refusals, want %d", n, agentsBefore)
+	}
+	if n := len(c.ok(200, "GET", "/api/v1/agents/custom-tools/?limit=200", nil)["tools"].([]any)); n != toolsBefore {
+		t.Errorf("%d tools after the refusals, want %d", n, toolsBefore)
+	}
+	for _, id := range []int64{tavily, custom} {
+		if tool := c.ok(200, "GET", fdPath("/api/v1/agents/custom-tools/%d/", id), nil); tool["is_configured"] != false {
+			t.Errorf("tool %d configured by a refused answer: %v", id, tool)
+		}
+	}
+	if a := c.ok(200, "GET", fdPath("/api/v1/agents/%d/", agent), nil); a["name"] != "nul" {
+		t.Errorf("agent renamed by a refused PATCH: %v", a)
+	}
+}

@@ -38,6 +38,7 @@ func TestFoundation(t *testing.T) {
 				{"deleting a tool detaches it", fdTestDetach},
 				{"pagination", fdTestPagination},
 				{"bad input", fdTestBadInput},
+				{"NUL characters", fdTestNUL},
 				{"malformed HTTP", fdTestMalformedHTTP},
 				{"body limit", fdTestBodyLimit},
 				{"operations", fdTestOperations},

@@ -293,3 +293,44 @@ func TestMCPCoverage(t *testing.T) {
 		}
 	})
 }
+
+// TestMCPToolNameWithNUL connects a server that lists a tool whose name
+// holds U+0000, which Postgres text cannot store. Quiver leaves that tool
+// out, and the server's other tools are called and logged as usual: before,
+// every call log batch that held such a call's entry failed whole, losing
+// the entries of every other call in it.
+func TestMCPToolNameWithNUL(t *testing.T) {
+	srv := testserver.Start(t, testserver.Options{Postgres: true})
+	counter := mcptest.Start(t, mcptest.Counter, mcptest.Options{})
+	counter.AddTool("bad\x00name")
+	id := mqConnect(t, srv, "nul", map[string]any{"url": counter.URL})
+
+	actions := mqActions(t, srv, id)
+	if actions["read_count"] == nil {
+		t.Fatalf("read_count missing from %d actions", len(actions))
+	}
+	for name := range actions {
+		if strings.ContainsRune(name, 0) {
+			t.Errorf("action %q listed", name)
+		}
+	}
+	if r := mcvCall(t, srv, id, "bad\x00name", nil, ""); r.Status != 404 {
+		t.Errorf("calling the left-out tool: %d %s, want 404", r.Status, r.Body)
+	}
+	r := mcvCall(t, srv, id, "read_count", nil, "")
+	if r.Status != 200 {
+		t.Fatalf("read_count: %d %s", r.Status, r.Body)
+	}
+	callID := r.JSON()["call_id"]
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		log := mcvDo(t, srv, "GET", fmt.Sprintf("/api/v1/agents/custom-tools/calls/?tool=%d", id), nil)
+		if bytes.Contains(log.Body, []byte(fmt.Sprint(callID))) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("call %v not in the call log: %s", callID, log.Body)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}

@@ -117,9 +117,12 @@ func parseField(f *catalog.Field, raw json.RawMessage) (any, string) {
 		if err := json.Unmarshal(raw, &obj); err != nil {
 			return nil, "must be an object of string values"
 		}
-		for k := range obj {
-			if strings.TrimSpace(k) == "" || strings.ContainsAny(k, "\r\n:") {
+		for k, v := range obj {
+			if strings.TrimSpace(k) == "" || strings.ContainsAny(k, "\r\n:\x00") {
 				return nil, fmt.Sprintf("has an invalid name %q", k)
+			}
+			if strings.IndexByte(v, 0) >= 0 {
+				return nil, fmt.Sprintf("has a value for %q with the character U+0000 (NUL)", k)
 			}
 		}
 		return obj, ""
@@ -147,6 +150,9 @@ func parseField(f *catalog.Field, raw json.RawMessage) (any, string) {
 	}
 	if f.Required && strings.TrimSpace(s) == "" {
 		return nil, "is required"
+	}
+	if strings.IndexByte(s, 0) >= 0 {
+		return nil, "must not contain the character U+0000 (NUL)"
 	}
 	switch f.Type {
 	case catalog.FieldURL:
