@@ -9,6 +9,7 @@ import (
 	"math"
 	"net"
 	"net/http"
+	"net/url"
 	"runtime/debug"
 	"strconv"
 	"strings"
@@ -188,9 +189,17 @@ func (c *conn) readRequest() (*http.Request, error) {
 	exhausted := c.limit.N <= 0
 	c.limit.N = math.MaxInt64
 	if err != nil {
+		var target *url.Error
 		switch {
 		case exhausted:
 			return nil, refuse(http.StatusRequestHeaderFieldsTooLarge, "The request's line and headers exceed %d bytes.", opts.MaxHeaderBytes)
+		case errors.As(err, &target):
+			// A request-target that does not parse (a bad escape, no leading
+			// slash). *url.Error has Timeout and Temporary, so it must be
+			// told apart before the read errors below, which it would pass
+			// for. Only its cause is quoted: the target may carry a
+			// credential in its query.
+			return nil, refuse(http.StatusBadRequest, "The request's target is malformed: %v.", target.Err)
 		case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF), isNetError(err):
 			return nil, err
 		}

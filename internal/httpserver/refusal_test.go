@@ -6,13 +6,16 @@ package httpserver_test
 // its *http.Request.
 
 import (
+	"encoding/json"
 	"fmt"
+	"net"
 	"net/http"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 
+	"github.com/quiverhq/quiver/internal/api"
 	"github.com/quiverhq/quiver/internal/httpserver"
 )
 
@@ -107,5 +110,85 @@ func TestRefusalNamesTheMalformedHeader(t *testing.T) {
 	}
 	if resp.Header.Get("X-Request-Id") != "req_1" {
 		t.Errorf("X-Request-Id %q", resp.Header.Get("X-Request-Id"))
+	}
+}
+
+// A request-target that does not parse (a bad percent-escape, no leading
+// slash, a control character) is refused like any other malformed request
+// line: 400 with the API's envelope and X-Request-Id, then the connection
+// closes. http.ReadRequest reports it as a *url.Error, which also satisfies
+// net.Error; taken for a failed read, it once cost the client its answer.
+// The server is configured as the app configures it, so the test sees what
+// a client sees.
+func TestRefusalBadRequestTarget(t *testing.T) {
+	t.Parallel()
+	var reached atomic.Bool
+	ts := setup(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		reached.Store(true)
+	}), &httpserver.Options{ErrorBody: api.RefusalBody, RefusalHeader: api.RefusalHeader})
+
+	for _, target := range []string{
+		"/%ZZ",
+		"/api/v1/agents/%ZZ",
+		"foo",
+		"/%",
+		"/a\x7fb",
+		"/agents/%ZZ?api_key=qv_secret_value", // the target is not repeated
+	} {
+		t.Run(fmt.Sprintf("%q", target), func(t *testing.T) {
+			t.Parallel()
+			rc := dial(t, ts.addr)
+			rc.send("GET " + target + " HTTP/1.1\r\nHost: x\r\n\r\n")
+			resp, body, err := rc.tryRead("GET")
+			if err != nil {
+				t.Fatalf("no refusal: %v", err)
+			}
+			if resp.StatusCode != http.StatusBadRequest || !resp.Close {
+				t.Fatalf("status %d, close %v, want 400 and close: %s", resp.StatusCode, resp.Close, body)
+			}
+			if ct := resp.Header.Get("Content-Type"); ct != "application/json; charset=utf-8" {
+				t.Errorf("Content-Type %q", ct)
+			}
+			var env struct{ Error, Message string }
+			if err := json.Unmarshal([]byte(body), &env); err != nil || env.Error != "bad_request" || env.Message == "" {
+				t.Errorf("envelope %s (%v), want bad_request with a message", body, err)
+			}
+			if strings.Contains(body, "secret") {
+				t.Errorf("the refusal repeats the target: %s", body)
+			}
+			if id := resp.Header.Get("X-Request-Id"); !strings.HasPrefix(id, "req_") {
+				t.Errorf("X-Request-Id %q", id)
+			}
+			rc.expectClosed()
+		})
+	}
+	t.Cleanup(func() {
+		if reached.Load() {
+			t.Error("a refused request reached the handler")
+		}
+	})
+}
+
+// A client that stops sending partway through its headers, the request
+// line and each header line so far well-formed, gets no answer: the read
+// ended, nothing was malformed. (ReadHeaderTimeout's stall is
+// TestReadHeaderTimeout.)
+func TestClientGoneMidRequest(t *testing.T) {
+	t.Parallel()
+	ts := setup(t, echo, nil)
+	for _, partial := range []string{
+		"GET / HTTP/1.1\r\n",
+		"GET / HTTP/1.1\r\nHost: x\r\n",
+		"GET / HTTP/1.1\r\nHost: x\r\nX-Half: v",
+	} {
+		t.Run(fmt.Sprintf("%q", partial), func(t *testing.T) {
+			t.Parallel()
+			rc := dial(t, ts.addr)
+			rc.send(partial)
+			if err := rc.c.(*net.TCPConn).CloseWrite(); err != nil {
+				t.Fatal(err)
+			}
+			rc.expectClosed()
+		})
 	}
 }
