@@ -145,9 +145,9 @@ func (c *Connector) Call(ctx context.Context, t *connectors.Tool, action string,
 		defer cancel()
 		req = req.WithContext(ctx)
 	}
-	resp, err := c.client.Do(req)
+	resp, err := connectors.Send(c.client, req)
 	if err != nil {
-		return connectors.Result{}, connectors.HTTPFailure(err)
+		return connectors.Result{}, err
 	}
 	defer resp.Body.Close()
 	data, err := io.ReadAll(io.LimitReader(resp.Body, c.maxBytes+1))

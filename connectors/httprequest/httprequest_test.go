@@ -345,3 +345,38 @@ func TestRepeatedHeaders(t *testing.T) {
 		t.Errorf("Vary = %q", got)
 	}
 }
+
+// A configured credential that HTTP cannot carry (a line break or a control
+// character: configurations stored before such tokens were refused) makes
+// the call a rejection, not an unknown outcome: nothing was sent, so the
+// caller's key is released. The server sees no request.
+func TestUnsendableCredential(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		name   string
+		config []string
+	}{
+		{"bearer with CRLF", []string{httprequest.ConfigAuthType, "bearer", httprequest.ConfigToken, "a\r\nb"}},
+		{"bearer with control character", []string{httprequest.ConfigAuthType, "bearer", httprequest.ConfigToken, "a\u0001b"}},
+		{"header with CRLF", []string{httprequest.ConfigAuthType, "header", httprequest.ConfigHeaderName, "X-Api-Key", httprequest.ConfigToken, "a\r\nX-Injected: 1"}},
+		{"header with NUL", []string{httprequest.ConfigAuthType, "header", httprequest.ConfigHeaderName, "X-Api-Key", httprequest.ConfigToken, "a\x00b"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			srv, got := echo(t)
+			_, err := open().Call(context.Background(), tool(srv.URL, tc.config...), "post", json.RawMessage(`{"path":"/","body":{"a":1}}`))
+			if k := connectortest.Kind(t, err); k != connectors.KindRejected {
+				t.Errorf("kind = %s, want %s (%v)", k, connectors.KindRejected, err)
+			}
+			if err != nil && strings.Contains(err.Error(), "a\r\n") {
+				t.Errorf("the error shows the token: %v", err)
+			}
+			select {
+			case s := <-got:
+				t.Errorf("the request reached the server: %s %s", s.Method, s.URI)
+			default:
+			}
+		})
+	}
+}

@@ -182,7 +182,10 @@ func setHeaders(h http.Header, in map[string]json.RawMessage) error {
 }
 
 // authenticate adds the configured credentials; they override any header
-// of the same name from the arguments.
+// of the same name from the arguments. A token no header can carry (a line
+// break or a control character, from a configuration stored before such
+// tokens were refused) is refused here, with a message that says what to
+// fix; net/http would refuse it too, before sending anything.
 func authenticate(h http.Header, config map[string]string) error {
 	token := config[ConfigToken]
 	switch config[ConfigAuthType] {
@@ -191,6 +194,9 @@ func authenticate(h http.Header, config map[string]string) error {
 	case AuthBearer:
 		if token == "" {
 			return connectors.Errorf(connectors.KindUpstreamAuth, nil, "bearer authentication is configured without a token")
+		}
+		if !httpguts.ValidHeaderFieldValue(token) {
+			return unsendableToken()
 		}
 		h.Set("Authorization", "Bearer "+token)
 	case AuthHeader:
@@ -201,11 +207,20 @@ func authenticate(h http.Header, config map[string]string) error {
 		if token == "" {
 			return connectors.Errorf(connectors.KindUpstreamAuth, nil, "header authentication is configured without a token")
 		}
+		if !httpguts.ValidHeaderFieldValue(token) {
+			return unsendableToken()
+		}
 		h.Set(name, token)
 	default:
 		return rejected("the tool's auth_type %q is unknown; reconfigure it", config[ConfigAuthType])
 	}
 	return nil
+}
+
+// unsendableToken refuses a token that no header can carry. It never shows
+// the token.
+func unsendableToken() error {
+	return rejected("the tool's token holds a line break or control character, which no HTTP header can carry; nothing was sent; reconfigure the token")
 }
 
 // flatten joins each header's values with ", ", as HTTP combines a list;

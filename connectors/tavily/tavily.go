@@ -16,6 +16,8 @@ import (
 	"strings"
 	"time"
 
+	"golang.org/x/net/http/httpguts"
+
 	"github.com/quiverhq/quiver/connectors"
 )
 
@@ -85,6 +87,12 @@ func (c *Connector) Call(ctx context.Context, t *connectors.Tool, action string,
 	if key == "" {
 		return connectors.Result{}, connectors.Errorf(connectors.KindUpstreamAuth, nil, "no Tavily API key is configured")
 	}
+	if !httpguts.ValidHeaderFieldValue(key) {
+		// Stored before such keys were refused at configuration, say: it
+		// cannot be sent, so nothing was, and a reconfigured tool may retry.
+		return connectors.Result{}, connectors.Errorf(connectors.KindRejected, nil,
+			"the Tavily API key holds a line break or control character, which no HTTP header can carry; nothing was sent; reconfigure the key")
+	}
 	var in map[string]json.RawMessage
 	if len(args) > 0 {
 		if err := json.Unmarshal(args, &in); err != nil {
@@ -110,9 +118,9 @@ func (c *Connector) Call(ctx context.Context, t *connectors.Tool, action string,
 	req.Header.Set("Accept", "application/json")
 	req.Header.Set("Authorization", "Bearer "+key)
 
-	resp, err := c.client.Do(req)
+	resp, err := connectors.Send(c.client, req)
 	if err != nil {
-		return connectors.Result{}, connectors.HTTPFailure(err)
+		return connectors.Result{}, err
 	}
 	defer resp.Body.Close()
 	data, err := io.ReadAll(io.LimitReader(resp.Body, maxResponseBytes+1))

@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -176,6 +177,21 @@ func TestTransportFailures(t *testing.T) {
 			t.Errorf("kind = %s (%v)", got, err)
 		}
 	})
+	// The client follows redirects: a search that ran and was redirected to
+	// an address nobody listens on may have counted against the key, so
+	// the refused second connection does not make it unreachable.
+	t.Run("redirected to a closed port", func(t *testing.T) {
+		t.Parallel()
+		closed := "http://" + connectortest.ClosedAddr(t) + "/search"
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			http.Redirect(w, r, closed, http.StatusTemporaryRedirect)
+		}))
+		t.Cleanup(srv.Close)
+		_, err := tavily.New(tavily.Options{BaseURL: srv.URL}).Call(context.Background(), tool(t), "search", json.RawMessage(`{"query":"q"}`))
+		if got := connectortest.Kind(t, err); got != connectors.KindOutcomeUnknown {
+			t.Errorf("kind = %s (%v)", got, err)
+		}
+	})
 	t.Run("closed mid-response", func(t *testing.T) {
 		t.Parallel()
 		srv := connectortest.CutServer(t, "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{\"results\":[")
@@ -184,6 +200,34 @@ func TestTransportFailures(t *testing.T) {
 			t.Errorf("kind = %s (%v)", got, err)
 		}
 	})
+}
+
+// An API key that no header can carry (a line break or a control
+// character, stored before such keys were refused) makes the call a
+// rejection, not an unknown outcome: nothing was sent, so the caller's key
+// is released. Tavily sees no request.
+func TestUnsendableKey(t *testing.T) {
+	t.Parallel()
+	for _, bad := range []string{"tvly-a\r\nX-Injected: 1", "tvly-a\n", "tvly-\x01"} {
+		var requests atomic.Int64
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			requests.Add(1)
+			io.WriteString(w, `{"results":[]}`)
+		}))
+		t.Cleanup(srv.Close)
+		tl := tool(t)
+		tl.Config[tavily.ConfigKey] = bad
+		_, err := tavily.New(tavily.Options{BaseURL: srv.URL}).Call(context.Background(), tl, "search", json.RawMessage(`{"query":"q"}`))
+		if got := connectortest.Kind(t, err); got != connectors.KindRejected {
+			t.Errorf("key %q: kind = %s (%v)", bad, got, err)
+		}
+		if strings.Contains(err.Error(), bad) {
+			t.Errorf("the error shows the key: %v", err)
+		}
+		if n := requests.Load(); n != 0 {
+			t.Errorf("key %q: Tavily got %d requests", bad, n)
+		}
+	}
 }
 
 // TestUsageLimits: Tavily's 429 is a pre-effect refusal carrying its
