@@ -94,13 +94,14 @@ func listTools(ctx context.Context, sess *mcp.ClientSession) ([]*mcp.Tool, attem
 	return tools, attemptState{started: true}, nil
 }
 
-// toActions maps MCP tools to actions. A tool whose name holds U+0000 is
-// left out: no call to it could be recorded (Postgres text cannot hold the
-// character), and a call log batch holding its name would fail whole.
+// toActions maps MCP tools to actions. A tool that could not be called is
+// left out: one without a name (a call must name its action), and one whose
+// name holds U+0000, whose calls could not be recorded (Postgres text cannot
+// hold the character; a call log batch holding its name would fail whole).
 func toActions(tools []*mcp.Tool) []connectors.Action {
 	actions := make([]connectors.Action, 0, len(tools))
 	for _, tool := range tools {
-		if strings.IndexByte(tool.Name, 0) >= 0 {
+		if tool.Name == "" || strings.IndexByte(tool.Name, 0) >= 0 {
 			continue
 		}
 		schema, err := json.Marshal(tool.InputSchema)

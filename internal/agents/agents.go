@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/quiverhq/quiver/internal/problem"
 	"github.com/quiverhq/quiver/internal/store"
@@ -92,14 +93,14 @@ func (s *Service) Check(ctx context.Context, accountID int64, in Input, creating
 		switch {
 		case n == "":
 			bad["name"] = "must not be empty"
-		case len(n) > MaxNameLen:
+		case utf8.RuneCountInString(n) > MaxNameLen:
 			bad["name"] = fmt.Sprintf("must be at most %d characters", MaxNameLen)
 		}
 		*in.Name = n
 	} else if creating {
 		bad["name"] = "is required"
 	}
-	if in.Goal != nil && len(*in.Goal) > MaxGoalLen {
+	if in.Goal != nil && utf8.RuneCountInString(*in.Goal) > MaxGoalLen {
 		bad["goal"] = fmt.Sprintf("must be at most %d characters", MaxGoalLen)
 	}
 	if in.Status != nil {

@@ -25,7 +25,7 @@ func (s *Server) agentInput(c *gin.Context) (agents.Input, error) {
 	f := newFields(m)
 	var in agents.Input
 	var name, goal, status string
-	var tools []int64
+	var tools []*int64 // pointers, so a null in the list is not read as ID 0
 	if f.get("name", &name, "a string") {
 		in.Name = &name
 	}
@@ -36,7 +36,17 @@ func (s *Server) agentInput(c *gin.Context) (agents.Input, error) {
 		in.Status = &status
 	}
 	if f.get("tools", &tools, "a list of integer tool IDs") {
-		in.Tools = &tools
+		ids := make([]int64, len(tools))
+		for i, id := range tools {
+			if id == nil {
+				f.bad["tools"] = "must be a list of integer tool IDs, without null"
+				break
+			}
+			ids[i] = *id
+		}
+		if f.bad["tools"] == "" {
+			in.Tools = &ids
+		}
 	}
 	if len(f.bad) == 0 {
 		return in, nil

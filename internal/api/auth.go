@@ -2,6 +2,8 @@ package api
 
 import (
 	"errors"
+	"net/http"
+	"slices"
 	"strings"
 
 	"github.com/gin-gonic/gin"
@@ -13,12 +15,13 @@ import (
 // authenticate resolves X-API-KEY (or Authorization: Bearer) to an account
 // before anything else: before the body is read, before any lookup.
 func (s *Server) authenticate(c *gin.Context) {
-	key := c.GetHeader("X-API-KEY")
-	if key == "" {
-		key = bearer(c.GetHeader("Authorization"))
-	}
-	if key == "" {
+	key, n := apiKey(c.Request.Header)
+	switch {
+	case n == 0:
 		s.writeError(c, problem.New(problem.Unauthorized, "An API key is required: send it in the X-API-KEY header."))
+		return
+	case n > 1:
+		s.writeError(c, problem.New(problem.Unauthorized, "The request carries %d different API keys; send one.", n))
 		return
 	}
 	p, err := s.Accounts.Principal(c.Request.Context(), key)
@@ -60,6 +63,28 @@ func (s *Server) authenticateAPI(c *gin.Context) {
 	if strings.HasPrefix(p, "/api/v1/") && !strings.HasPrefix(p, "/api/v1/oauth/") {
 		s.authenticate(c)
 	}
+}
+
+// apiKey returns the API key a request carries in X-API-KEY or as
+// Authorization: Bearer, and how many different ones it carries: a request
+// that names two accounts is refused, not served as one of them.
+func apiKey(h http.Header) (key string, n int) {
+	var keys []string
+	add := func(k string) {
+		if k != "" && !slices.Contains(keys, k) {
+			keys = append(keys, k)
+		}
+	}
+	for _, v := range h.Values("X-API-KEY") {
+		add(v)
+	}
+	for _, v := range h.Values("Authorization") {
+		add(bearer(v))
+	}
+	if len(keys) == 0 {
+		return "", 0
+	}
+	return keys[0], len(keys)
 }
 
 // bearer returns the credentials of an Authorization header with the Bearer

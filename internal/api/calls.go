@@ -29,7 +29,7 @@ func IdempotencyKey(h map[string][]string) (key string, present bool, err error)
 		return "", true, problem.New(problem.InvalidIdempotencyKey, "Send exactly one Idempotency-Key header.")
 	}
 	k := vs[0]
-	if len(k) < 1 || len(k) > 255 || !printableASCII(k) || k[0] == ' ' || k[len(k)-1] == ' ' {
+	if !calls.ValidKey(k) {
 		return "", true, problem.New(problem.InvalidIdempotencyKey,
 			"The Idempotency-Key must be 1 to 255 printable ASCII characters, without leading or trailing spaces.")
 	}

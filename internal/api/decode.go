@@ -55,8 +55,15 @@ func (s *Server) object(c *gin.Context, allowEmpty bool) (map[string]json.RawMes
 	// The call endpoint's scanner refuses what encoding/json lets through
 	// silently: a member given twice (json would keep the last) and
 	// invalid UTF-8.
-	if _, cerr := calls.Canonical(b); cerr != nil {
+	canon, cerr := calls.Canonical(b)
+	if cerr != nil {
 		return nil, problem.New(problem.InvalidJSON, "The request body is not valid JSON: %v.", cerr)
+	}
+	// What is stored is text: a lone surrogate (\ud800 without its pair) is
+	// none, and decoding would silently store U+FFFD in its place. The call
+	// endpoint, which stores no strings, takes them.
+	if calls.HasLoneSurrogate(canon) {
+		return nil, problem.New(problem.InvalidJSON, "The request body is not valid JSON text: a string holds a lone surrogate escape (\\ud800 to \\udfff without its pair).")
 	}
 	if err != nil || m == nil {
 		return nil, problem.New(problem.InvalidJSON, "The request body must be a JSON object.")

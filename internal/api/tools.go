@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/gin-gonic/gin"
 
@@ -33,7 +34,7 @@ func (s *Server) createTool(c *gin.Context) {
 		f.bad["mcp_tool"] = "is required"
 	}
 	f.get("name", &label, "a string")
-	if len(label) > 200 {
+	if utf8.RuneCountInString(label) > 200 {
 		f.bad["name"] = "must be at most 200 characters"
 	}
 	if err := f.err(); err != nil {

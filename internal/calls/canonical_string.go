@@ -208,3 +208,21 @@ func (c *canonicalizer) emit(r rune, isKey bool) {
 		c.out = append(c.out, '\\', 'u', '0', '0', hexDigits[b>>4], hexDigits[b&0xF])
 	}
 }
+
+// HasLoneSurrogate reports whether canon, the output of Canonical, holds a
+// string with a lone surrogate. Canonical writes one, and nothing else, as a
+// lower-case \ud800–\udfff escape; every escape is walked whole, so the text
+// of an escaped backslash followed by "ud800" is not one.
+func HasLoneSurrogate(canon []byte) bool {
+	for i := 0; i < len(canon); i++ {
+		if canon[i] != '\\' {
+			continue
+		}
+		if i+3 < len(canon) && canon[i+1] == 'u' && canon[i+2] == 'd' && canon[i+3] >= '8' && canon[i+3] <= 'f' &&
+			(canon[i+3] <= '9' || canon[i+3] >= 'a') {
+			return true
+		}
+		i++ // the escaped character; a \uXXXX's digits hold no backslash
+	}
+	return false
+}

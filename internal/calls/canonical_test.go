@@ -427,3 +427,26 @@ func TestCanonicalStrings(t *testing.T) {
 		}
 	}
 }
+
+func TestHasLoneSurrogate(t *testing.T) {
+	for doc, want := range map[string]bool{
+		`{"a":"x\ud800y"}`:      true,
+		`{"a":"\uDFFF"}`:        true,
+		`{"\udbff":1}`:          true,
+		`["ok","\ud83d"]`:       true,
+		`{"a":"\ud83d\ude00"}`:  false, // a pair: one rune
+		`{"a":"\\ud800"}`:       false, // an escaped backslash, then text
+		`{"a":"\\\ud800"}`:      true,
+		`{"a":"\u00e9 \u2028"}`: false,
+		`{"a":"😀 <&> \u0000"}`:  false,
+		`{"ud800":"\\\\ud800"}`: false,
+	} {
+		canon, err := Canonical([]byte(doc))
+		if err != nil {
+			t.Fatalf("%s: %v", doc, err)
+		}
+		if got := HasLoneSurrogate(canon); got != want {
+			t.Errorf("%s (canonical %s): %v, want %v", doc, canon, got, want)
+		}
+	}
+}

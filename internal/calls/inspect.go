@@ -21,8 +21,26 @@ type KeyState struct {
 	CallID    string    `json:"call_id"`
 }
 
-// Key returns the state of one of the account's keys.
+// ValidKey reports whether k is an Idempotency-Key API.md allows: 1 to 255
+// printable ASCII characters, without a leading or trailing space.
+func ValidKey(k string) bool {
+	if len(k) < 1 || len(k) > 255 || k[0] == ' ' || k[len(k)-1] == ' ' {
+		return false
+	}
+	for i := 0; i < len(k); i++ {
+		if k[i] < 0x20 || k[i] > 0x7e {
+			return false
+		}
+	}
+	return true
+}
+
+// Key returns the state of one of the account's keys. A key no call could
+// have used names nothing: it is not looked up.
 func (e *Engine) Key(ctx context.Context, accountID int64, key string) (*KeyState, error) {
+	if !ValidKey(key) {
+		return nil, problem.New(problem.NotFound, "No idempotency key with that value for this account.")
+	}
 	r, err := e.opts.Store.GetIdem(ctx, accountID, key)
 	if errors.Is(err, store.ErrNotFound) || (err == nil && r.ExpiresAt <= r.NowMS && r.State != store.IdemDispatched) {
 		return nil, problem.New(problem.NotFound, "No idempotency key with that value for this account.")

@@ -178,6 +178,8 @@ func fdTestMalformedHTTP(t *testing.T, c *fdClient) {
 		// A control character is not allowed in any header value, so HTTP
 		// parsing refuses it; for the key it is still the key's error.
 		{"control character in Idempotency-Key", "POST " + mqCallPath + " HTTP/1.1\r\nHost: x\r\nIdempotency-Key: ab\x7f\r\nContent-Length: 2\r\n\r\n{}", 400, "invalid_idempotency_key"},
+		{"bad escape in the target", "GET /api/v1/agents/%ZZ HTTP/1.1\r\nHost: x\r\n\r\n", 400, ""},
+		{"target without a slash", "GET agents HTTP/1.1\r\nHost: x\r\n\r\n", 400, ""},
 		{"control character in X-API-KEY", "GET /api/v1/agents/ HTTP/1.1\r\nHost: x\r\nX-API-KEY: qv_secret_value\x01\r\n\r\n", 400, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -39,6 +39,7 @@ func TestFoundation(t *testing.T) {
 				{"pagination", fdTestPagination},
 				{"bad input", fdTestBadInput},
 				{"NUL characters", fdTestNUL},
+				{"odd input", fdTestOddInput},
 				{"malformed HTTP", fdTestMalformedHTTP},
 				{"body limit", fdTestBodyLimit},
 				{"operations", fdTestOperations},

@@ -295,14 +295,15 @@ func TestMCPCoverage(t *testing.T) {
 }
 
 // TestMCPToolNameWithNUL connects a server that lists a tool whose name
-// holds U+0000, which Postgres text cannot store. Quiver leaves that tool
-// out, and the server's other tools are called and logged as usual: before,
+// holds U+0000, which Postgres text cannot store, and one without a name,
+// which no call can name. Quiver leaves both out, and the server's other tools are called and logged as usual: before,
 // every call log batch that held such a call's entry failed whole, losing
 // the entries of every other call in it.
 func TestMCPToolNameWithNUL(t *testing.T) {
 	srv := testserver.Start(t, testserver.Options{Postgres: true})
 	counter := mcptest.Start(t, mcptest.Counter, mcptest.Options{})
 	counter.AddTool("bad\x00name")
+	counter.AddTool("") // no call could name it
 	id := mqConnect(t, srv, "nul", map[string]any{"url": counter.URL})
 
 	actions := mqActions(t, srv, id)
@@ -310,7 +311,7 @@ func TestMCPToolNameWithNUL(t *testing.T) {
 		t.Fatalf("read_count missing from %d actions", len(actions))
 	}
 	for name := range actions {
-		if strings.ContainsRune(name, 0) {
+		if name == "" || strings.ContainsRune(name, 0) {
 			t.Errorf("action %q listed", name)
 		}
 	}

@@ -137,7 +137,7 @@ func takeKey(args json.RawMessage, name string) (rest json.RawMessage, key strin
 		return nil, "", false, nil
 	}
 	m := ms[at]
-	if json.Unmarshal(args[m.value:m.end], &key) != nil || !validKey(key) {
+	if json.Unmarshal(args[m.value:m.end], &key) != nil || !calls.ValidKey(key) {
 		return nil, "", false, problem.New(problem.InvalidIdempotencyKey,
 			"The %s must be a string of 1 to 255 printable ASCII characters, without leading or trailing spaces.", name)
 	}
@@ -153,19 +153,6 @@ func takeKey(args json.RawMessage, name string) (rest json.RawMessage, key strin
 	out := make([]byte, 0, len(args)-(to-from))
 	out = append(append(out, args[:from]...), args[to:]...)
 	return out, key, true, nil
-}
-
-// validKey is the API's rule for an Idempotency-Key.
-func validKey(k string) bool {
-	if len(k) < 1 || len(k) > 255 || k[0] == ' ' || k[len(k)-1] == ' ' {
-		return false
-	}
-	for i := 0; i < len(k); i++ {
-		if k[i] < 0x20 || k[i] > 0x7e {
-			return false
-		}
-	}
-	return true
 }
 
 // callBody is the part of the engine's 200 body a result is made from.

@@ -218,7 +218,7 @@ func (s *Server) Register(rg *gin.RouterGroup) {
 // serve answers one MCP request for the account's agent.
 func (s *Server) serve(c *gin.Context) {
 	id, err := strconv.ParseInt(c.Param("id"), 10, 64)
-	if err != nil || id <= 0 {
+	if err != nil || id <= 0 || strconv.FormatInt(id, 10) != c.Param("id") { // one spelling per ID, as over REST
 		s.writeError(c, problem.New(problem.NotFound, "No agent with ID %q.", c.Param("id")))
 		return
 	}

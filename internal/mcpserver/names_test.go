@@ -29,11 +29,6 @@ func TestMCPNames(t *testing.T) {
 	if tools[0].name != "x_5" || tools[1].name != "x" || tools[2].name != "y" {
 		t.Errorf("disambiguate = %+v", tools)
 	}
-	for k, ok := range map[string]bool{"a": true, " a": false, "a ": false, "": false, "a\tb": false, strings.Repeat("k", 256): false, "a b": true} {
-		if validKey(k) != ok {
-			t.Errorf("validKey(%q) = %v", k, !ok)
-		}
-	}
 }
 
 // TestMCPNamesIndependentOfOrder: in every order of the same tools, every

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/url"
+	"strconv"
 	"strings"
 
 	"github.com/quiverhq/quiver/catalog"
@@ -118,11 +119,11 @@ func parseField(f *catalog.Field, raw json.RawMessage) (any, string) {
 			return nil, "must be an object of string values"
 		}
 		for k, v := range obj {
-			if strings.TrimSpace(k) == "" || strings.ContainsAny(k, "\r\n:\x00") {
+			if strings.TrimSpace(k) == "" || strings.Contains(k, ":") || hasControl(k) {
 				return nil, fmt.Sprintf("has an invalid name %q", k)
 			}
-			if strings.IndexByte(v, 0) >= 0 {
-				return nil, fmt.Sprintf("has a value for %q with the character U+0000 (NUL)", k)
+			if hasControl(v) {
+				return nil, fmt.Sprintf("has a value for %q that is not one line of text (it holds a control character)", k)
 			}
 		}
 		return obj, ""
@@ -151,14 +152,17 @@ func parseField(f *catalog.Field, raw json.RawMessage) (any, string) {
 	if f.Required && strings.TrimSpace(s) == "" {
 		return nil, "is required"
 	}
-	if strings.IndexByte(s, 0) >= 0 {
-		return nil, "must not contain the character U+0000 (NUL)"
+	// Every string a form takes is one line: a credential, a name, a URL.
+	// A control character would make a header no client sends, and U+0000
+	// one Postgres cannot store.
+	if hasControl(s) {
+		return nil, "must be one line of text, without control characters"
 	}
 	switch f.Type {
 	case catalog.FieldURL:
 		u, err := url.Parse(s)
-		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			return nil, "must be an http:// or https:// URL"
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Hostname() == "" || !validPort(u.Port()) {
+			return nil, "must be an http:// or https:// URL with a host and, if it names a port, one from 1 to 65535"
 		}
 	case catalog.FieldEnum:
 		ok := false
@@ -173,6 +177,20 @@ func parseField(f *catalog.Field, raw json.RawMessage) (any, string) {
 		return nil, fmt.Sprintf("does not match the pattern %s", f.Pattern)
 	}
 	return s, ""
+}
+
+// hasControl reports whether s holds a C0 control character or DEL.
+func hasControl(s string) bool {
+	return strings.ContainsFunc(s, func(r rune) bool { return r < 0x20 || r == 0x7f })
+}
+
+// validPort reports whether p, a URL's port, is absent or 1 to 65535.
+func validPort(p string) bool {
+	if p == "" {
+		return true
+	}
+	n, err := strconv.Atoi(p)
+	return err == nil && n >= 1 && n <= 65535
 }
 
 // literalPrefix returns the literal text a pattern anchors at its start
