@@ -142,6 +142,8 @@ func isFalse(s *jsonschema.Schema) bool {
 
 func trimMessage(m string) string {
 	m = strings.TrimPrefix(m, "validating root: ")
+	// The validator prints a JSON null as the zero reflect.Value.
+	m = strings.ReplaceAll(m, "<invalid reflect.Value>", "null")
 	if len(m) > 300 {
 		m = m[:300] + "…"
 	}
