@@ -13,6 +13,7 @@ import (
 	"os/signal"
 	"strings"
 	"syscall"
+	"unicode/utf8"
 
 	"github.com/quiverhq/quiver/catalog"
 	"github.com/quiverhq/quiver/internal/accounts"
@@ -207,6 +208,9 @@ func keys(ctx context.Context, cfg *config.Config, logger *slog.Logger, args []s
 	}
 	if strings.TrimSpace(*name) == "" {
 		return errors.New("usage: quiver keys create --account NAME (a name that is not blank)")
+	}
+	if utf8.RuneCountInString(*name) > 200 || strings.ContainsFunc(*name, func(r rune) bool { return r < 0x20 || r == 0x7f }) {
+		return errors.New("keys create: --account must be at most 200 characters, without control characters")
 	}
 	s, err := app.OpenStore(ctx, cfg, logger)
 	if err != nil {

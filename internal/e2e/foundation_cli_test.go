@@ -150,6 +150,8 @@ func TestFoundationCLI(t *testing.T) {
 			want string // in stderr
 		}{
 			{[]string{"keys", "create", "--account", "   "}, "not blank"},
+			{[]string{"keys", "create", "--account", "a\tb"}, "without control characters"},
+			{[]string{"keys", "create", "--account", strings.Repeat("é", 201)}, "at most 200 characters"},
 			{[]string{"keys", "create", "--bogus"}, "flag provided but not defined"},
 			{[]string{"keys", "revoke", "qv_nope"}, "no such key"},
 			{[]string{"serve", "extra"}, "serve takes no arguments"},
