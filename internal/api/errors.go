@@ -15,7 +15,13 @@ import (
 func (s *Server) writeError(c *gin.Context, err error) {
 	p, ok := problem.As(err)
 	if !ok {
-		if errors.Is(err, store.ErrUnavailable) {
+		if errors.Is(err, store.ErrInterrupted) && c.Request.Method != "GET" && c.Request.Method != "HEAD" {
+			// Not 503: clients retry that as the server's word that nothing
+			// was done, and a create retried after a lost commit would make
+			// a second one.
+			s.log.ErrorContext(c.Request.Context(), "database connection failed mid-write", "error", err, "route", c.FullPath())
+			p = problem.New(problem.Internal, "The database connection failed while this change was being saved, so it may or may not have been applied; read it back before retrying.")
+		} else if errors.Is(err, store.ErrUnavailable) {
 			p = &problem.Error{Code: problem.Unavailable, Message: "The database is unavailable. Retry shortly.", RetryAfter: 1}
 		} else if errors.Is(err, store.ErrBadCursor) {
 			p = problem.Validation("The cursor is not one this server made.", map[string]string{"cursor": "is invalid"})

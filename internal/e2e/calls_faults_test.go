@@ -254,3 +254,33 @@ func TestPostgresDownDispatchesNothing(t *testing.T) {
 		t.Fatalf("tool ran %d times", e.tool.count("/down"))
 	}
 }
+
+// TestPostgresLostMidWrite loses the database connection after a commit was
+// sent, before its answer came back: the change was applied, and Quiver
+// cannot know it. Such a change is answered 500, which clients do not retry
+// for a POST, and not 503 unavailable, which they retry as the server's word
+// that nothing was done: the create would be made twice.
+func TestPostgresLostMidWrite(t *testing.T) {
+	dbURL := testdb.Postgres(t, "pgmidwrite")
+	u, _ := url.Parse(dbURL)
+	px := startProxy(t, u.Host)
+	u.Host = px.Addr()
+	srv := testserver.Start(t, testserver.Options{DatabaseURL: u.String()})
+	if r := srv.Do("POST", "/api/v1/agents/", map[string]any{"name": "warm"}); r.Status != 201 {
+		t.Fatalf("warm-up: %d %s", r.Status, r.Body)
+	}
+
+	px.swallowAfter([]byte("commit"))
+	r := srv.Do("POST", "/api/v1/agents/", map[string]any{"name": "lost"})
+	px.swallowAfter(nil)
+	wantError(t, r, 500, "internal")
+	if !strings.Contains(string(r.Body), "may or may not have been applied") {
+		t.Errorf("the answer does not say the change may have been applied: %s", r.Body)
+	}
+	testserver.Eventually(t, 10*time.Second, "the database to come back", func() bool {
+		return srv.Do("GET", "/api/v1/agents/", nil).Status == 200
+	})
+	if n := strings.Count(string(srv.Do("GET", "/api/v1/agents/", nil).Body), `"name":"lost"`); n != 1 {
+		t.Fatalf("%d agents named lost, want the one whose commit was applied", n)
+	}
+}

@@ -5,6 +5,7 @@ package e2e
 
 import (
 	"bufio"
+	"bytes"
 	"fmt"
 	"io"
 	"net"
@@ -15,6 +16,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -211,13 +213,16 @@ func (r *redisServer) stop() {
 	}
 }
 
-// tcpProxy forwards to target until cut.
+// tcpProxy forwards to target until cut. Given a trigger, a connection on
+// which the client sends bytes holding it gets no more answers and is
+// closed a moment later: the statement arrives, its answer never does.
 type tcpProxy struct {
-	ln     net.Listener
-	target string
-	mu     sync.Mutex
-	conns  []net.Conn
-	cut    bool
+	ln      net.Listener
+	target  string
+	mu      sync.Mutex
+	conns   []net.Conn
+	cut     bool
+	trigger []byte
 }
 
 func startProxy(t testing.TB, target string) *tcpProxy {
@@ -253,12 +258,52 @@ func (p *tcpProxy) serve() {
 		}
 		p.conns = append(p.conns, c, up)
 		p.mu.Unlock()
-		go func() { io.Copy(up, c); up.Close() }()
-		go func() { io.Copy(c, up); c.Close() }()
+		var swallowed atomic.Bool
+		go func() {
+			p.pipe(up, c, func() {
+				swallowed.Store(true)
+				time.AfterFunc(300*time.Millisecond, func() { c.Close(); up.Close() })
+			}, nil)
+			up.Close()
+		}()
+		go func() { p.pipe(c, up, nil, &swallowed); c.Close() }()
 	}
 }
 
 // setCut cuts every connection (and refuses new ones) or restores service.
+// pipe copies src to dst. From the client it calls triggered once it has
+// forwarded bytes holding the trigger; from the target it drops everything
+// once swallowed is set.
+func (p *tcpProxy) pipe(dst, src net.Conn, triggered func(), swallowed *atomic.Bool) {
+	buf := make([]byte, 32<<10)
+	fired := false
+	for {
+		n, err := src.Read(buf)
+		if n > 0 && (swallowed == nil || !swallowed.Load()) {
+			if _, werr := dst.Write(buf[:n]); werr != nil {
+				return
+			}
+			p.mu.Lock()
+			trigger := p.trigger
+			p.mu.Unlock()
+			if triggered != nil && !fired && trigger != nil && bytes.Contains(buf[:n], trigger) {
+				fired = true
+				triggered()
+			}
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+// swallowAfter sets the trigger; nil clears it.
+func (p *tcpProxy) swallowAfter(trigger []byte) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.trigger = trigger
+}
+
 func (p *tcpProxy) setCut(cut bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()

@@ -57,7 +57,7 @@ func (s *Store) CreateAPIKey(ctx context.Context, k *APIKey) error {
 	if k.Scope == "" {
 		k.Scope = "full"
 	}
-	return interpret(s.db.WithContext(ctx).Create(k).Error)
+	return interpretWrite(s.db.WithContext(ctx).Create(k).Error)
 }
 
 // KeyByHash resolves an unrevoked key hash to its account ID and scope.
@@ -76,7 +76,7 @@ func (s *Store) RevokeAPIKey(ctx context.Context, hash string) error {
 	res := s.db.WithContext(ctx).Model(&APIKey{}).Where("key_hash = ? AND revoked_at IS NULL", hash).
 		Update("revoked_at", time.Now().UTC())
 	if res.Error != nil {
-		return interpret(res.Error)
+		return interpretWrite(res.Error)
 	}
 	if res.RowsAffected == 0 {
 		return ErrNotFound

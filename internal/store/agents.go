@@ -31,7 +31,7 @@ func (agentTool) TableName() string { return "agent_tools" }
 func (s *Store) CreateAgent(ctx context.Context, a *Agent) error {
 	now := time.Now().UTC()
 	a.CreatedAt, a.UpdatedAt = now, now
-	return interpret(s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+	return interpretWrite(s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
 		if err := tx.Create(a).Error; err != nil {
 			return err
 		}
@@ -87,7 +87,7 @@ func (s *Store) UpdateAgent(ctx context.Context, accountID, id int64, u AgentUpd
 		return nil
 	})
 	if err != nil {
-		return nil, interpret(err)
+		return nil, interpretWrite(err)
 	}
 	return s.GetAgent(ctx, accountID, id)
 }
@@ -145,7 +145,7 @@ func (s *Store) fillAgentTools(ctx context.Context, as []Agent) error {
 func (s *Store) DeleteAgent(ctx context.Context, accountID, id int64) error {
 	res := s.db.WithContext(ctx).Where("id = ? AND account_id = ?", id, accountID).Delete(&Agent{})
 	if res.Error != nil {
-		return interpret(res.Error)
+		return interpretWrite(res.Error)
 	}
 	if res.RowsAffected == 0 {
 		return ErrNotFound

@@ -47,7 +47,7 @@ func (s *Store) CreateOAuthState(ctx context.Context, st *OAuthState) error {
 	}
 	// UTC throughout: SQLite compares these times as text.
 	st.CreatedAt, st.ExpiresAt = st.CreatedAt.UTC(), st.ExpiresAt.UTC()
-	return interpret(db.Create(st).Error)
+	return interpretWrite(db.Create(st).Error)
 }
 
 // ConsumeOAuthState marks the state used and returns it. It answers
@@ -63,7 +63,7 @@ func (s *Store) ConsumeOAuthState(ctx context.Context, stateHash string, now tim
 		Where("state_hash = ? AND used_at IS NULL AND expires_at > ?", stateHash, now).
 		Update("used_at", now)
 	if res.Error != nil {
-		return nil, interpret(res.Error)
+		return nil, interpretWrite(res.Error)
 	}
 	var st OAuthState
 	if err := db.Where("state_hash = ?", stateHash).Take(&st).Error; err != nil {
@@ -82,7 +82,7 @@ func (s *Store) ConsumeOAuthState(ctx context.Context, stateHash string, now tim
 // ExpireOAuthStates moves every state of the tool into the past; tests use
 // it to prove late callbacks are refused.
 func (s *Store) ExpireOAuthStates(ctx context.Context, toolID int64) error {
-	return interpret(s.db.WithContext(ctx).Model(&OAuthState{}).Where("tool_id = ?", toolID).
+	return interpretWrite(s.db.WithContext(ctx).Model(&OAuthState{}).Where("tool_id = ?", toolID).
 		Update("expires_at", time.Now().UTC().Add(-time.Minute)).Error)
 }
 
@@ -127,7 +127,7 @@ func (s *Store) LockTool(ctx context.Context, accountID, id int64, fn func(t *To
 		state, version := t.State, t.Version
 		return fn(&t, func(nt *Tool) error { return updateTool(tx, nt, state, version) })
 	})
-	return interpret(err)
+	return interpretWrite(err)
 }
 
 // updateTool is UpdateToolConfig on a given handle (the store's, or a
@@ -141,7 +141,7 @@ func updateTool(db *gorm.DB, t *Tool, wantState string, wantVersion int64) error
 			"oauth_token": t.OAuthToken, "version": gorm.Expr("version + 1"), "updated_at": t.UpdatedAt,
 		})
 	if res.Error != nil {
-		return interpret(res.Error)
+		return interpretWrite(res.Error)
 	}
 	if res.RowsAffected == 0 {
 		return ErrConflict

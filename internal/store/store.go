@@ -36,6 +36,10 @@ var (
 	ErrForeignKey = errors.New("store: foreign key violation")
 	// ErrUnavailable: the database could not be reached.
 	ErrUnavailable = errors.New("store: database unavailable")
+	// ErrInterrupted comes with ErrUnavailable from a write whose
+	// connection failed once it was made: the change may have been applied
+	// (a commit sent, its answer lost), and must not be assumed undone.
+	ErrInterrupted = errors.New("store: the database connection failed during a write")
 )
 
 // Dialect names the database behind a Store.
@@ -138,6 +142,25 @@ func (s *Store) Now(ctx context.Context) (int64, error) {
 	var ms int64
 	err := s.db.WithContext(ctx).Raw("SELECT " + s.nowMS).Scan(&ms).Error
 	return ms, interpret(err)
+}
+
+// interpretWrite is interpret for a statement or transaction that changes
+// something. Only a connection that could not be made provably sent
+// nothing; any other lost connection leaves the change unknown. (pgx may
+// report a commit whose answer was lost as "conn closed", safe to retry,
+// so its own SafeToRetry cannot tell.)
+func interpretWrite(err error) error {
+	out := interpret(err)
+	if !errors.Is(out, ErrUnavailable) {
+		return out
+	}
+	var connErr *pgconn.ConnectError
+	msg := err.Error()
+	if errors.As(err, &connErr) || errors.Is(err, driver.ErrBadConn) ||
+		strings.Contains(msg, "connection refused") || strings.Contains(msg, "failed to connect") {
+		return out
+	}
+	return fmt.Errorf("%w (%w): %v", ErrUnavailable, ErrInterrupted, err)
 }
 
 // interpret is the one place where database errors become store errors.

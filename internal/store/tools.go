@@ -29,7 +29,7 @@ type Tool struct {
 func (s *Store) CreateTool(ctx context.Context, t *Tool) error {
 	now := time.Now().UTC()
 	t.CreatedAt, t.UpdatedAt, t.Version = now, now, 1
-	return interpret(s.db.WithContext(ctx).Create(t).Error)
+	return interpretWrite(s.db.WithContext(ctx).Create(t).Error)
 }
 
 // GetTool returns the account's tool id, or ErrNotFound.
@@ -92,7 +92,7 @@ func (s *Store) DeleteTool(ctx context.Context, accountID, id int64) error {
 	if errors.Is(err, ErrNotFound) {
 		return ErrNotFound
 	}
-	return interpret(err)
+	return interpretWrite(err)
 }
 
 // ExistingToolIDs returns which of ids are tools of the account.
