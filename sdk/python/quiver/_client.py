@@ -6,7 +6,8 @@ import os
 import urllib.parse
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Type, TypeVar, Union
 
-from ._http import REFUSED_ONLY, SAFE, Transport, validate_idempotency_key
+from ._errors import QuiverError
+from ._http import REFUSED_ONLY, SAFE, Response, Transport, validate_idempotency_key
 from ._models import (
     Action,
     Agent,
@@ -31,6 +32,9 @@ __all__ = [
 DEFAULT_BASE_URL = "http://localhost:8080"
 DEFAULT_TIMEOUT = 60.0
 DEFAULT_MAX_RETRIES = 2
+# The most pages list(), calls() and available() follow before raising QuiverError: a guard against a
+# server whose cursors never end (10,000 pages is 500,000 items at the server's default page size).
+MAX_PAGES = 10_000
 
 _API = "/api/v1"
 _TOOLS = _API + "/agents/custom-tools/"
@@ -78,11 +82,15 @@ class AgentClient:
 
     Args:
         api_key: the API key; defaults to the ``QUIVER_API_KEY`` environment variable.
-        base_url: the server's URL; defaults to ``QUIVER_BASE_URL``, then ``http://localhost:8080``.
-        timeout: seconds each attempt may take as a whole: connecting, sending, and receiving the whole
-            response (a tool call may take as long as the tool). A retry gets a fresh timeout.
+        base_url: the server's http(s) URL; defaults to ``QUIVER_BASE_URL``, then ``http://localhost:8080``.
+        timeout: seconds (> 0) each attempt may take as a whole: connecting, sending, and receiving the
+            whole response (a tool call may take as long as the tool); ``None`` for no deadline. A retry
+            gets a fresh timeout, after waiting the server's ``Retry-After`` (up to 60 s).
         max_retries: how many times a request is retried when retrying is safe (default 2).
         default_headers: extra headers sent with every request.
+
+    An invalid ``base_url``, ``timeout`` or ``max_retries`` raises :class:`~quiver.InvalidRequestError`
+    (a ``ValueError``) here, before any request.
 
     Example::
 
@@ -106,19 +114,19 @@ class AgentClient:
     ) -> None:
         if api_key is None:
             api_key = os.environ.get("QUIVER_API_KEY") or None
-        if not base_url:
+        if base_url is None:
             base_url = os.environ.get("QUIVER_BASE_URL") or DEFAULT_BASE_URL
-        self.api_key = api_key
-        self.base_url = base_url.rstrip("/")
-        self.timeout = timeout
-        self.max_retries = max_retries
         self._transport = Transport(
             api_key=api_key,
-            base_url=self.base_url,
+            base_url=base_url,
             timeout=timeout,
             max_retries=max_retries,
             default_headers=default_headers,
         )
+        self.api_key = api_key
+        self.base_url = self._transport.base_url
+        self.timeout = self._transport.timeout
+        self.max_retries = max_retries
         self.tools = ToolsResource(self._transport)
         self.agents = AgentsResource(self._transport)
         self.idempotency_keys = IdempotencyKeysResource(self._transport)
@@ -143,29 +151,41 @@ class _Resource:
     def _object(self, method: str, path: str, cls: Type[T], **request: Any) -> T:
         """Send a request and wrap the JSON object it answers with as ``cls``."""
         data, response = self._t.request(method, path, **request)
-        return cls._from_json(data or {}, response.headers)
+        if not isinstance(data, dict):
+            raise _unexpected_shape(response, "a JSON object")
+        return cls._from_json(data, response.headers)
 
     def _get(self, path: str, cls: Type[T], params: Optional[Mapping[str, Any]] = None) -> T:
         return self._object("GET", path, cls, params=params, retry=SAFE)
 
-    def _page(self, path: str, field: str, cls: Type[T], params: Mapping[str, Any]) -> Page[T]:
-        data, _ = self._t.request("GET", path, params=params, retry=SAFE)
-        data = data or {}
-        items = [cls._from_json(item) for item in data.get(field) or []]
-        return Page(items, data.get("next_cursor"))
+    def _list(self, path: str, field: str, cls: Type[T], params: Optional[Mapping[str, Any]] = None) -> Page[T]:
+        """GET an object with a list of objects in ``field`` (and maybe ``next_cursor``), as one page."""
+        data, response = self._t.request("GET", path, params=params, retry=SAFE)
+        items = data.get(field) if isinstance(data, dict) else ()
+        if items is None:
+            items = []
+        if not isinstance(items, list) or not all(isinstance(item, dict) for item in items):
+            raise _unexpected_shape(response, f'an object with "{field}", a list of objects')
+        cursor = data.get("next_cursor")
+        if cursor is not None and not isinstance(cursor, str):
+            raise _unexpected_shape(response, '"next_cursor" must be a string or null')
+        return Page([cls._from_json(item) for item in items], cursor)
 
     def _all(self, path: str, field: str, cls: Type[T], params: Mapping[str, Any]) -> List[T]:
         out: List[T] = []
         params = dict(params)
         seen = set()
-        while True:
-            page = self._page(path, field, cls, params)
+        for _ in range(MAX_PAGES):
+            page = self._list(path, field, cls, params)
             out.extend(page.items)
             cursor = page.next_cursor
-            if not cursor or cursor in seen:
+            if not cursor:
                 return out
+            if cursor in seen:
+                raise QuiverError("The server answered a next_cursor it had already given: the list would never end.")
             seen.add(cursor)
             params["cursor"] = cursor
+        raise QuiverError(f"Stopped after {MAX_PAGES} pages: the list did not end (a larger limit takes fewer pages).")
 
 
 class ToolsResource(_Resource):
@@ -197,7 +217,7 @@ class ToolsResource(_Resource):
 
     def list_page(self, *, limit: Optional[int] = None, cursor: Optional[str] = None) -> Page[Tool]:
         """One page of connected tools; pass ``page.next_cursor`` as ``cursor`` for the next."""
-        return self._page(_TOOLS, "tools", Tool, {"limit": limit, "cursor": cursor})
+        return self._list(_TOOLS, "tools", Tool, {"limit": limit, "cursor": cursor})
 
     def get(self, tool_id: Union[int, Mapping[str, Any]]) -> Tool:
         """One connected tool by its ID."""
@@ -236,8 +256,7 @@ class ToolsResource(_Resource):
 
     def actions(self, tool_id: Union[int, Mapping[str, Any]]) -> List[Action]:
         """The actions the tool offers, discovered from its connector."""
-        data, _ = self._t.request("GET", _tool_path(tool_id, "actions/"), retry=SAFE)
-        return [Action._from_json(a) for a in (data or {}).get("actions") or []]
+        return self._list(_tool_path(tool_id, "actions/"), "actions", Action).items
 
     def delete(self, tool_id: Union[int, Mapping[str, Any]]) -> None:
         """Delete a connected tool; it is detached from every agent."""
@@ -342,7 +361,7 @@ class AgentsResource(_Resource):
 
     def list_page(self, *, limit: Optional[int] = None, cursor: Optional[str] = None) -> Page[Agent]:
         """One page of agents."""
-        return self._page(_AGENTS, "agents", Agent, {"limit": limit, "cursor": cursor})
+        return self._list(_AGENTS, "agents", Agent, {"limit": limit, "cursor": cursor})
 
     def update(
         self,
@@ -379,6 +398,14 @@ class IdempotencyKeysResource(_Resource):
         """The state of a key: ``in_progress``, ``succeeded`` or ``outcome_unknown`` (``404`` if unknown)."""
         validate_idempotency_key(key)
         return self._get(_API + "/idempotency-keys/" + urllib.parse.quote(key, safe=""), IdempotencyKeyState)
+
+
+def _unexpected_shape(response: Response, expected: str) -> QuiverError:
+    return QuiverError(
+        f"The server answered {response.status} with a body that is not the expected shape: {expected}.",
+        status=response.status,
+        headers=response.headers,
+    )
 
 
 def _tool_ids(tools: Iterable[Any]) -> List[Any]:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import email.utils
 import json
+import re
 import time
 from typing import Any, Dict, Mapping, Optional, Type
 
@@ -48,7 +49,7 @@ class QuiverError(Exception):
         status: the HTTP status, or ``None`` when no response was received.
         body: the whole decoded error body (a dict; empty when the body was not JSON).
         headers: the response headers, or ``None``.
-        request_id: the response's ``X-Request-Id``, if any.
+        request_id: the response's ``X-Request-Id``, else the error body's ``request_id``, if any.
         retry_after: seconds from the ``Retry-After`` header, if any.
 
     Extra fields of the error body (``fields``, ``next_configuration_step``, ...) are also
@@ -71,6 +72,8 @@ class QuiverError(Exception):
         self.body: Dict[str, Any] = dict(body or {})
         self.headers = headers
         self.request_id: Optional[str] = headers.get("X-Request-Id") if headers is not None else None
+        if not self.request_id and isinstance(self.body.get("request_id"), str):
+            self.request_id = self.body["request_id"]
         self.retry_after: Optional[float] = _parse_retry_after(headers.get("Retry-After")) if headers is not None else None
 
     @property
@@ -300,23 +303,34 @@ def error_from_response(status: int, headers: Mapping[str, str], raw: bytes) -> 
     if not message:
         snippet = raw[:200].decode("utf-8", "replace").strip() if raw else ""
         message = snippet or f"HTTP {status}"
+    if 300 <= status < 400:
+        location = headers.get("Location")
+        message = (f"The server answered {status}" + (f" redirecting to {location}" if location else "")
+                   + "; the SDK never follows redirects (is base_url right?).")
     cls = error_class_for(code, status)
     return cls(message, code=code, status=status, body=body, headers=headers)
 
 
+_DELAY_SECONDS = re.compile(r"[0-9]+")
+_IMF_FIXDATE = re.compile(
+    r"(Mon|Tue|Wed|Thu|Fri|Sat|Sun), [0-9]{2} (Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) [0-9]{4} "
+    r"[0-9]{2}:[0-9]{2}:[0-9]{2} GMT"
+)
+
+
 def _parse_retry_after(value: Optional[str]) -> Optional[float]:
+    """Seconds from ``Retry-After``: delay-seconds (1*DIGIT) or an IMF-fixdate (RFC 9110).
+
+    Anything else is ``None``; never raises (an absurdly long number is ``inf``).
+    """
     if value is None:
         return None
     value = value.strip()
-    try:
-        seconds = float(value)
-        return max(0.0, seconds)
-    except ValueError:
-        pass
-    try:
-        when = email.utils.parsedate_to_datetime(value)
-    except (TypeError, ValueError, IndexError):
-        return None
-    if when is None:
-        return None
-    return max(0.0, when.timestamp() - time.time())
+    if _DELAY_SECONDS.fullmatch(value):
+        return float(value)
+    if _IMF_FIXDATE.fullmatch(value):
+        try:
+            return max(0.0, email.utils.parsedate_to_datetime(value).timestamp() - time.time())
+        except (ValueError, OverflowError):  # a date that does not exist (31 Feb)
+            return None
+    return None

@@ -5,6 +5,7 @@ from __future__ import annotations
 import http.client
 import io
 import json
+import math
 import random
 import re
 import socket
@@ -41,6 +42,8 @@ SAFE = "safe"
 REFUSED_ONLY = "refused_only"
 
 _NO_BODY = object()
+# A server's Retry-After up to this many seconds is waited for before each retry; a longer one ends the
+# retries at once (the error is raised with its retry_after). So a request can take longer than `timeout`.
 _MAX_RETRY_AFTER = 60.0
 
 # What an HTTP header can carry: a token as its name; Latin-1 text without NUL, CR or LF as its value.
@@ -70,6 +73,45 @@ def validate_idempotency_key(key: Any) -> str:
     return key
 
 
+def check_timeout(timeout: Any) -> Optional[float]:
+    """Return ``timeout`` as seconds: a number > 0 (``None``: no deadline); otherwise raise InvalidRequestError."""
+    if timeout is None:
+        return None
+    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not 0 < timeout < math.inf:
+        raise InvalidRequestError(f"timeout must be a number of seconds > 0, or None for no deadline; not {timeout!r}.")
+    return float(timeout)
+
+
+def check_base_url(url: Any) -> str:
+    """Return ``url`` without trailing slashes if it is an http(s) URL with a host and a valid port.
+
+    Otherwise raise InvalidRequestError: checked when the client is made, not on each request.
+    """
+    if not isinstance(url, str):
+        raise InvalidRequestError(f"base_url must be a str, not {type(url).__name__}.")
+    problem = None
+    if any(ch.isspace() or ord(ch) < 0x20 or ord(ch) == 0x7F for ch in url):
+        problem = "it has a space or a control character"
+    else:
+        try:
+            parts = urllib.parse.urlsplit(url)
+            port = parts.port  # ValueError unless a number in 0-65535
+        except ValueError as exc:
+            problem = str(exc)
+        else:
+            if parts.scheme not in ("http", "https"):
+                problem = "it must start with http:// or https://"
+            elif not parts.hostname:
+                problem = "it has no host"
+            elif port == 0:
+                problem = "port 0 cannot be connected to"
+            elif parts.query or parts.fragment:
+                problem = "it must not have a query or a fragment"
+    if problem:
+        raise InvalidRequestError(f"Invalid base_url {url!r}: {problem}.")
+    return url.rstrip("/")
+
+
 class Response:
     """A raw HTTP response."""
 
@@ -95,18 +137,18 @@ class Transport:
         max_retry_delay: float = 8.0,
         default_headers: Optional[Mapping[str, str]] = None,
     ) -> None:
-        if max_retries < 0:
-            raise ValueError("max_retries must be >= 0")
+        if isinstance(max_retries, bool) or not isinstance(max_retries, int) or max_retries < 0:
+            raise InvalidRequestError(f"max_retries must be an int >= 0, not {max_retries!r}.")
         self.api_key = api_key
-        self.base_url = base_url.rstrip("/")
-        self.timeout = timeout
+        self.base_url = check_base_url(base_url)
+        self.timeout = check_timeout(timeout)
         self.max_retries = max_retries
         self.initial_retry_delay = initial_retry_delay
         self.max_retry_delay = max_retry_delay
         self.default_headers = dict(default_headers or {})
         self.user_agent = f"quiver-python/{__version__} (Python {sys.version_info[0]}.{sys.version_info[1]})"
         self._attempt = threading.local()  # the deadline of this thread's current attempt
-        handlers: list = [_DeadlineHTTPHandler(self._attempt)]
+        handlers: list = [_NoRedirectHandler(), _DeadlineHTTPHandler(self._attempt)]
         if _DeadlineHTTPSHandler is not None:
             handlers.append(_DeadlineHTTPSHandler(self._attempt))
         self._opener = urllib.request.build_opener(*handlers)
@@ -146,7 +188,7 @@ class Transport:
         if headers:
             all_headers.update(headers)
         _check_headers(all_headers)
-        effective_timeout = self.timeout if timeout is None else timeout
+        effective_timeout = self.timeout if timeout is None else check_timeout(timeout)
 
         attempt = 0
         while True:
@@ -247,7 +289,11 @@ def _check_headers(headers: Mapping[str, Any]) -> None:
 
 
 def _encode_body(body: Any) -> bytes:
-    text = json.dumps(body, ensure_ascii=False, separators=(",", ":"))
+    try:
+        # allow_nan=False: NaN and Infinity are not JSON, and the server would refuse them.
+        text = json.dumps(body, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    except (TypeError, ValueError, RecursionError) as exc:  # NaN, a datetime, a set, bytes, a cycle, ...
+        raise InvalidRequestError(f"The request body cannot be sent as JSON: {exc}. Nothing was sent.") from exc
     try:
         return text.encode("utf-8")
     except UnicodeEncodeError as exc:
@@ -266,13 +312,16 @@ def _encode_body(body: Any) -> bytes:
 # deadline, and raise socket.timeout once none is left. (A DNS lookup itself is not interruptible.)
 
 
+_MAX_SOCKET_WAIT = 1e6  # seconds; a socket refuses a much longer timeout (OverflowError)
+
+
 def _time_left(deadline: Optional[float]) -> Optional[float]:
     if deadline is None:
         return None
     left = deadline - time.monotonic()
     if left <= 0:
         raise socket.timeout("timed out")
-    return left
+    return min(left, _MAX_SOCKET_WAIT)
 
 
 class _DeadlineReader(io.RawIOBase):
@@ -327,6 +376,17 @@ class _DeadlineConnectionMixin:
 
     def response_class(self, sock: Any, *args: Any, **kwargs: Any) -> http.client.HTTPResponse:
         return http.client.HTTPResponse(_DeadlineSocket(sock, self.deadline), *args, **kwargs)
+
+
+class _NoRedirectHandler(urllib.request.HTTPRedirectHandler):
+    """Never follow a redirect: the 3xx is raised as an APIStatusError and not retried.
+
+    Following it would turn a POST into a GET (a create "succeeding" with nothing created) and send
+    the X-API-KEY header to whatever origin the Location names.
+    """
+
+    def redirect_request(self, *args: Any, **kwargs: Any) -> None:
+        return None
 
 
 class _DeadlineHTTPConnection(_DeadlineConnectionMixin, http.client.HTTPConnection):
