@@ -262,6 +262,22 @@ func (c *call) rejectBeforeReserve(ctx context.Context, rejection error) (*Respo
 	return c.fromRow(r)
 }
 
+// releaseUnsure deletes the row a failed Reserve may have written all the
+// same (its connection lost after the insert was sent): nothing was
+// dispatched, and a row left behind would hold the key as in progress, then
+// as outcome_unknown, though the tool never ran. The row is this call's
+// only if it holds its lease token. Best effort: the database may still be
+// down, and then the lease runs out as it would have.
+func (c *call) releaseUnsure(ctx context.Context, callID string) {
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
+	defer cancel()
+	if ok, err := c.e.opts.Store.Release(rctx, c.req.AccountID, c.req.Key, c.token); ok {
+		c.e.opts.Logger.WarnContext(ctx, "released a key whose reservation failed but had been written", "call_id", callID)
+	} else if err != nil {
+		c.e.opts.Logger.DebugContext(ctx, "releasing after a failed reservation", "call_id", callID, "error", err)
+	}
+}
+
 func unavailable(err error) error {
 	if errors.Is(err, store.ErrUnavailable) {
 		return &problem.Error{Code: problem.Unavailable, Message: "The database is unavailable; nothing was run. Retry shortly.", Err: err, RetryAfter: 1}
@@ -321,6 +337,7 @@ func (c *call) run(ctx context.Context) (*Response, error) {
 		c.leaseUntil = time.Now().Add(e.opts.Lease)
 		existing, err := e.opts.Store.Reserve(ctx, rec, e.opts.Lease, e.opts.IdempotencyTTL)
 		if err != nil {
+			c.releaseUnsure(ctx, callID)
 			return nil, unavailable(err)
 		}
 		if existing != nil {

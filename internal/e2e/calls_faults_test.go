@@ -284,3 +284,45 @@ func TestPostgresLostMidWrite(t *testing.T) {
 		t.Fatalf("%d agents named lost, want the one whose commit was applied", n)
 	}
 }
+
+// TestReserveAnswerLost loses the database connection after the insert that
+// reserves a key was sent: the row was written, the call cannot know it and
+// answers 503 (nothing was dispatched). The call then deletes the row if it
+// holds its lease token, so the retry runs the call, where the row left
+// behind would have answered request_in_progress, then tool_outcome_unknown,
+// for a tool that never ran.
+func TestReserveAnswerLost(t *testing.T) {
+	dbURL := testdb.Postgres(t, "pgreserve")
+	u, _ := url.Parse(dbURL)
+	px := startProxy(t, u.Host)
+	u.Host = px.Addr()
+	e := setupCalls(t, testserver.Options{DatabaseURL: u.String()})
+	if r := e.call(callBody(e.id, "/warm", 1), "k-warm"); r.Status != 200 {
+		t.Fatalf("warm-up: %d %s", r.Status, r.Body)
+	}
+
+	// The key is among the insert's parameters, which go with its execution
+	// (its text went with its preparation, on an earlier round trip).
+	const key = "k-lost-7f3a9c"
+	px.swallowAfter([]byte(key))
+	r := e.call(callBody(e.id, "/lost", 1), key)
+	px.swallowAfter(nil)
+	wantError(t, r, 503, "unavailable")
+	if n := e.tool.count("/lost"); n != 0 {
+		t.Fatalf("the tool ran %d times on a failed reservation", n)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		r = e.call(callBody(e.id, "/lost", 1), key)
+		if r.Status == 200 {
+			break
+		}
+		if r.Status != 503 || time.Now().After(deadline) {
+			t.Fatalf("retry: %d %s, want 200", r.Status, r.Body)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if n := e.tool.count("/lost"); n != 1 {
+		t.Fatalf("the tool ran %d times, want 1", n)
+	}
+}
