@@ -11,13 +11,20 @@ export type JSONValue = string | number | boolean | null | JSONValue[] | { [key:
 export interface AgentClientOptions {
   /** API key; defaults to the QUIVER_API_KEY environment variable. */
   apiKey?: string;
-  /** Server URL; defaults to QUIVER_BASE_URL, then http://localhost:8080. */
+  /**
+   * Server URL; defaults to QUIVER_BASE_URL, then http://localhost:8080. An http(s) URL with a host, no
+   * credentials, query or fragment; anything else throws InvalidRequestError.
+   */
   baseUrl?: string;
-  /** Milliseconds each attempt may take as a whole: connect, send, the whole response (default 60000). */
+  /**
+   * Milliseconds each attempt may take as a whole: connect, send, the whole response (default 60000).
+   * Must be > 0 and <= 2^31-1 (RangeError otherwise). Retries, and a Retry-After of up to 60 s honoured
+   * before each, can make a whole call take longer.
+   */
   timeout?: number;
   /** How many times a request is retried when retrying is safe (default 2). */
   maxRetries?: number;
-  /** Extra headers sent with every request. */
+  /** Extra headers sent with every request; the SDK's own (X-API-KEY, Idempotency-Key, ...) win, whatever the case. */
   defaultHeaders?: Record<string, string>;
   /** A fetch implementation (defaults to the global fetch of Node 18+). */
   fetch?: typeof fetch;
@@ -40,7 +47,7 @@ export type IdLike = number | string | { id: number };
 export interface CallParams {
   /** The action's name, e.g. "search". */
   action: string;
-  /** The action's input. */
+  /** The action's input: an object (TypeError otherwise); NaN, ±Infinity, BigInt are InvalidRequestError. */
   arguments?: Record<string, unknown>;
   /**
    * Your key for this logical operation: 1–255 printable ASCII characters, no leading/trailing space.
@@ -49,7 +56,7 @@ export interface CallParams {
   idempotencyKey?: string;
   /** Alias of idempotencyKey. */
   idempotency_key?: string;
-  /** Milliseconds each attempt of this call may take as a whole (defaults to the client's timeout). */
+  /** Milliseconds each attempt of this call may take as a whole, > 0 (defaults to the client's timeout). */
   timeout?: number;
 }
 
@@ -58,17 +65,17 @@ export class ToolsResource {
   available(params?: { category?: string }): Promise<AvailableTool[]>;
   /** One catalog entry with its config_steps and, for fixed-action tools, actions. */
   getAvailable(name: string): Promise<AvailableTool>;
-  /** Every connected tool, oldest first, following next_cursor through every page. */
+  /** Every connected tool, oldest first, following next_cursor through every page (at most 10,000). */
   list(params?: { limit?: number }): Promise<Tool[]>;
   /** One page of connected tools. */
   listPage(params?: { limit?: number; cursor?: string | null }): Promise<Page<Tool>>;
   get(toolId: IdLike): Promise<Tool>;
   /** Connect a tool from the catalog: create({ mcpTool: "tavily" }) (sent as mcp_tool). */
   create(params: { mcpTool?: string; mcp_tool?: string; name?: string; [extra: string]: unknown } | string): Promise<Tool>;
-  /** Answer the tool's current configuration step (422 ValidationError when refused). */
+  /** Answer the tool's current configuration step (422 ValidationError when refused; TypeError without an object). */
   provideConfig(
     toolId: IdLike,
-    params: { userResponse?: Record<string, unknown>; user_response?: Record<string, unknown> },
+    params: { userResponse: Record<string, unknown> } | { user_response: Record<string, unknown> },
   ): Promise<Tool>;
   /** Put the tool back at its first configuration step. */
   resetConfig(toolId: IdLike): Promise<Tool>;
@@ -85,7 +92,7 @@ export class ToolsResource {
 export interface AgentFields {
   name?: string;
   goal?: string;
-  /** IDs of connected tools; replaces the whole list on update. */
+  /** IDs of connected tools; replaces the whole list on update. Not an array: TypeError. */
   tools?: Array<number | { id: number }>;
   status?: "draft" | "active" | "paused" | string;
   [extra: string]: unknown;
@@ -249,18 +256,23 @@ export class QuiverError extends Error {
   /** The whole decoded error body. */
   body: Record<string, any>;
   headers: Headers | null;
+  /** The X-Request-Id header, else the body's request_id, or null. */
   requestId: string | null;
   readonly request_id: string | null;
-  /** Seconds from the Retry-After header, or null. */
+  /** Seconds from the Retry-After header (delta-seconds or IMF-fixdate only), or null. */
   retryAfter: number | null;
   readonly retry_after: number | null;
   /** Extra fields of the error body (snake_case and camelCase). */
   [extra: string]: any;
 }
-/** The request cannot be sent as given (a header HTTP cannot carry); thrown before anything is sent, never retried. */
+/**
+ * The request cannot be sent as given (a header HTTP cannot carry, an invalid baseUrl, a body JSON cannot
+ * carry such as NaN or a BigInt); thrown before anything is sent, never retried.
+ */
 export class InvalidRequestError extends QuiverError {}
 export class APIConnectionError extends QuiverError {}
 export class APITimeoutError extends APIConnectionError {}
+/** A non-2xx answer; a 3xx (redirects are not followed) is a plain APIStatusError. */
 export class APIStatusError extends QuiverError {}
 export class BadRequestError extends APIStatusError {}
 export class InvalidIdempotencyKeyError extends BadRequestError {}

@@ -1,5 +1,6 @@
 // The Quiver client: AgentClient with its tools, agents and idempotencyKeys resources.
 
+import { QuiverError } from "./errors.js";
 import { REFUSED_ONLY, SAFE, Transport, validateIdempotencyKey } from "./transport.js";
 import {
   Action,
@@ -15,6 +16,8 @@ import {
 export const DEFAULT_BASE_URL = "http://localhost:8080";
 const DEFAULT_TIMEOUT_MS = 60_000;
 const DEFAULT_MAX_RETRIES = 2;
+/** list() and the like stop with a QuiverError past this many pages (a server that never ends). */
+const MAX_PAGES = 10_000;
 
 const API = "/api/v1";
 const TOOLS = API + "/agents/custom-tools/";
@@ -39,8 +42,27 @@ function idOf(value, what = "id") {
 const toolPath = (toolId, rest = "") => TOOLS + idOf(toolId, "toolId") + "/" + rest;
 const agentPath = (agentId) => AGENTS + idOf(agentId, "agentId") + "/";
 
+const isObject = (v) => v !== null && typeof v === "object" && !Array.isArray(v);
+const kind = (v) => (Array.isArray(v) ? "an array" : v === null ? "null" : typeof v);
+
 function toolIds(tools) {
-  return Array.from(tools, (t) => (t !== null && typeof t === "object" ? t.id : t));
+  if (!Array.isArray(tools)) throw new TypeError(`tools must be an array of tool IDs, not ${kind(tools)}`);
+  return tools.map((t) => (t !== null && typeof t === "object" ? t.id : t));
+}
+
+/** The error for a 2xx answer whose JSON is not what the API defines. */
+function unexpected({ status, headers }, expected) {
+  return new QuiverError(`The server answered ${status} with a body that is not the expected shape: ${expected} was expected.`, {
+    status,
+    headers,
+  });
+}
+
+/** response.data[field] as a list of Cls; QuiverError unless it is an object whose `field` is a list of objects. */
+function itemsOf(response, field, Cls) {
+  const items = isObject(response.data) ? response.data[field] : undefined;
+  if (!Array.isArray(items) || !items.every(isObject)) throw unexpected(response, `an object whose "${field}" is a list of objects`);
+  return items.map((item) => new Cls(item));
 }
 
 /** An agent's request body: the given fields, with `tools` reduced to IDs (null kept). */
@@ -60,22 +82,19 @@ export class AgentClient {
    */
   constructor(options = {}) {
     const apiKey = options.apiKey ?? options.api_key ?? env("QUIVER_API_KEY") ?? null;
-    const baseUrl = (options.baseUrl ?? options.base_url ?? env("QUIVER_BASE_URL") ?? DEFAULT_BASE_URL).replace(
-      /\/+$/,
-      "",
-    );
-    this.apiKey = apiKey;
-    this.baseUrl = baseUrl;
-    this.timeout = options.timeout ?? DEFAULT_TIMEOUT_MS;
-    this.maxRetries = options.maxRetries ?? options.max_retries ?? DEFAULT_MAX_RETRIES;
+    const baseUrl = options.baseUrl ?? options.base_url ?? env("QUIVER_BASE_URL") ?? DEFAULT_BASE_URL;
     this._transport = new Transport({
       apiKey,
       baseUrl,
-      timeout: this.timeout,
-      maxRetries: this.maxRetries,
+      timeout: options.timeout ?? DEFAULT_TIMEOUT_MS,
+      maxRetries: options.maxRetries ?? options.max_retries ?? DEFAULT_MAX_RETRIES,
       defaultHeaders: options.defaultHeaders,
       fetch: options.fetch,
     });
+    this.apiKey = apiKey;
+    this.baseUrl = this._transport.baseUrl;
+    this.timeout = this._transport.timeout;
+    this.maxRetries = this._transport.maxRetries;
     this.tools = new ToolsResource(this._transport);
     this.agents = new AgentsResource(this._transport);
     this.idempotencyKeys = new IdempotencyKeysResource(this._transport);
@@ -89,8 +108,9 @@ class Resource {
 
   /** Send a request and wrap the JSON object it answers with as `Cls` (given the response headers). */
   async _object(method, path, Cls, options) {
-    const { data, headers } = await this._t.request(method, path, options);
-    return new Cls(data ?? {}, headers);
+    const response = await this._t.request(method, path, options);
+    if (!isObject(response.data)) throw unexpected(response, "a JSON object");
+    return new Cls(response.data, response.headers);
   }
 
   _get(path, Cls, query) {
@@ -98,20 +118,23 @@ class Resource {
   }
 
   async _page(path, field, Cls, query) {
-    const { data } = await this._t.request("GET", path, { query, retry: SAFE });
-    const items = (data?.[field] ?? []).map((item) => new Cls(item));
-    return new Page(items, data?.next_cursor ?? null);
+    const response = await this._t.request("GET", path, { query, retry: SAFE });
+    const items = itemsOf(response, field, Cls);
+    const cursor = response.data.next_cursor ?? null;
+    if (cursor !== null && typeof cursor !== "string") throw unexpected(response, "a next_cursor that is a string or null");
+    return new Page(items, cursor);
   }
 
   async _all(path, field, Cls, query) {
     const out = [];
     const q = { ...query };
     const seen = new Set();
-    for (;;) {
+    for (let pages = 1; ; pages++) {
       const page = await this._page(path, field, Cls, q);
-      out.push(...page.items);
+      for (const item of page.items) out.push(item);
       const cursor = page.nextCursor;
       if (!cursor || seen.has(cursor)) return out;
+      if (pages >= MAX_PAGES) throw new QuiverError(`Stopped after ${MAX_PAGES} pages: the server still answers with a next_cursor.`);
       seen.add(cursor);
       q.cursor = cursor;
     }
@@ -158,7 +181,10 @@ export class ToolsResource extends Resource {
 
   /** Answer the tool's current configuration step: provideConfig(id, { userResponse: {...} }). */
   async provideConfig(toolId, params = {}) {
-    const userResponse = params.userResponse ?? params.user_response ?? {};
+    const userResponse = params?.userResponse ?? params?.user_response;
+    if (!isObject(userResponse)) {
+      throw new TypeError(`userResponse must be an object answering the tool's configuration step, not ${kind(userResponse)}`);
+    }
     return this._object("POST", toolPath(toolId, "provide-config/"), Tool, {
       body: { user_response: userResponse },
       retry: REFUSED_ONLY,
@@ -172,8 +198,7 @@ export class ToolsResource extends Resource {
 
   /** The actions the tool offers, discovered from its connector. */
   async actions(toolId) {
-    const { data } = await this._t.request("GET", toolPath(toolId, "actions/"), { retry: SAFE });
-    return (data?.actions ?? []).map((a) => new Action(a));
+    return itemsOf(await this._t.request("GET", toolPath(toolId, "actions/"), { retry: SAFE }), "actions", Action);
   }
 
   /** Delete a connected tool; it is detached from every agent. */
@@ -196,6 +221,7 @@ export class ToolsResource extends Resource {
     const { action, arguments: args, timeout } = params;
     const idempotencyKey = params.idempotencyKey ?? params.idempotency_key;
     if (typeof action !== "string" || action === "") throw new TypeError("action must be a non-empty string");
+    if (args != null && !isObject(args)) throw new TypeError(`arguments must be an object (the action's input), not ${kind(args)}`);
     const headers = {};
     if (idempotencyKey !== undefined && idempotencyKey !== null) {
       headers["Idempotency-Key"] = validateIdempotencyKey(idempotencyKey);

@@ -5,19 +5,24 @@ export function camelCase(s) {
   return s.replace(/_([a-z0-9])/g, (_, c) => c.toUpperCase());
 }
 
+// RFC 9110's IMF-fixdate, the one HTTP-date form a sender may generate: "Sun, 06 Nov 1994 08:49:37 GMT".
+const IMF_FIXDATE = /^(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun), \d{2} (?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) \d{4} \d{2}:\d{2}:\d{2} GMT$/;
+
 /**
- * Seconds from a Retry-After header (delta-seconds or HTTP-date), or undefined.
+ * Seconds from a Retry-After header, or undefined. Only RFC 9110's forms are read: delta-seconds
+ * (1*DIGIT) or an IMF-fixdate (a date in the past is 0); anything else ("1.5", "0x10", "1, 2" from two
+ * headers, other date formats) is ignored.
  * @param {string|null|undefined} value
  * @returns {number|undefined}
  */
 export function parseRetryAfter(value) {
   if (value == null) return undefined;
   const text = String(value).trim();
-  if (text === "") return undefined;
-  const n = Number(text);
-  if (Number.isFinite(n)) return Math.max(0, n);
+  if (/^\d+$/.test(text)) return Number(text);
+  if (!IMF_FIXDATE.test(text)) return undefined;
   const when = Date.parse(text);
-  if (Number.isNaN(when)) return undefined;
+  // A date that does not exist ("32 Oct") is refused: it does not come back unchanged (weekday aside).
+  if (Number.isNaN(when) || new Date(when).toUTCString().slice(5) !== text.slice(5)) return undefined;
   return Math.max(0, (when - Date.now()) / 1000);
 }
 
@@ -38,8 +43,9 @@ export class QuiverError extends Error {
     this.body = options.body ?? {};
     /** The response headers, or null. */
     this.headers = options.headers ?? null;
-    /** The response's X-Request-Id, or null. */
-    this.requestId = this.headers?.get?.("x-request-id") ?? null;
+    /** The response's X-Request-Id, else the body's request_id, or null. */
+    this.requestId =
+      this.headers?.get?.("x-request-id") || (typeof this.body.request_id === "string" ? this.body.request_id : null);
     /** Seconds from the Retry-After header, or null. */
     this.retryAfter = parseRetryAfter(this.headers?.get?.("retry-after")) ?? null;
     // Extra fields of the error body, under their own (snake_case) names and camelCase aliases.
@@ -69,8 +75,8 @@ export class QuiverError extends Error {
 
 /**
  * The request cannot be sent as given; thrown before anything is sent, and never retried: an API key or
- * header value HTTP headers cannot carry (a character above U+00FF, or NUL/CR/LF), an invalid header name.
- * `status` is null.
+ * header value HTTP headers cannot carry (a character above U+00FF, or NUL/CR/LF), an invalid header name,
+ * an invalid baseUrl, a body JSON cannot carry as given (NaN, ±Infinity, BigInt, a cycle). `status` is null.
  */
 export class InvalidRequestError extends QuiverError {}
 
@@ -88,7 +94,7 @@ export class APITimeoutError extends APIConnectionError {
   }
 }
 
-/** The server answered with a non-2xx status. */
+/** The server answered with a non-2xx status (a 3xx too: redirects are not followed). */
 export class APIStatusError extends QuiverError {}
 /** 400 (invalid_json, ...). */
 export class BadRequestError extends APIStatusError {}
@@ -188,6 +194,12 @@ export function errorFromResponse(status, headers, text) {
     // not JSON
   }
   const code = typeof body.error === "string" ? body.error : null;
+  if (status >= 300 && status < 400) {
+    // Not followed: it could take the API key, or a POST's body, to another origin.
+    const where = headers?.get?.("location");
+    const message = `The server answered ${status}, a redirect${where ? ` to ${where}` : ""}; the SDK does not follow redirects. Check baseUrl.`;
+    return new APIStatusError(message, { code, status, body, headers });
+  }
   let message = typeof body.message === "string" && body.message ? body.message : null;
   if (!message) message = (text || "").slice(0, 200).trim() || `HTTP ${status}`;
   const Cls =

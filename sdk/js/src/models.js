@@ -13,8 +13,11 @@ export class QuiverObject {
    * @param {Record<string, any>} [data]
    */
   constructor(data = {}) {
+    // Defined, not assigned: a field named "__proto__" stays a field, and never sets the prototype.
     for (const [key, value] of Object.entries(data)) {
-      this[key] = OPAQUE.has(key) ? value : wrap(value, NESTED[key] ?? QuiverObject);
+      const Cls = Object.hasOwn(NESTED, key) ? NESTED[key] : QuiverObject;
+      const field = OPAQUE.has(key) ? value : wrap(value, Cls);
+      Object.defineProperty(this, key, { value: field, writable: true, enumerable: true, configurable: true });
     }
     for (const key of Object.keys(data)) {
       const alias = camelCase(key);
@@ -30,11 +33,9 @@ export class QuiverObject {
     }
   }
 
-  /** A deep copy as plain JSON values. */
+  /** The server's fields as a plain object (for JSON.stringify). */
   toJSON() {
-    const out = {};
-    for (const [key, value] of Object.entries(this)) out[key] = value;
-    return out;
+    return Object.fromEntries(Object.entries(this));
   }
 }
 

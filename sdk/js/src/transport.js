@@ -24,7 +24,10 @@ export const VERSION = "0.1.0";
 export const SAFE = "safe";
 export const REFUSED_ONLY = "refused_only";
 
+/** A server's Retry-After up to this is honoured (per retry); a longer one gives up at once. */
 const MAX_RETRY_AFTER_SECONDS = 60;
+/** The largest timeout setTimeout can keep (a longer one would fire at once). */
+const MAX_TIMEOUT_MS = 2 ** 31 - 1;
 
 // What an HTTP header can carry: a token as its name; Latin-1 text without NUL, CR or LF as its value.
 const HEADER_NAME = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
@@ -49,6 +52,73 @@ function checkHeaders(headers) {
           "header values can only be Latin-1 characters without NUL, CR or LF. Nothing was sent.",
       );
     }
+  }
+}
+
+/**
+ * Set a header, replacing any of the same name in another case (HTTP names are case-insensitive, and
+ * fetch would join "x-api-key" and "X-API-KEY" into one value "a, b").
+ */
+function setHeader(headers, name, value) {
+  for (const key of Object.keys(headers)) if (key.toLowerCase() === name.toLowerCase()) delete headers[key];
+  headers[name] = value;
+}
+
+/** A timeout in milliseconds: a number > 0 that setTimeout can keep. Throws RangeError otherwise. */
+function checkTimeout(ms) {
+  if (typeof ms !== "number" || !(ms > 0 && ms <= MAX_TIMEOUT_MS)) {
+    throw new RangeError(`timeout must be a number of milliseconds > 0 and <= ${MAX_TIMEOUT_MS}, not ${String(ms)}`);
+  }
+  return ms;
+}
+
+/**
+ * The base URL without trailing slashes; InvalidRequestError unless it is an http(s) URL with a host, a
+ * valid port, and no credentials, query or fragment.
+ */
+function checkBaseUrl(baseUrl) {
+  const text = String(baseUrl).replace(/\/+$/, "");
+  let url = null;
+  try {
+    url = new URL(text);
+  } catch {
+    // refused below
+  }
+  const problem =
+    !url ? "it is not a URL"
+    : !/^https?:$/.test(url.protocol) ? "it must start with http:// or https://"
+    : !url.hostname ? "it has no host"
+    : url.port === "0" ? "its port must be 1-65535"
+    : url.username || url.password ? "it must not carry credentials (use apiKey)"
+    : url.search || url.hash || /[?#]/.test(text) ? "it must not have a query or fragment"
+    : null;
+  if (problem) {
+    const shown = url?.username || url?.password ? "" : ` ${JSON.stringify(text)}`; // never a password
+    throw new InvalidRequestError(`Invalid baseUrl${shown}: ${problem}.`);
+  }
+  return text;
+}
+
+/**
+ * The JSON text of a request body. InvalidRequestError for what JSON cannot carry as given, which
+ * JSON.stringify would change silently (NaN and ±Infinity become null, so would undefined in an array;
+ * functions and symbols vanish) or refuse with a TypeError (BigInt, a circular structure). An undefined
+ * object member is left out, as usual.
+ */
+function encodeBody(body) {
+  const refuse = (key, what) => {
+    throw new InvalidRequestError(`The request body cannot be sent: ${JSON.stringify(key)} is ${what}, which JSON cannot carry. Nothing was sent.`);
+  };
+  try {
+    return JSON.stringify(body, function (key, value) {
+      if (typeof value === "number" && !Number.isFinite(value)) refuse(key, String(value));
+      if (typeof value === "bigint" || typeof value === "function" || typeof value === "symbol") refuse(key, `a ${typeof value}`);
+      if (value === undefined && Array.isArray(this)) refuse(key, "undefined (in an array)");
+      return value;
+    });
+  } catch (err) {
+    if (err instanceof InvalidRequestError) throw err;
+    throw new InvalidRequestError(`The request body cannot be encoded as JSON (${err.message}). Nothing was sent.`, { cause: err });
   }
 }
 
@@ -103,8 +173,8 @@ export class Transport {
       throw new RangeError("maxRetries must be an integer >= 0");
     }
     this.apiKey = options.apiKey ?? null;
-    this.baseUrl = options.baseUrl.replace(/\/+$/, "");
-    this.timeout = options.timeout;
+    this.baseUrl = checkBaseUrl(options.baseUrl);
+    this.timeout = checkTimeout(options.timeout);
     this.maxRetries = options.maxRetries;
     this.defaultHeaders = { ...(options.defaultHeaders ?? {}) };
     this.fetch = options.fetch ?? globalThis.fetch;
@@ -133,21 +203,20 @@ export class Transport {
       const qs = params.toString();
       if (qs) url += "?" + qs;
     }
-    const allHeaders = {
-      Accept: "application/json",
-      "User-Agent": this.userAgent,
-      ...this.defaultHeaders,
-    };
-    if (this.apiKey) allHeaders["X-API-KEY"] = this.apiKey;
+    // Merged by name, whatever its case: the SDK's own values (the API key, the body's type, the
+    // request's headers such as Idempotency-Key) win over defaultHeaders.
+    const allHeaders = { Accept: "application/json", "User-Agent": this.userAgent };
+    for (const [name, value] of Object.entries(this.defaultHeaders)) setHeader(allHeaders, name, value);
+    if (this.apiKey) setHeader(allHeaders, "X-API-KEY", this.apiKey);
     let payload;
     if (body !== undefined) {
       // Encoded once: every retry sends the very same bytes.
-      payload = JSON.stringify(body);
-      allHeaders["Content-Type"] = "application/json; charset=utf-8";
+      payload = encodeBody(body);
+      setHeader(allHeaders, "Content-Type", "application/json; charset=utf-8");
     }
-    Object.assign(allHeaders, headers ?? {});
+    for (const [name, value] of Object.entries(headers ?? {})) setHeader(allHeaders, name, value);
     checkHeaders(allHeaders);
-    const effectiveTimeout = timeout ?? this.timeout;
+    const effectiveTimeout = checkTimeout(timeout ?? this.timeout);
 
     for (let attempt = 0; ; attempt++) {
       let response;
@@ -183,24 +252,25 @@ export class Transport {
   async #send(method, url, headers, payload, timeout) {
     const controller = new AbortController();
     let timedOut = false;
-    const timer =
-      timeout > 0
-        ? setTimeout(() => {
-            timedOut = true;
-            controller.abort();
-          }, timeout)
-        : null;
+    const timer = setTimeout(() => {
+      timedOut = true;
+      controller.abort();
+    }, timeout);
     try {
       if (DOT_SEGMENT.test(requestTarget(url).replace(/[?#].*$/, ""))) {
         return await sendAsWritten(method, url, headers, payload, controller.signal);
       }
-      const res = await this.fetch(url, { method, headers, body: payload, signal: controller.signal });
+      // Redirects are not followed (node:http never follows them): one could take the API key, or a
+      // POST's body, to another origin, or turn a POST into a GET. A 3xx is an APIStatusError.
+      const res = await this.fetch(url, { method, headers, body: payload, signal: controller.signal, redirect: "manual" });
       const text = await res.text();
       return { status: res.status, headers: res.headers, text };
     } catch (err) {
       if (timedOut) throw new APITimeoutError(`Request timed out after ${timeout} ms.`, { cause: err });
       if (err instanceof QuiverError) throw err;
-      if (err instanceof TypeError && /invalid url|failed to parse url/i.test(String(err.message))) throw err;
+      if (err instanceof TypeError && /invalid url|failed to parse url/i.test(String(err.message))) {
+        throw new InvalidRequestError(`Invalid URL ${url}. Nothing was sent.`, { cause: err });
+      }
       if (err instanceof TypeError && err.cause === undefined && /header|bytestring/i.test(String(err.message))) {
         // fetch refused a header before sending anything: a local error, not a connection one. (Its
         // message may quote the header's value, which may be a secret: it stays in `cause` only.)
@@ -209,7 +279,7 @@ export class Transport {
       const detail = err?.cause?.code || err?.cause?.message || err?.code || err?.message || String(err);
       throw new APIConnectionError(`Connection error: ${detail}`, { cause: err });
     } finally {
-      if (timer) clearTimeout(timer);
+      clearTimeout(timer);
     }
   }
 }
