@@ -155,13 +155,13 @@ func (c *Connector) fetch(ctx context.Context, target *url.URL) (*Page, error) {
 	}
 	req.Header.Set("User-Agent", userAgent)
 	req.Header.Set("Accept", "text/html,application/xhtml+xml,text/plain;q=0.9,*/*;q=0.5")
-	resp, err := c.client.Do(req)
+	resp, err := connectors.Send(c.client, req)
 	if err != nil {
 		var redirect *errRedirect
 		if errors.As(err, &redirect) {
 			return nil, connectors.Errorf(connectors.KindRejected, nil, "%s", redirect.reason)
 		}
-		return nil, connectors.HTTPFailure(err)
+		return nil, err
 	}
 	defer resp.Body.Close()
 	data, err := io.ReadAll(io.LimitReader(resp.Body, c.maxBytes+1))
