@@ -12,27 +12,13 @@ import unittest
 from unittest import mock
 
 import support  # noqa: F401  (sets sys.path and NO_PROXY)
-from support import ScriptedServer
+from unit_base import FakeServerTest
 
 import quiver
 from quiver import AgentClient
 
 
-class Base(unittest.TestCase):
-    def setUp(self) -> None:
-        self.fake = ScriptedServer()
-        self.addCleanup(self.fake.close)
-        self.client = self.make_client()
-
-    def make_client(self, **kw) -> AgentClient:
-        client = AgentClient(api_key="k-test", base_url=self.fake.url + "/", **kw)
-        self.delays = []
-        client._transport.sleep = self.delays.append  # no real waiting in unit tests
-        return client
-
-    def body(self, i: int = -1):
-        raw = self.fake.requests[i]["body"]
-        return json.loads(raw) if raw else None
+Base = FakeServerTest
 
 
 class TestPublicNames(unittest.TestCase):
@@ -487,19 +473,6 @@ class TestTimeoutIsADeadline(unittest.TestCase):
 class TestLocalErrors(Base):
     """What cannot be sent as given is refused before any request, and never retried."""
 
-    def assert_refused(self, send, *fragments: str) -> None:
-        with self.assertRaises(quiver.InvalidRequestError) as ctx:
-            send()
-        err = ctx.exception
-        self.assertIsInstance(err, ValueError)
-        self.assertIsInstance(err, quiver.QuiverError)
-        self.assertNotIsInstance(err, quiver.APIConnectionError)
-        self.assertIsNone(err.status)
-        for fragment in fragments:
-            self.assertIn(fragment, str(err))
-        self.assertEqual(self.fake.requests, [])
-        self.assertEqual(self.delays, [])
-
     def test_api_key_that_cannot_be_a_header(self) -> None:
         for bad in ["k-test\u20ac", "k-\u00e9\u4e2d", "k\r\nX-Evil: 1", "k\x00"]:
             with self.subTest(key=bad):
@@ -532,190 +505,6 @@ class TestLocalErrors(Base):
         raw = self.fake.requests[0]["body"]
         self.assertIn("caf\u00e9 \u4e2d \U0001F600".encode("utf-8"), raw)
 
-
-
-class TestRedirects(Base):
-    """A 3xx is never followed: it is an APIStatusError, not retried, and the key stays with base_url."""
-
-    def test_redirect_is_an_error_and_the_key_never_reaches_another_origin(self) -> None:
-        other = ScriptedServer()
-        self.addCleanup(other.close)
-        other.default = (200, {"tools": [], "next_cursor": None}, {})
-        sends = [("POST create", lambda: self.client.tools.create(mcp_tool="tavily")),
-                 ("GET list", lambda: self.client.tools.list()),
-                 ("call with key", lambda: self.client.tools.call(1, action="a", idempotency_key="k"))]
-        for status in (301, 302, 303, 307, 308):
-            for name, send in sends:
-                with self.subTest(status=status, request=name):
-                    before = len(self.fake.requests)
-                    self.fake.push(status, b"moved", {"Location": other.url + "/api/v1/agents/custom-tools/"})
-                    with self.assertRaises(quiver.APIStatusError) as ctx:
-                        send()
-                    self.assertEqual(ctx.exception.status, status)
-                    self.assertIn(other.url, ctx.exception.message)
-                    self.assertEqual(len(self.fake.requests), before + 1)  # not retried
-        self.assertEqual(self.delays, [])
-        self.assertEqual(other.requests, [])  # neither the request nor the X-API-KEY went there
-
-
-class TestResponseShape(Base):
-    """A 2xx body of the wrong shape is a QuiverError (like a 2xx that is not JSON), never a raw TypeError."""
-
-    def test_wrong_shape_is_a_quiver_error(self) -> None:
-        get = lambda: self.client.tools.get(1)  # noqa: E731
-        call = lambda: self.client.tools.call(1, action="a")  # noqa: E731
-        tools = lambda: self.client.tools.list()  # noqa: E731
-        page = lambda: self.client.agents.list_page()  # noqa: E731
-        actions = lambda: self.client.tools.actions(1)  # noqa: E731
-        cases = [([1, 2], get), ("hello", get), (5, get), (None, get), (True, call), ([1, 2], call),
-                 ([1, 2], tools), ("hello", tools), ({"tools": {"a": 1}}, tools), ({"tools": "abc"}, tools),
-                 ({"tools": [1, None]}, tools), ({"agents": [{"id": 1}, "x"]}, page),
-                 ({"actions": 5}, actions), ({"actions": ["x"]}, actions), (7, actions)]
-        for body, send in cases:
-            with self.subTest(body=body):
-                self.fake.push(200, body)
-                with self.assertRaises(quiver.QuiverError) as ctx:
-                    send()
-                self.assertIs(type(ctx.exception), quiver.QuiverError)
-                self.assertEqual(ctx.exception.status, 200)
-                self.assertIn("not the expected shape", ctx.exception.message)
-        self.fake.push(200, b"not json")  # the same class as a body that is not JSON at all
-        with self.assertRaises(quiver.QuiverError) as ctx:
-            get()
-        self.assertIs(type(ctx.exception), quiver.QuiverError)
-        self.assertIsNone(ctx.exception.code)
-
-    def test_right_shapes_still_read(self) -> None:
-        self.fake.push(200, {"actions": [{"name": "search", "retryable": True}]})
-        self.assertEqual(self.client.tools.actions(1)[0].name, "search")
-        self.fake.push(200, {"tools": None, "next_cursor": None})  # a null list is an empty one
-        self.assertEqual(self.client.tools.list(), [])
-
-
-class TestPaginationGuards(Base):
-    def test_non_string_cursor_is_an_error(self) -> None:
-        for cursor in ([1], {"a": 1}, 5, True):
-            for send in (self.client.tools.list, self.client.agents.list, self.client.tools.list_page):
-                with self.subTest(cursor=cursor, send=send.__name__):
-                    self.fake.push(200, {"tools": [], "agents": [], "next_cursor": cursor})
-                    with self.assertRaises(quiver.QuiverError) as ctx:
-                        send()
-                    self.assertIs(type(ctx.exception), quiver.QuiverError)
-                    self.assertIn("next_cursor", ctx.exception.message)
-
-    def test_page_cap(self) -> None:
-        for i in range(3):
-            self.fake.push(200, {"tools": [{"id": i}], "next_cursor": f"c{i}"})
-        with mock.patch("quiver._client.MAX_PAGES", 3):
-            with self.assertRaises(quiver.QuiverError) as ctx:
-                self.client.tools.list()
-        self.assertIn("3 pages", ctx.exception.message)
-        self.assertEqual(len(self.fake.requests), 3)
-        self.assertEqual(quiver._client.MAX_PAGES, 10_000)
-
-    def test_repeated_cursor_is_an_error(self) -> None:
-        self.fake.push(200, {"agents": [{"id": 1}], "next_cursor": "same"})
-        self.fake.push(200, {"agents": [{"id": 2}], "next_cursor": "same"})
-        with self.assertRaises(quiver.QuiverError):
-            self.client.agents.list()
-        self.assertEqual(len(self.fake.requests), 2)
-
-
-class TestRetryAfterParsing(Base):
-    def test_only_delay_seconds_or_imf_fixdate(self) -> None:
-        client = self.make_client(max_retries=0)
-        cases = [("7", 7.0), (" 7 ", 7.0), ("Wed, 21 Oct 2015 07:28:00 GMT", 0.0),
-                 ("Mon, 01 Jan 2024 00:00:00 +999999999999999999", None), ("Mon, 01 Jan 2024 00:00:00 +0000", None),
-                 ("Mon, 31 Feb 2024 00:00:00 GMT", None), ("Monday, 01-Jan-24 00:00:00 GMT", None),
-                 ("1.5", None), ("-1", None), ("1e3", None), ("soon", None), ("", None),
-                 ("9" * 400, float("inf"))]
-        for value, expected in cases:
-            with self.subTest(value=value[:60]):
-                self.fake.push(429, {"error": "rate_limited", "message": "slow"}, {"Retry-After": value})
-                with self.assertRaises(quiver.RateLimitError) as ctx:
-                    client.tools.list()
-                self.assertEqual(ctx.exception.retry_after, expected)
-
-    def test_huge_retry_after_gives_up_without_raising_overflow(self) -> None:
-        self.fake.push(429, {"error": "rate_limited", "message": "slow"}, {"Retry-After": "9" * 400})
-        with self.assertRaises(quiver.RateLimitError):
-            self.client.tools.list()
-        self.assertEqual(len(self.fake.requests), 1)
-        self.assertEqual(self.delays, [])
-
-
-class TestRequestIdFallback(Base):
-    def test_body_request_id_when_header_missing(self) -> None:
-        client = self.make_client(max_retries=0)
-        self.fake.push(500, {"error": "internal", "message": "bug", "request_id": "r-body"})
-        with self.assertRaises(quiver.InternalServerError) as ctx:
-            client.tools.get(1)
-        self.assertEqual(ctx.exception.request_id, "r-body")
-        self.fake.push(500, {"error": "internal", "message": "bug", "request_id": "r-body"}, {"X-Request-Id": "r-hdr"})
-        with self.assertRaises(quiver.InternalServerError) as ctx:
-            client.tools.get(1)
-        self.assertEqual(ctx.exception.request_id, "r-hdr")
-        self.fake.push(500, {"error": "internal", "message": "bug", "request_id": 5})
-        with self.assertRaises(quiver.InternalServerError) as ctx:
-            client.tools.get(1)
-        self.assertIsNone(ctx.exception.request_id)
-
-
-class TestClientArguments(TestLocalErrors):
-    """Invalid bodies, URLs and timeouts are InvalidRequestError (a ValueError), raised before anything is sent."""
-
-    def test_body_json_cannot_carry(self) -> None:
-        import datetime
-
-        cycle: dict = {}
-        cycle["self"] = cycle
-        for value in (float("nan"), float("inf"), -float("inf"), datetime.datetime(2024, 1, 1), {1, 2}, b"bytes",
-                      cycle, {(1, 2): "tuple key"}):
-            with self.subTest(value=type(value).__name__):
-                self.assert_refused(lambda: self.client.tools.call(1, action="a", arguments={"x": value},
-                                                                   idempotency_key="k"), "JSON")
-        self.assert_refused(lambda: self.client.agents.create(name="a", goal=float("nan")), "JSON")
-
-    def test_invalid_base_url_refused_at_construction(self) -> None:
-        for url in ("not a url", "http://[::1", "http://127.0.0.1:99999", "", "http://exa mple.com", "ftp://h",
-                    "http://", "http://:80", "http://h:0", "http://h:abc", "http://h/?q=1", "http://h/#f",
-                    "http://h\n", "localhost:8080"):
-            with self.subTest(url=url):
-                with self.assertRaises(quiver.InvalidRequestError) as ctx:
-                    AgentClient(api_key="x", base_url=url)
-                self.assertIsInstance(ctx.exception, ValueError)
-        with self.assertRaises(quiver.InvalidRequestError):
-            AgentClient(api_key="x", base_url=b"http://h")  # type: ignore[arg-type]
-        for url in ("http://127.0.0.1:8080/", "https://api.example.com/prefix/", "http://[::1]:8080", "HTTP://h"):
-            with self.subTest(url=url):
-                self.assertEqual(AgentClient(api_key="x", base_url=url).base_url, url.rstrip("/"))
-
-    def test_empty_base_url_env_means_default(self) -> None:
-        with mock.patch.dict(os.environ, {"QUIVER_BASE_URL": ""}):
-            self.assertEqual(AgentClient(api_key="x").base_url, "http://localhost:8080")
-
-    def test_host_that_cannot_be_encoded_is_not_retried(self) -> None:
-        client = AgentClient(api_key="x", base_url="http://" + "a" * 64 + ".invalid", max_retries=2)
-        client._transport.sleep = self.delays.append
-        self.assert_refused(client.tools.list)
-
-    def test_timeout_must_be_positive(self) -> None:
-        for bad in (0, 0.0, -1, float("nan"), float("inf"), "5", True):
-            with self.subTest(timeout=bad):
-                with self.assertRaises(quiver.InvalidRequestError):
-                    AgentClient(api_key="x", base_url=self.fake.url, timeout=bad)
-                self.assert_refused(lambda: self.client.tools.call(1, action="a", idempotency_key="k", timeout=bad),
-                                    "timeout")
-        for bad in (-1, 1.5, True):
-            with self.subTest(max_retries=bad):
-                with self.assertRaises(quiver.InvalidRequestError):
-                    AgentClient(api_key="x", base_url=self.fake.url, max_retries=bad)
-        self.assertIsNone(AgentClient(api_key="x", base_url=self.fake.url, timeout=None).timeout)
-
-    def test_huge_timeout_works(self) -> None:
-        client = AgentClient(api_key="x", base_url=self.fake.url, timeout=1e12)
-        self.fake.push(200, {"id": 1})
-        self.assertEqual(client.tools.get(1).id, 1)
 
 if __name__ == "__main__":
     unittest.main()
