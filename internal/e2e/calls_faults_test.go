@@ -225,11 +225,8 @@ func TestThreeReplicas(t *testing.T) {
 }
 
 func TestPostgresDownDispatchesNothing(t *testing.T) {
-	dbURL := testdb.Postgres(t, "pgdown")
-	u, _ := url.Parse(dbURL)
-	px := startProxy(t, u.Host)
-	u.Host = px.Addr()
-	e := setupCalls(t, testserver.Options{DatabaseURL: u.String()})
+	dbURL, px := postgresBehindProxy(t, "pgdown")
+	e := setupCalls(t, testserver.Options{DatabaseURL: dbURL})
 	if r := e.call(callBody(e.id, "/warm", 1), "k-warm"); r.Status != 200 {
 		t.Fatalf("warm-up: %d %s", r.Status, r.Body)
 	}
@@ -261,11 +258,8 @@ func TestPostgresDownDispatchesNothing(t *testing.T) {
 // for a POST, and not 503 unavailable, which they retry as the server's word
 // that nothing was done: the create would be made twice.
 func TestPostgresLostMidWrite(t *testing.T) {
-	dbURL := testdb.Postgres(t, "pgmidwrite")
-	u, _ := url.Parse(dbURL)
-	px := startProxy(t, u.Host)
-	u.Host = px.Addr()
-	srv := testserver.Start(t, testserver.Options{DatabaseURL: u.String()})
+	dbURL, px := postgresBehindProxy(t, "pgmidwrite")
+	srv := testserver.Start(t, testserver.Options{DatabaseURL: dbURL})
 	if r := srv.Do("POST", "/api/v1/agents/", map[string]any{"name": "warm"}); r.Status != 201 {
 		t.Fatalf("warm-up: %d %s", r.Status, r.Body)
 	}
@@ -292,11 +286,8 @@ func TestPostgresLostMidWrite(t *testing.T) {
 // behind would have answered request_in_progress, then tool_outcome_unknown,
 // for a tool that never ran.
 func TestReserveAnswerLost(t *testing.T) {
-	dbURL := testdb.Postgres(t, "pgreserve")
-	u, _ := url.Parse(dbURL)
-	px := startProxy(t, u.Host)
-	u.Host = px.Addr()
-	e := setupCalls(t, testserver.Options{DatabaseURL: u.String()})
+	dbURL, px := postgresBehindProxy(t, "pgreserve")
+	e := setupCalls(t, testserver.Options{DatabaseURL: dbURL})
 	if r := e.call(callBody(e.id, "/warm", 1), "k-warm"); r.Status != 200 {
 		t.Fatalf("warm-up: %d %s", r.Status, r.Body)
 	}

@@ -10,6 +10,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -21,6 +22,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/quiverhq/quiver/internal/testdb"
 	"github.com/quiverhq/quiver/internal/testserver"
 )
 
@@ -237,6 +239,19 @@ func startProxy(t testing.TB, target string) *tcpProxy {
 }
 
 func (p *tcpProxy) Addr() string { return p.ln.Addr().String() }
+
+// postgresBehindProxy returns a database of its own for the test, reached
+// through a proxy the test controls: its URL, and the proxy.
+func postgresBehindProxy(t testing.TB, name string) (string, *tcpProxy) {
+	t.Helper()
+	u, err := url.Parse(testdb.Postgres(t, name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	px := startProxy(t, u.Host)
+	u.Host = px.Addr()
+	return u.String(), px
+}
 
 func (p *tcpProxy) serve() {
 	for {

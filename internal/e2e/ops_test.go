@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"net/http"
-	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -33,12 +32,9 @@ func TestMetricsMethodLabel(t *testing.T) {
 // TestReadyzNamesWhatIsDown: /readyz answers 503 naming each dependency that
 // does not answer, without the driver's details (it needs no key).
 func TestReadyzNamesWhatIsDown(t *testing.T) {
-	dbURL := testdb.Postgres(t, "readyz")
-	u, _ := url.Parse(dbURL)
-	pg := startProxy(t, u.Host)
-	u.Host = pg.Addr()
+	dbURL, pg := postgresBehindProxy(t, "readyz")
 	rd := startProxy(t, testdb.RedisAddr())
-	srv := testserver.Start(t, testserver.Options{DatabaseURL: u.String(), RedisURL: "redis://" + rd.Addr() + "/0"})
+	srv := testserver.Start(t, testserver.Options{DatabaseURL: dbURL, RedisURL: "redis://" + rd.Addr() + "/0"})
 
 	ready := func() *testserver.Response { return testserver.Do(t, srv.URL, "", "GET", "/readyz", nil) }
 	if r := ready(); r.Status != 200 {
