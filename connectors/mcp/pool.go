@@ -110,7 +110,7 @@ func (p *pool) connect(s *slot, tgt *target) {
 	sess, err := p.c.dial(withAttempt(ctx, a), tgt, toolsChanged)
 	p.mu.Lock()
 	if err != nil {
-		s.err = classify(a.snapshot(), err, tgt)
+		s.err = handshakeFailure(classify(a.snapshot(), err, tgt), tgt)
 		if p.slots[key] == s {
 			delete(p.slots, key)
 		}
@@ -137,6 +137,18 @@ func (p *pool) connect(s *slot, tgt *target) {
 		sess.Wait()
 		p.retire(s, "ended")
 	}()
+}
+
+// handshakeFailure is the error of a session that failed to open. Opening
+// one (connecting, initialize) runs no tool, so what classify would call an
+// unknown outcome (the server took initialize and then timed out, or the
+// connection dropped) is the server being unreachable: no call made on the
+// session was sent.
+func handshakeFailure(err *connectors.Error, tgt *target) *connectors.Error {
+	if err.Kind != connectors.KindOutcomeUnknown {
+		return err
+	}
+	return connectors.Errorf(connectors.KindUnreachable, err, "the MCP server at %s did not complete the session handshake (%s)", tgt.host, err.Message)
 }
 
 // release gives back a slot taken by acquire.

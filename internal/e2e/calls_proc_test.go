@@ -224,6 +224,7 @@ type tcpProxy struct {
 	mu      sync.Mutex
 	conns   []net.Conn
 	cut     bool
+	hang    bool // accept, and never forward or answer
 	trigger []byte
 }
 
@@ -263,6 +264,11 @@ func (p *tcpProxy) serve() {
 		if p.cut {
 			p.mu.Unlock()
 			c.Close()
+			continue
+		}
+		if p.hang {
+			p.conns = append(p.conns, c)
+			p.mu.Unlock()
 			continue
 		}
 		up, err := net.Dial("tcp", p.target)
@@ -310,6 +316,13 @@ func (p *tcpProxy) pipe(dst, src net.Conn, triggered func(), swallowed *atomic.B
 			return
 		}
 	}
+}
+
+// setHang makes new connections hang (or not): accepted, never answered.
+func (p *tcpProxy) setHang(on bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.hang = on
 }
 
 // swallowAfter sets the trigger; nil clears it.

@@ -335,3 +335,39 @@ func TestMCPToolNameWithNUL(t *testing.T) {
 		time.Sleep(50 * time.Millisecond)
 	}
 }
+
+// TestMCPHandshakeHangsIsUnreachable reaches a custom MCP server through a
+// proxy that accepts connections and never answers, so no session opens
+// (Quiver waits out its connect timeout, 15 s). Nothing was dispatched: the
+// keyed call is 502 tool_unreachable and its key is free, where it was 504
+// tool_outcome_unknown, with nothing recorded, and the retry ran the tool.
+func TestMCPHandshakeHangsIsUnreachable(t *testing.T) {
+	srv := testserver.Start(t, testserver.Options{Postgres: true})
+	counter := mcptest.Start(t, mcptest.Counter, mcptest.Options{})
+	u, err := url.Parse(counter.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	px := startProxy(t, u.Host)
+	id := mqConnect(t, srv, "hangs", map[string]any{"url": "http://" + px.Addr() + u.Path})
+
+	counter.Restart() // forget Quiver's session and close its connections
+	px.setCut(true)   // and those through the proxy
+	px.setCut(false)
+	px.setHang(true)
+	r := mcvCall(t, srv, id, "increment", nil, "hang-1")
+	px.setHang(false)
+	mqWant(t, r, 502, "tool_unreachable")
+	if r := mcvDo(t, srv, "GET", "/api/v1/idempotency-keys/hang-1", nil); r.Status != 404 {
+		t.Errorf("the key after an unreachable call: %d %s, want 404 (free)", r.Status, r.Body)
+	}
+	if n := counter.Calls("increment"); n != 0 {
+		t.Fatalf("increment ran %d times", n)
+	}
+	if r := mcvCall(t, srv, id, "increment", nil, "hang-1"); r.Status != 200 {
+		t.Fatalf("retry: %d %s", r.Status, r.Body)
+	}
+	if n := counter.Calls("increment"); n != 1 {
+		t.Fatalf("increment ran %d times, want 1", n)
+	}
+}
