@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"net/url"
 	"strings"
@@ -9,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/quiverhq/quiver/internal/mcptest"
 	"github.com/quiverhq/quiver/internal/testserver"
 )
@@ -369,5 +371,56 @@ func TestMCPHandshakeHangsIsUnreachable(t *testing.T) {
 	}
 	if n := counter.Calls("increment"); n != 1 {
 		t.Fatalf("increment ran %d times, want 1", n)
+	}
+}
+
+// TestMCPAgentWithAHangingTool attaches to one agent a healthy server and
+// one behind a proxy that never answers. The agent's endpoint waits for
+// the hanging tool's actions for a few seconds at most, serves the healthy
+// one meanwhile, and does not wait on the hanging one again at the next
+// list (a second later): before, every request to the agent, ping
+// included, waited out the connector's 15 s limits, every second.
+func TestMCPAgentWithAHangingTool(t *testing.T) {
+	srv := testserver.Start(t, testserver.Options{Postgres: true})
+	healthy := mcptest.Start(t, mcptest.Counter, mcptest.Options{})
+	healthyID := mqConnect(t, srv, "healthy", map[string]any{"url": healthy.URL})
+	other := mcptest.Start(t, mcptest.Counter, mcptest.Options{})
+	u, err := url.Parse(other.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	px := startProxy(t, u.Host)
+	// Configuring checks the server on a session of its own, so nothing of
+	// the tool is cached; its connections through the proxy are closed.
+	hangingID := mqConnect(t, srv, "hanging", map[string]any{"url": "http://" + px.Addr() + u.Path})
+	px.setCut(true)
+	px.setCut(false)
+	px.setHang(true)
+	r := mcvDo(t, srv, "POST", "/api/v1/agents/", map[string]any{"name": "mixed", "tools": []int64{healthyID, hangingID}})
+	if r.Status != 201 {
+		t.Fatalf("agent: %d %s", r.Status, r.Body)
+	}
+	agent := fdInt(t, fdObject(t, r)["id"])
+
+	// Connecting lists the agent's tools: it waits for the hanging one, but
+	// a few seconds, not the connector's 15.
+	start := time.Now()
+	cs, err := mqSession(t, fmt.Sprintf("%s/api/v1/agents/%d/mcp", srv.URL, agent), srv.Key, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := time.Since(start); d > 8*time.Second {
+		t.Errorf("connecting took %v, want at most 8s", d)
+	}
+	for i := range 2 {
+		time.Sleep(1500 * time.Millisecond) // past the agent list's cache: it is built again
+		start := time.Now()
+		res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "healthy__read_count", Arguments: map[string]any{}})
+		if err != nil || res.IsError {
+			t.Fatalf("call %d: %v %+v", i, err, res)
+		}
+		if d := time.Since(start); d > 2*time.Second {
+			t.Errorf("call %d took %v, want at most 2s: the hanging tool was waited on again", i, d)
+		}
 	}
 }

@@ -41,6 +41,10 @@ type toolset struct {
 	// actions holds what each tool listed, reused for a tool whose
 	// discovery fails in the next build, so a blip does not hide it.
 	actions map[int64][]connectors.Action
+	// failed holds when a tool's discovery last failed, for the tools
+	// whose latest attempt did: the next builds do not wait on it again
+	// before retryDiscovery has passed.
+	failed map[int64]time.Time
 	// parts and title are what srv was built from: a build that finds the
 	// same keeps srv rather than making it anew.
 	parts []agentTool
@@ -165,7 +169,22 @@ type agentTool struct {
 	base    string // its name, sanitized
 	name    string // the {tool_name} part, unique in the agent (disambiguate)
 	actions []connectors.Action
+	// failedAt is when listing its actions last failed, if the latest
+	// attempt did.
+	failedAt time.Time
 }
+
+// discoveryWait bounds how long a build waits for one tool's actions, and
+// retryDiscovery how long after a failure it lists them as they were last
+// time (or leaves the tool out) without asking again. A server that does
+// not answer thus holds up its agent's list (and every request to the
+// agent's endpoint, ping included) once in a while for discoveryWait, not
+// on every build for the connector's own limits (15 s each); its session
+// keeps opening in the background meanwhile.
+const (
+	discoveryWait  = 5 * time.Second
+	retryDiscovery = 30 * time.Second
+)
 
 // build reads the agent and its tools and makes its MCP server into ts. A
 // tool that is not configured is left out; one whose actions cannot be
@@ -176,15 +195,24 @@ func (s *Server) build(ctx context.Context, ts *toolset, account, agentID int64,
 		return err
 	}
 	var last map[int64][]connectors.Action
+	var failed map[int64]time.Time
 	if prev != nil {
-		last = prev.actions
+		last, failed = prev.actions, prev.failed
 	}
 	tools := make([]agentTool, len(ag.Tools))
 	var wg sync.WaitGroup
 	for i, id := range ag.Tools {
-		wg.Go(func() { tools[i] = s.discover(ctx, account, id, last[id]) })
+		wg.Go(func() { tools[i] = s.discover(ctx, account, id, last[id], failed[id]) })
 	}
 	wg.Wait()
+	for _, t := range tools {
+		if !t.failedAt.IsZero() {
+			if ts.failed == nil {
+				ts.failed = map[int64]time.Time{}
+			}
+			ts.failed[t.id] = t.failedAt
+		}
+	}
 	tools = slices.DeleteFunc(tools, func(t agentTool) bool { return t.actions == nil })
 	disambiguate(tools)
 	if prev != nil && prev.srv != nil && prev.title == ag.Name && sameParts(prev.parts, tools) {
@@ -254,7 +282,7 @@ func sameParts(a, b []agentTool) bool {
 
 // discover resolves one attached tool and lists its actions; nil actions
 // mean it is left out.
-func (s *Server) discover(ctx context.Context, account, id int64, last []connectors.Action) agentTool {
+func (s *Server) discover(ctx context.Context, account, id int64, last []connectors.Action, failedAt time.Time) agentTool {
 	rt, err := s.opts.Tools.Resolve(ctx, account, id)
 	if err != nil {
 		if p, ok := problem.As(err); !ok || (p.Code != problem.ToolNotConfigured && p.Code != problem.NotFound) {
@@ -270,10 +298,16 @@ func (s *Server) discover(ctx context.Context, account, id int64, last []connect
 		name = rt.Entry.Name
 	}
 	t := agentTool{id: id, base: sanitize(name)}
-	actions, err := rt.Connector.Actions(ctx, rt.Tool)
+	if !failedAt.IsZero() && time.Since(failedAt) < retryDiscovery {
+		t.actions, t.failedAt = last, failedAt
+		return t
+	}
+	dctx, cancel := context.WithTimeout(ctx, discoveryWait)
+	defer cancel()
+	actions, err := rt.Connector.Actions(dctx, rt.Tool)
 	if err != nil {
 		s.log.WarnContext(ctx, "mcp: listing a tool's actions failed", "tool", id, "reused", last != nil, "error", err)
-		t.actions = last
+		t.actions, t.failedAt = last, time.Now()
 		return t
 	}
 	if actions == nil {
