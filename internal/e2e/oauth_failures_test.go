@@ -8,8 +8,10 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -87,5 +89,58 @@ func TestOAuthProactiveRefreshFailures(t *testing.T) {
 	}
 	if n := counter.Calls("increment"); n != 1 {
 		t.Fatalf("increment ran %d times, want 1", n)
+	}
+}
+
+// TestOAuthSlowFailingRefreshIsShared: the provider takes two seconds to
+// fail each token request, and three calls want a refresh at once. The
+// calls waiting behind the first share its failure: the provider is asked
+// no more than for one call alone, and every call answers 502 in about
+// that call's time, where each waiting call used to ask again in turn.
+func TestOAuthSlowFailingRefreshIsShared(t *testing.T) {
+	p := oaStartProvider(t)
+	counter, env := oaGitHub(t, p)
+	p.firstTTL, p.nextTTL = 30*time.Second, 30*time.Second // always inside the leeway
+	srv := testserver.Start(t, testserver.Options{Env: env})
+	id, step := oaCreate(t, srv, srv.Key, "github-mcp")
+	if status, body := oaCallback(t, srv, oaAuthorize(t, oaAuthURL(t, step))); status != 200 {
+		t.Fatalf("callback: %d %s", status, body)
+	}
+	p.refreshDelay.Store(int64(2 * time.Second))
+	p.refreshFails.Store(http.StatusInternalServerError)
+
+	start := time.Now()
+	if r := oaCall(t, srv, id, "increment", "Idempotency-Key", "alone"); r.Status != 502 {
+		t.Fatalf("one call: %d %s, want 502", r.Status, r.Body)
+	}
+	alone, asked := time.Since(start), p.failedRefreshes.Swap(0)
+
+	start = time.Now()
+	var wg sync.WaitGroup
+	results := make([]*testserver.Response, 3)
+	for i := range results {
+		wg.Go(func() { results[i] = oaCall(t, srv, id, "increment", "Idempotency-Key", fmt.Sprintf("slow-%d", i)) })
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	for i, r := range results {
+		if r.Status != 502 || r.JSON()["error"] != "tool_unreachable" {
+			t.Errorf("call %d: %d %s, want 502 tool_unreachable", i, r.Status, r.Body)
+		}
+	}
+	if n := p.failedRefreshes.Load(); n != asked {
+		t.Errorf("three calls asked the provider %d times, one call alone %d", n, asked)
+	}
+	if elapsed > alone+alone/2 {
+		t.Errorf("three calls took %v, one alone %v", elapsed, alone)
+	}
+	if n := counter.Calls("increment"); n != 0 {
+		t.Fatalf("increment ran %d times", n)
+	}
+
+	// A later call asks again, and goes through once the provider is back.
+	p.refreshFails.Store(0)
+	if r := oaCall(t, srv, id, "increment", "Idempotency-Key", "slow-0"); r.Status != 200 || counter.Calls("increment") != 1 {
+		t.Fatalf("provider back: %d %s, increment ran %d times", r.Status, r.Body, counter.Calls("increment"))
 	}
 }

@@ -44,8 +44,11 @@ type oaProvider struct {
 	refreshes     atomic.Int64
 	registrations atomic.Int64
 	// refreshFails, when set, is the HTTP status refresh requests get
-	// (an outage at the provider), with error server_error.
-	refreshFails atomic.Int32
+	// (an outage at the provider), with error server_error, after
+	// refreshDelay; failedRefreshes counts them.
+	refreshFails    atomic.Int32
+	refreshDelay    atomic.Int64 // time.Duration
+	failedRefreshes atomic.Int64
 }
 
 type oaCode struct {
@@ -150,6 +153,10 @@ func (p *oaProvider) token(w http.ResponseWriter, r *http.Request) {
 		secret, _ = url.QueryUnescape(secret)
 	} else {
 		id, secret = r.PostForm.Get("client_id"), r.PostForm.Get("client_secret")
+	}
+	if r.PostForm.Get("grant_type") == "refresh_token" && p.refreshFails.Load() != 0 {
+		time.Sleep(time.Duration(p.refreshDelay.Load()))
+		p.failedRefreshes.Add(1)
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()

@@ -105,7 +105,7 @@ type Options struct {
 // Flow runs OAuth for connected tools. It is safe for concurrent use.
 type Flow struct {
 	opts  Options
-	locks sync.Map // tool ID → *sync.Mutex: one refresh at a time per tool in this process
+	gates sync.Map // tool ID → *refreshGate: one refresh at a time per tool in this process
 }
 
 var (

@@ -29,9 +29,17 @@ import (
 // read once more), so a refresh another replica completed is never taken
 // for a revoked grant.
 func (f *Flow) Refresh(ctx context.Context, accountID, id int64, stale string) (*store.Tool, error) {
-	mu := f.lock(id)
-	mu.Lock()
-	defer mu.Unlock()
+	began := time.Now()
+	g := f.gate(id)
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.failedAt.After(began) {
+		// A refresh failed at the provider while this caller waited for
+		// it: asking again at once would make every waiting call wait out
+		// the provider in turn. The waiters share that answer; a call
+		// that comes later tries again.
+		return nil, errRefreshFailed
+	}
 	// The refresh must finish once started, even if this caller leaves: a
 	// rotated refresh token that was spent and not stored is a dead grant.
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), DefaultRequestTimeout+5*time.Second)
@@ -100,6 +108,9 @@ func (f *Flow) Refresh(ctx context.Context, accountID, id int64, stale string) (
 		f.opts.Logger.InfoContext(ctx, "oauth token refreshed", "tool", id, "provider", p.name, "version", t.Version)
 		return nil
 	})
+	if errors.Is(err, errRefreshFailed) {
+		g.failedAt = time.Now()
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -121,7 +132,13 @@ func (f *Flow) revoke(t *store.Tool, save store.SaveToolFunc) error {
 	return save(t)
 }
 
-func (f *Flow) lock(id int64) *sync.Mutex {
-	mu, _ := f.locks.LoadOrStore(id, &sync.Mutex{})
-	return mu.(*sync.Mutex)
+// refreshGate lets one refresh of a tool run at a time in this process.
+type refreshGate struct {
+	mu       sync.Mutex
+	failedAt time.Time // when a refresh last failed at the provider; under mu
+}
+
+func (f *Flow) gate(id int64) *refreshGate {
+	g, _ := f.gates.LoadOrStore(id, &refreshGate{})
+	return g.(*refreshGate)
 }
