@@ -42,6 +42,10 @@
 // or deletion, a tool's deletion, reset or configuration); other replicas
 // see them within ListTTL. Results that can be cached (tools/list's among
 // them) are marked private with a TTL of 0: a list is one account's own.
+// A tool whose actions cannot be listed within a few seconds is listed as
+// it was last time, or left out, and not asked again for a while
+// (discoveryWait, retryDiscovery): a server that hangs does not hold up
+// every request to its agents.
 //
 // # Names
 //
