@@ -10,6 +10,8 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
+	"syscall"
 	"testing"
 
 	"github.com/quiverhq/quiver/connectors"
@@ -27,16 +29,24 @@ func Kind(t testing.TB, err error) connectors.Kind {
 }
 
 // ClosedAddr returns host:port of a loopback port nothing listens on: a
-// connection to it is refused.
+// connection to it is refused. The port stays bound (by a socket that never
+// listens) until the test ends, so no server another test starts meanwhile
+// can take it and answer in its place.
 func ClosedAddr(t testing.TB) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	fd, err := syscall.Socket(syscall.AF_INET, syscall.SOCK_STREAM, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	addr := ln.Addr().String()
-	ln.Close()
-	return addr
+	t.Cleanup(func() { syscall.Close(fd) })
+	if err := syscall.Bind(fd, &syscall.SockaddrInet4{Addr: [4]byte{127, 0, 0, 1}}); err != nil {
+		t.Fatal(err)
+	}
+	sa, err := syscall.Getsockname(fd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return net.JoinHostPort("127.0.0.1", strconv.Itoa(sa.(*syscall.SockaddrInet4).Port))
 }
 
 // HangingServer accepts requests, reads their bodies and never answers them
