@@ -298,7 +298,15 @@ func (c *call) target(ctx context.Context) (*toolconfig.Resolved, *connectors.Ac
 			return nil, nil, err
 		}
 	}
-	rt, actions, err := e.Actions(ctx, c.req.AccountID, id)
+	// Listing the tool's actions is part of the call: it waits no longer
+	// than the call may (a tool that does not answer is unreachable).
+	actx := ctx
+	if e.opts.CallTimeout > 0 {
+		var cancel context.CancelFunc
+		actx, cancel = context.WithTimeout(ctx, e.opts.CallTimeout)
+		defer cancel()
+	}
+	rt, actions, err := e.Actions(actx, c.req.AccountID, id)
 	if err != nil {
 		return nil, nil, unavailable(connectorProblem(err))
 	}

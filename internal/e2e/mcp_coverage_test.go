@@ -339,12 +339,13 @@ func TestMCPToolNameWithNUL(t *testing.T) {
 }
 
 // TestMCPHandshakeHangsIsUnreachable reaches a custom MCP server through a
-// proxy that accepts connections and never answers, so no session opens
-// (Quiver waits out its connect timeout, 15 s). Nothing was dispatched: the
-// keyed call is 502 tool_unreachable and its key is free, where it was 504
-// tool_outcome_unknown, with nothing recorded, and the retry ran the tool.
+// proxy that accepts connections and never answers, so no session opens.
+// Nothing was dispatched: the keyed call is 502 tool_unreachable and its key
+// is free, where it was 504 tool_outcome_unknown, with nothing recorded,
+// and the retry ran the tool. It waits for the tool no longer than the call
+// timeout (3 s here), not the connector's own connect limit (15 s).
 func TestMCPHandshakeHangsIsUnreachable(t *testing.T) {
-	srv := testserver.Start(t, testserver.Options{Postgres: true})
+	srv := testserver.Start(t, testserver.Options{Postgres: true, Env: map[string]string{"QUIVER_CALL_TIMEOUT": "3s"}})
 	counter := mcptest.Start(t, mcptest.Counter, mcptest.Options{})
 	u, err := url.Parse(counter.URL)
 	if err != nil {
@@ -357,17 +358,33 @@ func TestMCPHandshakeHangsIsUnreachable(t *testing.T) {
 	px.setCut(true)   // and those through the proxy
 	px.setCut(false)
 	px.setHang(true)
+	start := time.Now()
 	r := mcvCall(t, srv, id, "increment", nil, "hang-1")
+	waited := time.Since(start)
 	px.setHang(false)
 	mqWant(t, r, 502, "tool_unreachable")
+	if waited > 6*time.Second {
+		t.Errorf("the call waited %v for a tool that does not answer, with a 3s call timeout", waited)
+	}
 	if r := mcvDo(t, srv, "GET", "/api/v1/idempotency-keys/hang-1", nil); r.Status != 404 {
 		t.Errorf("the key after an unreachable call: %d %s, want 404 (free)", r.Status, r.Body)
 	}
 	if n := counter.Calls("increment"); n != 0 {
 		t.Fatalf("increment ran %d times", n)
 	}
-	if r := mcvCall(t, srv, id, "increment", nil, "hang-1"); r.Status != 200 {
-		t.Fatalf("retry: %d %s", r.Status, r.Body)
+	// The session that hung is given up after the connector's connect limit;
+	// until then a retry is unreachable too, and never runs anything.
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		r := mcvCall(t, srv, id, "increment", nil, "hang-1")
+		if r.Status == 200 {
+			break
+		}
+		mqWant(t, r, 502, "tool_unreachable")
+		if time.Now().After(deadline) {
+			t.Fatal("the retry never went through")
+		}
+		time.Sleep(500 * time.Millisecond)
 	}
 	if n := counter.Calls("increment"); n != 1 {
 		t.Fatalf("increment ran %d times, want 1", n)
