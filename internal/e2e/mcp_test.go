@@ -3,12 +3,12 @@ package e2e
 import (
 	"bytes"
 	"fmt"
-	"net"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 
+	"github.com/quiverhq/quiver/connectors/connectortest"
 	"github.com/quiverhq/quiver/internal/mcptest"
 	"github.com/quiverhq/quiver/internal/testserver"
 )
@@ -79,15 +79,10 @@ func mqActions(t testing.TB, srv *testserver.Server, tool int64) map[string]map[
 	return out
 }
 
-// mqDeadURL is an http URL on a loopback port nothing listens on.
+// mqDeadURL is an http URL on a loopback port nothing listens on (and
+// nothing else may take while the test runs).
 func mqDeadURL(t testing.TB) string {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	return "http://" + addr + "/mcp"
+	return "http://" + connectortest.ClosedAddr(t) + "/mcp"
 }
 
 func TestMCPCustomServers(t *testing.T) {
