@@ -3,7 +3,6 @@ package api
 import (
 	"errors"
 	"net/http"
-	"slices"
 	"strings"
 
 	"github.com/gin-gonic/gin"
@@ -15,13 +14,13 @@ import (
 // authenticate resolves X-API-KEY (or Authorization: Bearer) to an account
 // before anything else: before the body is read, before any lookup.
 func (s *Server) authenticate(c *gin.Context) {
-	key, n := apiKey(c.Request.Header)
+	key, ambiguous := apiKey(c.Request.Header)
 	switch {
-	case n == 0:
-		s.writeError(c, problem.New(problem.Unauthorized, "An API key is required: send it in the X-API-KEY header."))
+	case ambiguous:
+		s.writeError(c, problem.New(problem.Unauthorized, "The request carries two different API keys; send one."))
 		return
-	case n > 1:
-		s.writeError(c, problem.New(problem.Unauthorized, "The request carries %d different API keys; send one.", n))
+	case key == "":
+		s.writeError(c, problem.New(problem.Unauthorized, "An API key is required: send it in the X-API-KEY header."))
 		return
 	}
 	p, err := s.Accounts.Principal(c.Request.Context(), key)
@@ -66,13 +65,16 @@ func (s *Server) authenticateAPI(c *gin.Context) {
 }
 
 // apiKey returns the API key a request carries in X-API-KEY or as
-// Authorization: Bearer, and how many different ones it carries: a request
-// that names two accounts is refused, not served as one of them.
-func apiKey(h http.Header) (key string, n int) {
-	var keys []string
+// Authorization: Bearer; ambiguous when it carries two different ones, so
+// that a request naming two accounts is refused, not served as one of them.
+func apiKey(h http.Header) (key string, ambiguous bool) {
 	add := func(k string) {
-		if k != "" && !slices.Contains(keys, k) {
-			keys = append(keys, k)
+		switch {
+		case k == "" || k == key:
+		case key == "":
+			key = k
+		default:
+			ambiguous = true
 		}
 	}
 	for _, v := range h.Values("X-API-KEY") {
@@ -81,10 +83,7 @@ func apiKey(h http.Header) (key string, n int) {
 	for _, v := range h.Values("Authorization") {
 		add(bearer(v))
 	}
-	if len(keys) == 0 {
-		return "", 0
-	}
-	return keys[0], len(keys)
+	return key, ambiguous
 }
 
 // bearer returns the credentials of an Authorization header with the Bearer

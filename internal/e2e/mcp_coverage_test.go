@@ -346,13 +346,7 @@ func TestMCPToolNameWithNUL(t *testing.T) {
 // timeout (3 s here), not the connector's own connect limit (15 s).
 func TestMCPHandshakeHangsIsUnreachable(t *testing.T) {
 	srv := testserver.Start(t, testserver.Options{Postgres: true, Env: map[string]string{"QUIVER_CALL_TIMEOUT": "3s"}})
-	counter := mcptest.Start(t, mcptest.Counter, mcptest.Options{})
-	u, err := url.Parse(counter.URL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	px := startProxy(t, u.Host)
-	id := mqConnect(t, srv, "hangs", map[string]any{"url": "http://" + px.Addr() + u.Path})
+	counter, px, id := mqConnectBehindProxy(t, srv, "hangs")
 
 	counter.Restart() // forget Quiver's session and close its connections
 	px.setCut(true)   // and those through the proxy
@@ -401,15 +395,9 @@ func TestMCPAgentWithAHangingTool(t *testing.T) {
 	srv := testserver.Start(t, testserver.Options{Postgres: true})
 	healthy := mcptest.Start(t, mcptest.Counter, mcptest.Options{})
 	healthyID := mqConnect(t, srv, "healthy", map[string]any{"url": healthy.URL})
-	other := mcptest.Start(t, mcptest.Counter, mcptest.Options{})
-	u, err := url.Parse(other.URL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	px := startProxy(t, u.Host)
 	// Configuring checks the server on a session of its own, so nothing of
 	// the tool is cached; its connections through the proxy are closed.
-	hangingID := mqConnect(t, srv, "hanging", map[string]any{"url": "http://" + px.Addr() + u.Path})
+	_, px, hangingID := mqConnectBehindProxy(t, srv, "hanging")
 	px.setCut(true)
 	px.setCut(false)
 	px.setHang(true)
@@ -440,4 +428,18 @@ func TestMCPAgentWithAHangingTool(t *testing.T) {
 			t.Errorf("call %d took %v, want at most 2s: the hanging tool was waited on again", i, d)
 		}
 	}
+}
+
+// mqConnectBehindProxy starts a Counter server and connects it to srv as
+// custom-mcp tool name through a proxy the test controls: the server, the
+// proxy and the tool's ID.
+func mqConnectBehindProxy(t *testing.T, srv *testserver.Server, name string) (*mcptest.Server, *tcpProxy, int64) {
+	t.Helper()
+	counter := mcptest.Start(t, mcptest.Counter, mcptest.Options{})
+	u, err := url.Parse(counter.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	px := startProxy(t, u.Host)
+	return counter, px, mqConnect(t, srv, name, map[string]any{"url": "http://" + px.Addr() + u.Path})
 }

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/quiverhq/quiver/internal/mcptest"
 	"github.com/quiverhq/quiver/internal/testserver"
 )
 
@@ -53,14 +54,7 @@ func TestOAuthReadOnlyKeyCannotConnect(t *testing.T) {
 // revoked, the call is 409 tool_not_configured with the OAuth step, and the
 // key is released too. On the embedded database.
 func TestOAuthProactiveRefreshFailures(t *testing.T) {
-	p := oaStartProvider(t)
-	counter, env := oaGitHub(t, p)
-	p.firstTTL, p.nextTTL = 30*time.Second, 30*time.Second // always inside the leeway
-	srv := testserver.Start(t, testserver.Options{Env: env})
-	id, step := oaCreate(t, srv, srv.Key, "github-mcp")
-	if status, body := oaCallback(t, srv, oaAuthorize(t, oaAuthURL(t, step))); status != 200 {
-		t.Fatalf("callback: %d %s", status, body)
-	}
+	p, counter, srv, id := oaAlwaysRefreshing(t)
 
 	p.refreshFails.Store(http.StatusInternalServerError)
 	r := oaCall(t, srv, id, "increment", "Idempotency-Key", "inc-1")
@@ -98,14 +92,7 @@ func TestOAuthProactiveRefreshFailures(t *testing.T) {
 // no more than for one call alone, and every call answers 502 in about
 // that call's time, where each waiting call used to ask again in turn.
 func TestOAuthSlowFailingRefreshIsShared(t *testing.T) {
-	p := oaStartProvider(t)
-	counter, env := oaGitHub(t, p)
-	p.firstTTL, p.nextTTL = 30*time.Second, 30*time.Second // always inside the leeway
-	srv := testserver.Start(t, testserver.Options{Env: env})
-	id, step := oaCreate(t, srv, srv.Key, "github-mcp")
-	if status, body := oaCallback(t, srv, oaAuthorize(t, oaAuthURL(t, step))); status != 200 {
-		t.Fatalf("callback: %d %s", status, body)
-	}
+	p, counter, srv, id := oaAlwaysRefreshing(t)
 	p.refreshDelay.Store(int64(2 * time.Second))
 	p.refreshFails.Store(http.StatusInternalServerError)
 
@@ -143,4 +130,21 @@ func TestOAuthSlowFailingRefreshIsShared(t *testing.T) {
 	if r := oaCall(t, srv, id, "increment", "Idempotency-Key", "slow-0"); r.Status != 200 || counter.Calls("increment") != 1 {
 		t.Fatalf("provider back: %d %s, increment ran %d times", r.Status, r.Body, counter.Calls("increment"))
 	}
+}
+
+// oaAlwaysRefreshing connects github-mcp, on the embedded database, with
+// access tokens whose lifetime is always inside the refresh leeway, so
+// every call refreshes first: the provider, the MCP server, Quiver and the
+// tool's ID.
+func oaAlwaysRefreshing(t *testing.T) (*oaProvider, *mcptest.Server, *testserver.Server, int64) {
+	t.Helper()
+	p := oaStartProvider(t)
+	counter, env := oaGitHub(t, p)
+	p.firstTTL, p.nextTTL = 30*time.Second, 30*time.Second
+	srv := testserver.Start(t, testserver.Options{Env: env})
+	id, step := oaCreate(t, srv, srv.Key, "github-mcp")
+	if status, body := oaCallback(t, srv, oaAuthorize(t, oaAuthURL(t, step))); status != 200 {
+		t.Fatalf("callback: %d %s", status, body)
+	}
+	return p, counter, srv, id
 }

@@ -154,13 +154,19 @@ func interpretWrite(err error) error {
 	if !errors.Is(out, ErrUnavailable) {
 		return out
 	}
-	var connErr *pgconn.ConnectError
-	msg := err.Error()
-	if errors.As(err, &connErr) || errors.Is(err, driver.ErrBadConn) ||
-		strings.Contains(msg, "connection refused") || strings.Contains(msg, "failed to connect") {
+	if notConnected(err) {
 		return out
 	}
 	return fmt.Errorf("%w (%w): %v", ErrUnavailable, ErrInterrupted, err)
+}
+
+// notConnected reports whether err is a connection that could not be made
+// (or that database/sql gave up on before sending): nothing was sent.
+func notConnected(err error) bool {
+	var connErr *pgconn.ConnectError
+	msg := err.Error()
+	return errors.As(err, &connErr) || errors.Is(err, driver.ErrBadConn) ||
+		strings.Contains(msg, "connection refused") || strings.Contains(msg, "failed to connect")
 }
 
 // interpret is the one place where database errors become store errors.
@@ -190,11 +196,8 @@ func interpret(err error) error {
 	if strings.Contains(msg, "FOREIGN KEY constraint failed") {
 		return fmt.Errorf("%w: %s", ErrForeignKey, msg)
 	}
-	var connErr *pgconn.ConnectError
 	var netErr net.Error
-	if errors.As(err, &connErr) || errors.As(err, &netErr) || errors.Is(err, driver.ErrBadConn) ||
-		errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) ||
-		strings.Contains(msg, "connection refused") || strings.Contains(msg, "failed to connect") ||
+	if notConnected(err) || errors.As(err, &netErr) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) ||
 		strings.Contains(msg, "conn closed") || strings.Contains(msg, "broken pipe") {
 		return fmt.Errorf("%w: %v", ErrUnavailable, err)
 	}
