@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -62,22 +63,55 @@ func OpenStore(ctx context.Context, cfg *config.Config, logger *slog.Logger) (*s
 }
 
 // SecretBox returns the box for QUIVER_SECRET_KEY, or for the key file in
-// the data folder in the embedded default.
-func SecretBox(cfg *config.Config) (*secrets.Box, error) {
+// the data folder in the embedded default. made is the key file's path if
+// this call created it, else "".
+func SecretBox(cfg *config.Config) (box *secrets.Box, made string, err error) {
 	var key []byte
-	var err error
 	if cfg.SecretKey != "" {
 		key, err = secrets.ParseKey(cfg.SecretKey)
 		if err != nil {
-			return nil, fmt.Errorf("QUIVER_SECRET_KEY: %w", err)
+			return nil, "", fmt.Errorf("QUIVER_SECRET_KEY: %w", err)
 		}
 	} else {
-		key, err = secrets.LoadOrCreateKeyFile(filepath.Join(cfg.DataDir, "secret.key"))
+		path := filepath.Join(cfg.DataDir, "secret.key")
+		var created bool
+		key, created, err = secrets.LoadOrCreateKeyFile(path)
 		if err != nil {
-			return nil, fmt.Errorf("QUIVER_SECRET_KEY (generated in %s): %w", cfg.DataDir, err)
+			return nil, "", fmt.Errorf("QUIVER_SECRET_KEY (generated in %s): %w", cfg.DataDir, err)
+		}
+		if created {
+			made = path
 		}
 	}
-	return secrets.New(key)
+	box, err = secrets.New(key)
+	return box, made, err
+}
+
+// checkSecretKey refuses a key that cannot open the secrets the database
+// already holds: served, every read and call of those tools would fail.
+// made is the key file SecretBox created, removed here if refused, so the
+// next start does not take a wrong key for the right one.
+func checkSecretKey(ctx context.Context, st *store.Store, box *secrets.Box, cfg *config.Config, made string) error {
+	sealed, err := st.SealedSample(ctx)
+	if err != nil || sealed == "" {
+		return err
+	}
+	if _, err := box.Open(sealed); err == nil {
+		return nil
+	}
+	const fix = "they were sealed with another key. Start Quiver with the key that sealed them"
+	switch {
+	case cfg.SecretKey != "":
+		return fmt.Errorf("QUIVER_SECRET_KEY cannot open the secrets this database already holds: %s", fix)
+	case made != "":
+		if err := os.Remove(made); err != nil {
+			return fmt.Errorf("%s was missing, and the new key made in its place cannot open the secrets this database already holds (%s); remove that new file: %w", made, fix, err)
+		}
+		return fmt.Errorf("%s is missing, and a new key cannot open the secrets this database already holds: %s (put its key file back, or set QUIVER_SECRET_KEY)", made, fix)
+	default:
+		return fmt.Errorf("%s cannot open the secrets this database already holds: %s (put its key file back, or set QUIVER_SECRET_KEY)",
+			filepath.Join(cfg.DataDir, "secret.key"), fix)
+	}
 }
 
 // New builds an App: it opens and migrates the database and connects to
@@ -97,7 +131,7 @@ func New(ctx context.Context, cfg *config.Config, logger *slog.Logger) (*App, er
 	if err := overrideMCPURLs(cat, cfg.MCPURLs); err != nil {
 		return nil, fmt.Errorf("configuration:\n%w", err)
 	}
-	box, err := SecretBox(cfg)
+	box, madeKey, err := SecretBox(cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -111,6 +145,9 @@ func New(ctx context.Context, cfg *config.Config, logger *slog.Logger) (*App, er
 	}
 	for _, m := range applied {
 		logger.Info("migration applied", "version", m.Version, "name", m.Name)
+	}
+	if err := checkSecretKey(ctx, a.Store, box, cfg, madeKey); err != nil {
+		return nil, err
 	}
 
 	var cache replaycache.Cache = replaycache.NewMemory()

@@ -59,34 +59,36 @@ func ParseKey(s string) ([]byte, error) {
 }
 
 // LoadOrCreateKeyFile reads the base64 key in path, creating it with a new
-// random key (mode 0600) if it does not exist.
-func LoadOrCreateKeyFile(path string) ([]byte, error) {
+// random key (mode 0600) if it does not exist; created reports whether this
+// call made the file.
+func LoadOrCreateKeyFile(path string) (key []byte, created bool, err error) {
 	b, err := os.ReadFile(path)
 	if err == nil {
-		return ParseKey(string(b))
+		key, err = ParseKey(string(b))
+		return key, false, err
 	}
 	if !errors.Is(err, os.ErrNotExist) {
-		return nil, err
+		return nil, false, err
 	}
-	key := make([]byte, KeySize)
+	key = make([]byte, KeySize)
 	if _, err := rand.Read(key); err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	if errors.Is(err, os.ErrExist) { // another process created it first
 		return LoadOrCreateKeyFile(path)
 	}
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	defer f.Close()
 	if _, err := f.WriteString(base64.StdEncoding.EncodeToString(key) + "\n"); err != nil {
-		return nil, err
+		return nil, false, err
 	}
-	return key, f.Sync()
+	return key, true, f.Sync()
 }
 
 // Seal encrypts plaintext into a printable string.

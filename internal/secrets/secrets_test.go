@@ -8,7 +8,7 @@ import (
 )
 
 func TestSealOpenRoundTrip(t *testing.T) {
-	key, err := LoadOrCreateKeyFile(filepath.Join(t.TempDir(), "k", "secret.key"))
+	key, _, err := LoadOrCreateKeyFile(filepath.Join(t.TempDir(), "k", "secret.key"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -38,13 +38,13 @@ func TestSealOpenRoundTrip(t *testing.T) {
 
 func TestKeyFileIsStable(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "secret.key")
-	a, err := LoadOrCreateKeyFile(path)
-	if err != nil {
-		t.Fatal(err)
+	a, created, err := LoadOrCreateKeyFile(path)
+	if err != nil || !created {
+		t.Fatalf("first load: created %v, %v; want a new file", created, err)
 	}
-	b, err := LoadOrCreateKeyFile(path)
-	if err != nil || !bytes.Equal(a, b) {
-		t.Fatalf("second load = %x, %v; want %x", b, err, a)
+	b, created, err := LoadOrCreateKeyFile(path)
+	if err != nil || created || !bytes.Equal(a, b) {
+		t.Fatalf("second load = %x, created %v, %v; want %x from the file", b, created, err, a)
 	}
 }
 

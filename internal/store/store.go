@@ -91,7 +91,15 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 	if err := os.MkdirAll(opts.DataDir, 0o700); err != nil {
 		return nil, fmt.Errorf("QUIVER_DATA_DIR: cannot create %s: %w", opts.DataDir, err)
 	}
-	dsn := filepath.Join(opts.DataDir, "quiver.db") +
+	path := filepath.Join(opts.DataDir, "quiver.db")
+	// The file holds stored call results and sealed secrets: only its owner
+	// may read it (SQLite gives its -wal and -shm files the same mode).
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("QUIVER_DATA_DIR: cannot open %s: %w", path, err)
+	}
+	f.Close()
+	dsn := path +
 		"?_pragma=foreign_keys(1)&_pragma=journal_mode(WAL)&_pragma=busy_timeout(10000)&_pragma=synchronous(NORMAL)"
 	db, err := gorm.Open(sqlite.Open(dsn), gcfg)
 	if err != nil {

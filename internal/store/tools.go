@@ -42,6 +42,22 @@ func (s *Store) GetTool(ctx context.Context, accountID, id int64) (*Tool, error)
 	return &t, nil
 }
 
+// SealedSample returns one sealed value the tools hold (a tool's secrets or
+// OAuth token), or "" when no tool holds any: what a secret key must be
+// able to open before it may serve this database.
+func (s *Store) SealedSample(ctx context.Context) (string, error) {
+	var t Tool
+	err := s.db.WithContext(ctx).Select("secrets", "oauth_token").
+		Where("secrets <> '' OR oauth_token <> ''").Limit(1).Find(&t).Error
+	if err != nil {
+		return "", interpret(err)
+	}
+	if t.Secrets != "" {
+		return t.Secrets, nil
+	}
+	return t.OAuthToken, nil
+}
+
 // ToolsByCatalogName returns the account's tools made from one catalog entry.
 func (s *Store) ToolsByCatalogName(ctx context.Context, accountID int64, name string) ([]Tool, error) {
 	var ts []Tool
