@@ -152,6 +152,7 @@ func New(ctx context.Context, cfg *config.Config, logger *slog.Logger) (*App, er
 
 	var cache replaycache.Cache = replaycache.NewMemory()
 	if cfg.RedisURL != "" {
+		replaycache.LogTo(logger)
 		if a.redis, err = replaycache.ParseURL(cfg.RedisURL); err != nil {
 			return nil, fmt.Errorf("REDIS_URL: %w", err)
 		}

@@ -65,25 +65,22 @@ func (c *call) dispatch(ctx context.Context, rt *toolconfig.Resolved, action *co
 	}
 	respBody := encodeResult(callID, rt.Tool.ID, action.Name, result, dur)
 	if c.req.HasKey {
-		// The outcome goes to the replay cache while the database records
-		// it, so a first call waits for one round trip here, not two. The
-		// cache may thus hold an outcome a moment before the row does: it
-		// is the true outcome either way. If the database cannot store it
-		// within the lease, unstored puts what the row says (in the end,
-		// outcome_unknown) in its place.
-		cached := make(chan struct{})
-		go func() {
-			defer close(cached)
-			c.cacheOutcome(callID, replaycache.StateSucceeded, 200, ContentType, respBody, c.freshTTL())
-		}()
-		ok, err := e.opts.Store.Complete(rctx, c.req.AccountID, c.req.Key, c.token, 200, ContentType, respBody)
-		<-cached
+		// The row decides: only once it holds the outcome does the outcome
+		// go to the replay cache. Another replica that reads an entry there
+		// keeps a copy in memory for the key's whole life, so an entry put
+		// before a commit that then failed would be replayed there as a 200
+		// the database never held. The attempt ends with the lease: after
+		// it, the row is no longer this call's to complete.
+		cctx, ccancel := context.WithDeadline(rctx, c.leaseUntil)
+		ok, err := e.opts.Store.Complete(cctx, c.req.AccountID, c.req.Key, c.token, 200, ContentType, respBody)
+		ccancel()
 		if err != nil {
 			ok, err = c.completeRetry(ctx, callID, respBody, err)
 		}
 		if err != nil || !ok {
 			return c.unstored(ctx, rt, action, callID, outcome, dur, err)
 		}
+		c.cacheOutcome(callID, replaycache.StateSucceeded, 200, ContentType, respBody, c.freshTTL())
 	}
 	return c.succeeded(rt, action, callID, outcome, dur, respBody), nil
 }
@@ -139,15 +136,16 @@ func (c *call) completeRetry(ctx context.Context, callID string, respBody []byte
 // The row decides what every caller sees. If it holds this call's outcome
 // (a Complete that committed but whose reply was lost), that is the answer.
 // Otherwise the outcome is unknown for everyone: the row is marked so (or
-// the sweeper will mark it once its lease has run out), this replica's
-// cached 200 is overwritten with outcome_unknown, and the answer is 504,
-// so that no replica replays a 200 that the database does not hold.
+// the sweeper will mark it once its lease has run out), the replay cache
+// says so too, and the answer is 504. No replica can have replayed a 200:
+// the cache gets an outcome only after the row holds it.
 func (c *call) unstored(ctx context.Context, rt *toolconfig.Resolved, action *connectors.Action, callID, outcome string, dur time.Duration, cause error) (*Response, error) {
 	e := c.e
 	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
 	defer cancel()
 	r, err := e.opts.Store.GetIdem(fctx, c.req.AccountID, c.req.Key)
 	if err == nil && r.CallID == callID && r.State == store.IdemSucceeded {
+		c.cacheOutcome(callID, replaycache.StateSucceeded, 200, ContentType, r.Response, rowTTL(r))
 		return c.succeeded(rt, action, callID, outcome, dur, r.Response), nil
 	}
 	if cause == nil {

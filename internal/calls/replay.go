@@ -35,7 +35,10 @@ func (c *call) lookup(ctx context.Context) (*Response, error, bool) {
 		if !bytes.Equal(res.HolderFingerprint, c.fp) {
 			return nil, c.conflict(problem.IdempotencyKeyReused), true
 		}
-		return nil, c.conflict(problem.RequestInProgress), true
+		// Another call holds the key, or held it: a lock stays until its
+		// lease ends when its holder's outcome could not be put in the
+		// cache (see cacheDo). The row says which.
+		return nil, nil, false
 	}
 	return nil, nil, false
 }
@@ -120,8 +123,15 @@ func (c *call) cacheOutcome(callID string, state byte, status int, ct string, b 
 }
 
 // cacheDo runs a cache write on a context of its own: it must happen even
-// if the client left, and must not hold the answer up for long.
+// if the client left, and must not hold the answer up for long. While the
+// cache is marked down it is skipped, as lookups are: a dead Redis costs
+// one timeout, not one per call. A lock left in place that way ends with
+// its lease; until then a retry with the same body asks the database
+// (lookup), which holds the outcome.
 func (e *Engine) cacheDo(fn func(ctx context.Context) error) {
+	if time.Now().UnixNano() < e.cacheDownUntil.Load() {
+		return
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
 	if err := fn(ctx); err != nil {

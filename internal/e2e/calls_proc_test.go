@@ -226,6 +226,7 @@ type tcpProxy struct {
 	cut     bool
 	hang    bool // accept, and never forward or answer
 	trigger []byte
+	frozen  atomic.Bool // forward nothing on any connection
 }
 
 func startProxy(t testing.TB, target string) *tcpProxy {
@@ -300,7 +301,7 @@ func (p *tcpProxy) pipe(dst, src net.Conn, triggered func(), swallowed *atomic.B
 	fired := false
 	for {
 		n, err := src.Read(buf)
-		if n > 0 && (swallowed == nil || !swallowed.Load()) {
+		if n > 0 && !p.frozen.Load() && (swallowed == nil || !swallowed.Load()) {
 			if _, werr := dst.Write(buf[:n]); werr != nil {
 				return
 			}
@@ -323,6 +324,13 @@ func (p *tcpProxy) setHang(on bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.hang = on
+}
+
+// freeze makes every connection, open or new, pass nothing either way
+// (a server that stalls with its connections open), or lets them flow again.
+func (p *tcpProxy) freeze(on bool) {
+	p.frozen.Store(on)
+	p.setHang(on)
 }
 
 // swallowAfter sets the trigger; nil clears it.

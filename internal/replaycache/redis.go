@@ -4,6 +4,8 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"fmt"
+	"log/slog"
 	"strconv"
 	"strings"
 	"time"
@@ -23,6 +25,17 @@ func NewRedis(rdb redis.UniversalClient, prefix string) *Redis {
 	return &Redis{rdb: rdb, prefix: prefix}
 }
 
+// LogTo sends go-redis's own messages (a pool that cannot dial, say) to
+// logger as warnings, rather than as plain text on stderr among the JSON
+// lines. go-redis has one logger per process.
+func LogTo(logger *slog.Logger) { redis.SetLogger(redisLog{logger}) }
+
+type redisLog struct{ l *slog.Logger }
+
+func (r redisLog) Printf(ctx context.Context, format string, v ...any) {
+	r.l.WarnContext(ctx, "redis: "+fmt.Sprintf(format, v...))
+}
+
 // ParseURL builds a client from a redis:// or rediss:// URL (one node),
 // redis-sentinel:// (Sentinel; master_name and addr query parameters) or
 // redis-cluster:// (Cluster; extra nodes as addr parameters).
@@ -31,28 +44,29 @@ func ParseURL(raw string) (redis.UniversalClient, error) {
 		timeout     = 500 * time.Millisecond
 		dialTimeout = time.Second
 	)
-	// A Redis failure degrades to Postgres: retries would only add latency.
+	// A Redis failure degrades to Postgres: retries would only add latency,
+	// and so would dialing again (go-redis dials five times by default).
 	switch {
 	case strings.HasPrefix(raw, "redis-sentinel://"):
 		o, err := redis.ParseFailoverURL("redis://" + strings.TrimPrefix(raw, "redis-sentinel://"))
 		if err != nil {
 			return nil, err
 		}
-		o.ReadTimeout, o.WriteTimeout, o.DialTimeout, o.MaxRetries = timeout, timeout, dialTimeout, -1
+		o.ReadTimeout, o.WriteTimeout, o.DialTimeout, o.MaxRetries, o.DialerRetries = timeout, timeout, dialTimeout, -1, 1
 		return redis.NewFailoverClient(o), nil
 	case strings.HasPrefix(raw, "redis-cluster://"):
 		o, err := redis.ParseClusterURL("redis://" + strings.TrimPrefix(raw, "redis-cluster://"))
 		if err != nil {
 			return nil, err
 		}
-		o.ReadTimeout, o.WriteTimeout, o.DialTimeout, o.MaxRetries = timeout, timeout, dialTimeout, -1
+		o.ReadTimeout, o.WriteTimeout, o.DialTimeout, o.MaxRetries, o.DialerRetries = timeout, timeout, dialTimeout, -1, 1
 		return redis.NewClusterClient(o), nil
 	default:
 		o, err := redis.ParseURL(raw)
 		if err != nil {
 			return nil, err
 		}
-		o.ReadTimeout, o.WriteTimeout, o.DialTimeout, o.MaxRetries = timeout, timeout, dialTimeout, -1
+		o.ReadTimeout, o.WriteTimeout, o.DialTimeout, o.MaxRetries, o.DialerRetries = timeout, timeout, dialTimeout, -1, 1
 		o.PoolSize = 64
 		return redis.NewClient(o), nil
 	}
