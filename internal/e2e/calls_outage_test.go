@@ -1,0 +1,146 @@
+package e2e
+
+import (
+	"fmt"
+	"net/url"
+	"testing"
+	"time"
+
+	"github.com/quiverhq/quiver/internal/testdb"
+	"github.com/quiverhq/quiver/internal/testserver"
+)
+
+// A call whose outcome came back but could not be stored (the database went
+// away before the commit) is unknown for everyone: no replica may replay a
+// 200 the database never held. Before, the outcome went to Redis while the
+// commit ran; another replica read it there, kept it in memory for the key's
+// whole life, and replayed 200 while the first answered 504, then 409.
+func TestUnstoredOutcomeIsNotReplayedByAnotherReplica(t *testing.T) {
+	direct := testdb.Postgres(t, "unstoredx")
+	u, err := url.Parse(direct)
+	if err != nil {
+		t.Fatal(err)
+	}
+	px := startProxy(t, u.Host)
+	u.Host = px.Addr()
+	rs := startRedis(t)
+	env := map[string]string{
+		"QUIVER_CALL_TIMEOUT": "3s", "QUIVER_LEASE_GRACE": "1s",
+		"QUIVER_REDIS_PREFIX": fmt.Sprintf("quivertest:unstored:%d:", time.Now().UnixNano()),
+	}
+	redisURL := "redis://" + rs.Addr + "/0"
+	b := testserver.Start(t, testserver.Options{DatabaseURL: u.String(), RedisURL: redisURL, Env: env}) // loses the database
+	a := testserver.Start(t, testserver.Options{DatabaseURL: direct, RedisURL: redisURL, Env: env})
+	tool := startToolServer(t)
+	id := connectHTTPTool(t, a.URL, a.Key, tool.URL)
+	body := callBody(id, "/slow/u?ms=1000", "once")
+
+	first := make(chan *testserver.Response, 1)
+	go func() {
+		first <- testserver.Do(t, b.URL, b.Key, "POST", callPath, body, "Idempotency-Key", "k-unstored")
+	}()
+	testserver.Eventually(t, 5*time.Second, "the call to reach the tool", func() bool { return tool.count("/slow") == 1 })
+	px.setCut(true) // the tool answers in a second; its outcome cannot be stored
+
+	var seen []*testserver.Response
+	ask := func() *testserver.Response {
+		r := testserver.Do(t, a.URL, a.Key, "POST", callPath, body, "Idempotency-Key", "k-unstored")
+		seen = append(seen, r)
+		return r
+	}
+	time.Sleep(1500 * time.Millisecond) // the tool has answered; b retries the commit
+	if r := ask(); r.Status != 409 || r.JSON()["error"] != "request_in_progress" {
+		t.Errorf("another replica while the outcome is being stored: %d %s; want 409 request_in_progress", r.Status, r.Body)
+	}
+	r := <-first
+	wantError(t, r, 504, "tool_outcome_unknown")
+	if r := ask(); r.Status != 409 || r.JSON()["error"] != "tool_outcome_unknown" {
+		t.Errorf("another replica after the 504: %d %s; want 409 tool_outcome_unknown", r.Status, r.Body)
+	}
+	px.setCut(false)
+	testserver.Eventually(t, 10*time.Second, "the row to say outcome_unknown", func() bool {
+		s := testserver.Do(t, a.URL, a.Key, "GET", "/api/v1/idempotency-keys/k-unstored", nil)
+		return s.JSON()["state"] == "outcome_unknown"
+	})
+	for _, srv := range []*testserver.Server{a, b} {
+		if r := testserver.Do(t, srv.URL, srv.Key, "POST", callPath, body, "Idempotency-Key", "k-unstored"); r.Status != 409 || r.JSON()["error"] != "tool_outcome_unknown" {
+			t.Errorf("%s once the database is back: %d %s; want 409 tool_outcome_unknown", srv.URL, r.Status, r.Body)
+		}
+	}
+	ask()
+	for _, r := range seen {
+		if r.Status == 200 {
+			t.Fatalf("a replica replayed a 200 the database never held: %s", r.Body)
+		}
+	}
+	if n := tool.count("/slow"); n != 1 {
+		t.Fatalf("the tool ran %d times", n)
+	}
+}
+
+// A Redis that stalls (connections open, nothing answers) costs one timeout
+// now and then, not one per call: while it is marked down, calls neither
+// read nor write it. Before, every first call waited for its cache write,
+// half a second each.
+func TestRedisStalledCostsOneTimeout(t *testing.T) {
+	rs := startRedis(t)
+	px := startProxy(t, rs.Addr)
+	e := setupCalls(t, testserver.Options{Postgres: true, RedisURL: "redis://" + px.Addr() + "/0"})
+	if r := e.call(callBody(e.id, "/warm", 0), "k-stall-warm"); r.Status != 200 {
+		t.Fatalf("warm-up: %d %s", r.Status, r.Body)
+	}
+	px.freeze(true)
+	const n = 8
+	start := time.Now()
+	for i := range n {
+		if r := e.call(callBody(e.id, fmt.Sprintf("/stall%d", i), i), fmt.Sprintf("k-stall-%d", i)); r.Status != 200 {
+			t.Fatalf("call %d with Redis stalled: %d %s", i, r.Status, r.Body)
+		}
+	}
+	// Each cache operation gives up after 0.5 s; per call that was 4 s.
+	if took := time.Since(start); took > 2500*time.Millisecond {
+		t.Errorf("%d first calls took %v with Redis stalled; want a timeout now and then, not one per call", n, took)
+	}
+	px.freeze(false)
+	for i := range n {
+		r := e.call(callBody(e.id, fmt.Sprintf("/stall%d", i), i), fmt.Sprintf("k-stall-%d", i))
+		if r.Status != 200 || r.Header.Get("Idempotent-Replayed") != "true" {
+			t.Fatalf("replay %d once Redis is back: %d %s", i, r.Status, r.Body)
+		}
+		if c := e.tool.count(fmt.Sprintf("/stall%d", i)); c != 1 {
+			t.Fatalf("call %d ran %d times", i, c)
+		}
+	}
+}
+
+// A call log batch the database refuses is written once it is back. Before,
+// the batch was logged as failed and thrown away: a call that ran was
+// missing from the log for good.
+func TestCallLogSurvivesADatabaseOutage(t *testing.T) {
+	dbURL, px := postgresBehindProxy(t, "logoutage")
+	e := setupCalls(t, testserver.Options{DatabaseURL: dbURL})
+	get := map[string]any{"tool": e.id, "action": "get", "arguments": map[string]any{"path": "/logged"}}
+	if r := e.call(get); r.Status != 200 {
+		t.Fatalf("warm-up: %d %s", r.Status, r.Body)
+	}
+	px.setCut(true)
+	// The key and the tool are cached for a second: a keyless retryable
+	// call still runs, and its log entry waits for the database.
+	r := e.call(get)
+	if r.Status != 200 {
+		t.Fatalf("with the database away: %d %s", r.Status, r.Body)
+	}
+	callID := r.JSON()["call_id"]
+	time.Sleep(500 * time.Millisecond) // several flushes fail meanwhile
+	px.setCut(false)
+	testserver.Eventually(t, 10*time.Second, "the call in the log", func() bool {
+		r := e.srv.Do("GET", fmt.Sprintf("/api/v1/agents/custom-tools/calls/?tool=%d&limit=200", e.id), nil)
+		calls, _ := r.JSON()["calls"].([]any)
+		for _, c := range calls {
+			if c.(map[string]any)["call_id"] == callID {
+				return true
+			}
+		}
+		return false
+	})
+}
