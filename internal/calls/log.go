@@ -14,8 +14,9 @@ import (
 // never waits for its log line, and does not wake the writer either (a
 // wakeup per call is a thread switch per call on an idle replica): entries
 // queue under a mutex and the writer takes them every logInterval, or as
-// soon as a full batch is waiting. Under overload entries are dropped and
-// counted rather than slowing calls down.
+// soon as a full batch is waiting. A batch the database refuses is tried
+// again on the next tick. Under overload, or with the database away for
+// long, entries are dropped and counted rather than slowing calls down.
 type callLog struct {
 	store   Store
 	logger  *slog.Logger
@@ -63,30 +64,56 @@ func (l *callLog) take(into []store.CallLog) []store.CallLog {
 	return into
 }
 
+// putBack queues entries that could not be written again, ahead of those
+// queued since, as far as the buffer has room; the rest are dropped and
+// counted. A batch is written whole or not at all, and an entry written
+// twice is skipped by its call ID, so trying again loses and doubles
+// nothing.
+func (l *callLog) putBack(failed []store.CallLog) {
+	l.mu.Lock()
+	room := max(logBuffer-len(l.queue), 0)
+	kept := failed[:min(len(failed), room)]
+	l.queue = append(append(make([]store.CallLog, 0, len(kept)+len(l.queue)), kept...), l.queue...)
+	l.mu.Unlock()
+	if dropped := len(failed) - len(kept); dropped > 0 {
+		l.metrics.LogDropped.Add(float64(dropped))
+	}
+}
+
 // run writes batches until ctx ends, then flushes what is queued.
 func (l *callLog) run(ctx context.Context) {
 	defer close(l.done)
 	var batch []store.CallLog
 	tick := time.NewTicker(logInterval)
 	defer tick.Stop()
-	flush := func() {
+	// flush writes what is queued; on a failure it puts the rest back for
+	// the next tick (the database may be back by then) and reports whether
+	// everything was written.
+	flush := func() bool {
 		batch = l.take(batch)
 		for len(batch) > 0 {
 			n := min(len(batch), logBatch)
 			fctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-			if err := l.store.InsertCalls(fctx, batch[:n]); err != nil {
-				l.logger.Error("writing the call log failed", "entries", n, "error", err)
-			}
+			err := l.store.InsertCalls(fctx, batch[:n])
 			cancel()
+			if err != nil {
+				l.logger.Error("writing the call log failed; trying again", "entries", len(batch), "error", err)
+				l.putBack(batch)
+				return false
+			}
 			batch = batch[n:]
 		}
+		return true
 	}
 	for {
 		select {
 		case <-l.full:
 		case <-tick.C:
 		case <-ctx.Done():
-			flush()
+			// What cannot be written on the way out is counted as dropped.
+			if !flush() {
+				l.metrics.LogDropped.Add(float64(len(l.take(nil))))
+			}
 			return
 		}
 		flush()

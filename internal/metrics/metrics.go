@@ -26,7 +26,7 @@ type Metrics struct {
 	CallDuration *prometheus.HistogramVec // phase: first, replay
 	Swept        prometheus.Counter       // leases the sweeper turned into outcome_unknown
 	CacheErrors  prometheus.Counter       // replay cache (Redis) errors, each degraded to Postgres
-	LogDropped   prometheus.Counter       // call log entries dropped under overload
+	LogDropped   prometheus.Counter       // call log entries dropped (overload, database away)
 }
 
 // New returns metrics registered on a new registry, with Go and process
@@ -65,7 +65,7 @@ func New() *Metrics {
 			Name: "quiver_replay_cache_errors_total", Help: "Replay cache errors; each call fell back to the database.",
 		}),
 		LogDropped: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "quiver_call_log_dropped_total", Help: "Call log entries dropped because the writer was behind.",
+			Name: "quiver_call_log_dropped_total", Help: "Call log entries dropped: the writer was behind, or the database refused them for too long.",
 		}),
 	}
 	r.MustRegister(m.HTTPRequests, m.HTTPDuration, m.Calls, m.Replays, m.Conflicts, m.InProgress,
