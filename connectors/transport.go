@@ -53,11 +53,14 @@ func maybeSent(err error) *Error {
 //
 // Only an *http.Transport is known to report to the trace: with any other
 // RoundTripper, Send classifies as HTTPFailure does.
+//
+// The error never holds the URL's query or user information, which may carry
+// a credential or a call's arguments: it ends up in logs.
 func Send(client *http.Client, req *http.Request) (*http.Response, error) {
 	if !reportsTrace(client) {
 		resp, err := client.Do(req)
 		if err != nil {
-			return nil, HTTPFailure(err)
+			return nil, HTTPFailure(redactURL(err))
 		}
 		return resp, nil
 	}
@@ -67,6 +70,7 @@ func Send(client *http.Client, req *http.Request) (*http.Response, error) {
 		GotConn: func(httptrace.GotConnInfo) { gotConn.Store(true) },
 	}
 	resp, err := client.Do(req.WithContext(httptrace.WithClientTrace(req.Context(), trace)))
+	err = redactURL(err)
 	switch {
 	case err == nil:
 		return resp, nil
@@ -88,6 +92,28 @@ func Send(client *http.Client, req *http.Request) (*http.Response, error) {
 		reason = ue.Err
 	}
 	return nil, Errorf(KindRejected, err, "the request cannot be sent as it is (%v); nothing was sent", reason)
+}
+
+// redactURL rewrites the URL in a *url.Error (net/http's client wraps every
+// error in one) without its query and user information.
+func redactURL(err error) error {
+	ue, ok := errors.AsType[*url.Error](err)
+	if !ok {
+		return err
+	}
+	if u, perr := url.Parse(ue.URL); perr == nil {
+		if u.RawQuery != "" || u.ForceQuery {
+			u.RawQuery, u.ForceQuery = "…", false
+		}
+		if u.User != nil {
+			u.User = url.User("…")
+		}
+		u.Fragment, u.RawFragment = "", ""
+		ue.URL = u.String()
+	} else {
+		ue.URL = "(the tool's URL)"
+	}
+	return err
 }
 
 // reportsTrace reports whether client's transport is an *http.Transport,

@@ -221,3 +221,24 @@ func TestSendOtherRoundTripper(t *testing.T) {
 		t.Errorf("kind = %s (%v)", k, err)
 	}
 }
+
+// A failed round trip's error ends up in logs: it names the tool's URL
+// without its query or user information, which may hold a credential or a
+// call's arguments.
+func TestSendErrorHidesURLSecrets(t *testing.T) {
+	t.Parallel()
+	srv := connectortest.CutServer(t, "")
+	secretURL := strings.Replace(srv.URL, "http://", "http://user:pw-SECRET@", 1) + "/p?api_key=q-SECRET#f-SECRET"
+	other := &http.Client{Transport: roundTripperFunc(func(*http.Request) (*http.Response, error) {
+		return nil, errors.New("lost after writing")
+	})}
+	for name, c := range map[string]*http.Client{"traced": client(), "other round tripper": other} {
+		_, err := connectors.Send(c, post(t, context.Background(), secretURL, nil))
+		if err == nil {
+			t.Fatalf("%s: no error", name)
+		}
+		if msg := err.Error(); strings.Contains(msg, "SECRET") || !strings.Contains(msg, "/p?…") {
+			t.Errorf("%s: the error reads %q; want the URL without its secrets", name, msg)
+		}
+	}
+}
