@@ -38,6 +38,11 @@ type Deps struct {
 	Metrics   *metrics.Metrics
 	Logger    *slog.Logger
 	BodyLimit int64
+	// RequestTimeout bounds every request's context (zero: no bound), so
+	// that a database that stalls with its connections open ends a
+	// request with 503 rather than holding it forever. It must outlast a
+	// call: the dispatch itself runs detached, but its answer waits.
+	RequestTimeout time.Duration
 	// Ready reports whether the database (and Redis, if used) answer.
 	Ready func(ctx context.Context) error
 	// Extra registers further routes (OAuth callback, agent MCP) on the
@@ -165,7 +170,13 @@ func (s *Server) requestID(c *gin.Context) {
 		id = newRequestID()
 	}
 	c.Header("X-Request-Id", id)
-	c.Request = c.Request.WithContext(logging.WithRequestID(c.Request.Context(), id))
+	ctx := logging.WithRequestID(c.Request.Context(), id)
+	if s.RequestTimeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, s.RequestTimeout)
+		defer cancel()
+	}
+	c.Request = c.Request.WithContext(ctx)
 	c.Next()
 }
 

@@ -202,7 +202,7 @@ func New(ctx context.Context, cfg *config.Config, logger *slog.Logger) (*App, er
 	watch.tools, watch.mcp = a.Tools, a.agentMCP
 	a.API = api.New(api.Deps{
 		Accounts: a.Accounts, Tools: a.Tools, Agents: a.Agents, Calls: a.Engine, Metrics: a.Metrics,
-		Logger: logger, BodyLimit: cfg.BodyLimit, Ready: a.Ready, Extra: a.extraRoutes(),
+		Logger: logger, BodyLimit: cfg.BodyLimit, RequestTimeout: cfg.RequestTimeout(), Ready: a.Ready, Extra: a.extraRoutes(),
 	})
 	ok = true
 	return a, nil

@@ -86,6 +86,11 @@ func (c *Config) Embedded() bool { return c.DatabaseURL == "" }
 // sweeper may declare its outcome unknown.
 func (c *Config) Lease() time.Duration { return c.CallTimeout + c.LeaseGrace }
 
+// RequestTimeout bounds every API request: a call's lease (its dispatch and
+// the storing of its outcome) and ten seconds more for the rest. A request
+// that waits on a database that stalls ends there.
+func (c *Config) RequestTimeout() time.Duration { return c.Lease() + 10*time.Second }
+
 // FromEnv reads the configuration from the process environment.
 func FromEnv() (*Config, error) { return Parse(os.Getenv, os.Environ()) }
 

@@ -144,3 +144,42 @@ func TestCallLogSurvivesADatabaseOutage(t *testing.T) {
 		return false
 	})
 }
+
+// A database that stalls with its connections open (nothing answers, nothing
+// is refused) ends each request that waits on it with 503 within the request
+// bound: the call's lease and ten seconds. Before, such requests hung for as
+// long as the stall lasted.
+func TestStalledDatabaseEndsRequests(t *testing.T) {
+	dbURL, px := postgresBehindProxy(t, "pgstall")
+	e := setupCalls(t, testserver.Options{DatabaseURL: dbURL, Env: map[string]string{"QUIVER_CALL_TIMEOUT": "1s", "QUIVER_LEASE_GRACE": "1s"}})
+	px.freeze(true)
+	time.Sleep(1200 * time.Millisecond) // the API key's cache entry runs out
+	type answer struct {
+		what string
+		r    *testserver.Response
+		took time.Duration
+	}
+	answers := make(chan answer, 2)
+	ask := func(what string, do func() *testserver.Response) {
+		start := time.Now()
+		r := do()
+		answers <- answer{what, r, time.Since(start)}
+	}
+	go ask("a list", func() *testserver.Response { return e.srv.Do("GET", "/api/v1/agents/", nil) })
+	go ask("a keyed call", func() *testserver.Response { return e.call(callBody(e.id, "/stalled", 1), "k-stalled") })
+	for range 2 {
+		select {
+		case a := <-answers:
+			if a.r.Status != 503 || a.r.JSON()["error"] != "unavailable" {
+				t.Errorf("%s with the database stalled: %d %s; want 503 unavailable", a.what, a.r.Status, a.r.Body)
+			}
+			t.Logf("%s answered in %v", a.what, a.took.Round(time.Millisecond))
+		case <-time.After(30 * time.Second):
+			t.Fatal("a request was still waiting on the stalled database after 30 s; the bound is 12 s")
+		}
+	}
+	px.freeze(false)
+	if n := e.tool.count("/stalled"); n != 0 {
+		t.Fatalf("the call ran %d times although nothing could be reserved", n)
+	}
+}

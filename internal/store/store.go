@@ -205,7 +205,7 @@ func interpret(err error) error {
 		return fmt.Errorf("%w: %s", ErrForeignKey, msg)
 	}
 	var netErr net.Error
-	if notConnected(err) || errors.As(err, &netErr) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) ||
+	if notConnected(err) || errors.Is(err, context.DeadlineExceeded) || errors.As(err, &netErr) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) ||
 		strings.Contains(msg, "conn closed") || strings.Contains(msg, "broken pipe") {
 		return fmt.Errorf("%w: %v", ErrUnavailable, err)
 	}
