@@ -88,10 +88,17 @@ func (c *call) dispatch(ctx context.Context, rt *toolconfig.Resolved, action *co
 // succeeded counts and logs a call whose outcome came back, and answers it.
 func (c *call) succeeded(rt *toolconfig.Resolved, action *connectors.Action, callID, outcome string, dur time.Duration, body []byte) *Response {
 	e := c.e
-	e.opts.Metrics.Calls.WithLabelValues(outcome).Inc()
-	e.opts.Metrics.CallDuration.WithLabelValues("first").Observe(time.Since(c.start).Seconds())
+	c.count(outcome)
 	e.log.add(c.entry(rt, action, callID, outcome, dur))
 	return &Response{Status: 200, ContentType: ContentType, Body: body}
+}
+
+// count counts a dispatched call by its outcome and records how long it
+// took, whatever the outcome: a timeout left out of the histogram would
+// hide the slowest calls.
+func (c *call) count(outcome string) {
+	c.e.opts.Metrics.Calls.WithLabelValues(outcome).Inc()
+	c.e.opts.Metrics.CallDuration.WithLabelValues("first").Observe(time.Since(c.start).Seconds())
 }
 
 // completeRetryMax is the longest wait between two attempts to store an
@@ -154,9 +161,9 @@ func (c *call) unstored(ctx context.Context, rt *toolconfig.Resolved, action *co
 	if err == nil && r.CallID != callID {
 		// The key was released and taken again (its TTL ran out): the
 		// cache entry belongs to that call now, not ours to overwrite.
-		e.opts.Metrics.Calls.WithLabelValues("outcome_unknown").Inc()
+		c.count("outcome_unknown")
 		e.log.add(c.entry(rt, action, callID, "outcome_unknown", dur))
-		return nil, outcomeUnknown(cause)
+		return nil, outcomeUnknown(cause, c.req.HasKey)
 	}
 	return c.unknown(fctx, rt, action, callID, dur, cause)
 }
@@ -164,7 +171,7 @@ func (c *call) unstored(ctx context.Context, rt *toolconfig.Resolved, action *co
 // unknown records a dispatched call with no outcome: terminal for its key.
 func (c *call) unknown(ctx context.Context, rt *toolconfig.Resolved, action *connectors.Action, callID string, dur time.Duration, cause error) (*Response, error) {
 	e := c.e
-	e.opts.Metrics.Calls.WithLabelValues("outcome_unknown").Inc()
+	c.count("outcome_unknown")
 	e.log.add(c.entry(rt, action, callID, "outcome_unknown", dur))
 	e.opts.Logger.WarnContext(ctx, "call outcome unknown", "call_id", callID, "tool", rt.Tool.ID, "action", action.Name, "error", cause)
 	if c.req.HasKey {
@@ -173,19 +180,22 @@ func (c *call) unknown(ctx context.Context, rt *toolconfig.Resolved, action *con
 		}
 		c.cacheOutcome(callID, replaycache.StateOutcomeUnknown, 0, "", nil, c.freshTTL())
 	}
-	return nil, outcomeUnknown(cause)
+	return nil, outcomeUnknown(cause, c.req.HasKey)
 }
 
 // outcomeUnknown is the first answer of a call dispatched with no outcome.
-func outcomeUnknown(cause error) error {
-	return &problem.Error{Code: problem.OutcomeUnknownConflict, Status: 504, Err: cause,
-		Message: "The call was sent to the tool and no outcome came back; it will not be run again for this key. Check the tool before trying a new key."}
+func outcomeUnknown(cause error, keyed bool) error {
+	msg := "The call was sent to the tool and no outcome came back; it will not be run again for this key. Check the tool before trying a new key."
+	if !keyed {
+		msg = "The call was sent to the tool and no outcome came back. Check the tool before calling again."
+	}
+	return &problem.Error{Code: problem.OutcomeUnknownConflict, Status: 504, Err: cause, Message: msg}
 }
 
 // rejected releases the key of a call the tool refused before running it.
 func (c *call) rejected(ctx context.Context, rt *toolconfig.Resolved, action *connectors.Action, callID string, dur time.Duration, cause error) (*Response, error) {
 	e := c.e
-	e.opts.Metrics.Calls.WithLabelValues("rejected").Inc()
+	c.count("rejected")
 	e.log.add(c.entry(rt, action, callID, "rejected", dur))
 	if c.req.HasKey {
 		if _, err := e.opts.Store.Release(ctx, c.req.AccountID, c.req.Key, c.token); err != nil {

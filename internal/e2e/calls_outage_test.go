@@ -3,6 +3,7 @@ package e2e
 import (
 	"fmt"
 	"net/url"
+	"strings"
 	"testing"
 	"time"
 
@@ -181,5 +182,21 @@ func TestStalledDatabaseEndsRequests(t *testing.T) {
 	px.freeze(false)
 	if n := e.tool.count("/stalled"); n != 0 {
 		t.Fatalf("the call ran %d times although nothing could be reserved", n)
+	}
+}
+
+// A keyless call that timed out is told so without a word about a key it
+// never had.
+func TestKeylessUnknownOutcomeNamesNoKey(t *testing.T) {
+	e := setupCalls(t, testserver.Options{})
+	r := e.call(map[string]any{"tool": e.id, "action": "get", "arguments": map[string]any{"path": "/hang"}})
+	wantError(t, r, 504, "tool_outcome_unknown")
+	if msg, _ := r.JSON()["message"].(string); strings.Contains(msg, "key") {
+		t.Fatalf("a keyless call's answer speaks of a key: %q", msg)
+	}
+	keyed := e.call(callBody(e.id, "/hang", 1), "k-hang")
+	wantError(t, keyed, 504, "tool_outcome_unknown")
+	if msg, _ := keyed.JSON()["message"].(string); !strings.Contains(msg, "not be run again for this key") {
+		t.Fatalf("a keyed call's answer: %q", msg)
 	}
 }

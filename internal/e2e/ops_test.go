@@ -1,7 +1,9 @@
 package e2e
 
 import (
+	"fmt"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -74,4 +76,34 @@ func grepLines(text, s string) string {
 		}
 	}
 	return strings.Join(out, "\n")
+}
+
+// Every dispatched call is in the first-call latency histogram, whatever
+// its outcome: before, only calls whose outcome came back were, so the
+// slowest (those that timed out) were missing from it.
+func TestMetricsTimeEveryOutcome(t *testing.T) {
+	e := setupCalls(t, testserver.Options{})
+	for i, path := range []string{"/ok", "/fail", "/drop", "/hang"} {
+		e.call(callBody(e.id, path, i), fmt.Sprintf("k-metrics-%d", i))
+	}
+	body := string(e.srv.Do("GET", "/metrics", nil).Body)
+	var calls, timed float64
+	for _, l := range strings.Split(body, "\n") {
+		name, value, ok := strings.Cut(l, " ")
+		if !ok {
+			continue
+		}
+		v, err := strconv.ParseFloat(value, 64)
+		switch {
+		case err != nil:
+		case strings.HasPrefix(name, "quiver_calls_total{"):
+			calls += v
+		case name == `quiver_call_duration_seconds_count{phase="first"}`:
+			timed = v
+		}
+	}
+	if calls != 4 || timed != calls {
+		t.Fatalf("%v calls counted, %v timed; want 4 and 4:\n%s\n%s", calls, timed,
+			grepLines(body, "quiver_calls_total"), grepLines(body, "quiver_call_duration_seconds_count"))
+	}
 }
