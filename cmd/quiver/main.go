@@ -43,10 +43,18 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := run(ctx, os.Args[1:], os.Stdout, os.Stderr); err != nil {
-		fmt.Fprintln(os.Stderr, "quiver:", err)
+		if !errors.As(err, new(loggedError)) {
+			fmt.Fprintln(os.Stderr, "quiver:", err)
+		}
 		os.Exit(1)
 	}
 }
+
+// loggedError is an error already written to the JSON log: serve's, once
+// its logger exists, so that its stderr holds nothing but JSON lines.
+type loggedError struct{ error }
+
+func (e loggedError) Unwrap() error { return e.error }
 
 var errUsage = errors.New("unknown command; see `quiver help`")
 
@@ -75,7 +83,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		if len(args) > 1 {
 			return fmt.Errorf("serve takes no arguments (got %q); it is configured by environment variables", args[1])
 		}
-		return serve(ctx, cfg, logger, stdout)
+		if err := serve(ctx, cfg, logger, stdout); err != nil {
+			logger.Error("quiver serve failed", "error", err.Error())
+			return loggedError{err}
+		}
+		return nil
 	case "migrate":
 		if len(args) != 2 {
 			return errors.New("usage: quiver migrate up|down|status")

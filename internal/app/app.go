@@ -302,14 +302,22 @@ func (a *App) Serve(ctx context.Context, ready func(addr string)) error {
 	select {
 	case err = <-errc:
 	case <-ctx.Done():
-		sctx, cancel := context.WithTimeout(context.Background(), a.Config.CallTimeout+5*time.Second)
+		drain := a.Config.CallTimeout + 5*time.Second
+		a.Logger.Info("shutting down: no new connections; finishing the requests in flight", "drain", drain.String())
+		sctx, cancel := context.WithTimeout(context.Background(), drain)
 		err = srv.Shutdown(sctx)
 		cancel()
+		if errors.Is(err, context.DeadlineExceeded) {
+			err = fmt.Errorf("shutdown: requests were still running after %s, and were cut off", drain)
+		}
 	}
 	stopBg()
 	<-bgDone
 	if errors.Is(err, http.ErrServerClosed) {
 		err = nil
+	}
+	if err == nil {
+		a.Logger.Info("stopped")
 	}
 	return err
 }

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"encoding/base64"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -40,6 +41,13 @@ func TestFoundationSecretKeyMustOpenStoredSecrets(t *testing.T) {
 	_, errOut, err := fdRun(t, map[string]string{"QUIVER_DATA_DIR": dir, "QUIVER_ADDR": "127.0.0.1:0", "QUIVER_SECRET_KEY": other}, "serve")
 	if err == nil || !strings.Contains(errOut, "QUIVER_SECRET_KEY cannot open the secrets") {
 		t.Errorf("serve with another QUIVER_SECRET_KEY: %v %q; want a refusal naming it", err, errOut)
+	}
+	// Once serve has its logger, its stderr holds JSON lines only, the
+	// failure included.
+	for _, line := range strings.Split(strings.TrimSpace(errOut), "\n") {
+		if !json.Valid([]byte(line)) {
+			t.Errorf("serve's stderr has a line that is not JSON: %q", line)
+		}
 	}
 
 	if err := os.Remove(keyFile); err != nil {
