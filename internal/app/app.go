@@ -9,9 +9,11 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -128,7 +130,7 @@ func New(ctx context.Context, cfg *config.Config, logger *slog.Logger) (*App, er
 	if err != nil {
 		return nil, fmt.Errorf("catalog: %w", err)
 	}
-	if err := overrideMCPURLs(cat, cfg.MCPURLs); err != nil {
+	if err := errors.Join(overrideMCPURLs(cat, cfg.MCPURLs), checkOAuthProviders(cat, cfg.OAuthClients)); err != nil {
 		return nil, fmt.Errorf("configuration:\n%w", err)
 	}
 	box, madeKey, err := SecretBox(cfg)
@@ -237,6 +239,26 @@ func overrideMCPURLs(cat *catalog.Catalog, urls map[string]string) error {
 		}
 		errs = append(errs, fmt.Errorf("QUIVER_MCP_URL_%s: the catalog has no hosted MCP server named %q",
 			strings.ToUpper(strings.ReplaceAll(name, "-", "_")), name))
+	}
+	return errors.Join(errs...)
+}
+
+// checkOAuthProviders refuses QUIVER_OAUTH_<PROVIDER>_* naming a provider
+// no catalog entry has (a typo), as overrideMCPURLs does for its variables:
+// such a setting would be silently ignored.
+func checkOAuthProviders(cat *catalog.Catalog, clients map[string]config.OAuthClient) error {
+	known := map[string]bool{}
+	for _, e := range cat.List("") {
+		if e.OAuth != nil {
+			known[strings.ToLower(e.OAuth.Provider)] = true
+		}
+	}
+	var errs []error
+	for name := range clients {
+		if !known[name] {
+			errs = append(errs, fmt.Errorf("QUIVER_OAUTH_%s_*: the catalog has no OAuth provider named %q (it has %s)",
+				strings.ToUpper(name), name, strings.Join(slices.Sorted(maps.Keys(known)), ", ")))
+		}
 	}
 	return errors.Join(errs...)
 }

@@ -219,6 +219,15 @@ func Parse(getenv func(string) string, environ []string) (*Config, error) {
 // queries the database on each tick.
 const MinSweepInterval = 100 * time.Millisecond
 
+// Bounds of QUIVER_CALL_TIMEOUT and QUIVER_LEASE_GRACE: a call needs some
+// time to run at all, and a lease (their sum) longer than a day would hold
+// a key past its TTL.
+const (
+	MinCallTimeout = 100 * time.Millisecond
+	MaxCallTimeout = 12 * time.Hour
+	MaxLeaseGrace  = time.Hour
+)
+
 // checkAddr checks the listen address in variable name: host:port, the
 // host optional, the port a number (0 picks a free one).
 func checkAddr(name, addr string) error {
@@ -260,6 +269,12 @@ func (c *Config) Validate() error {
 	}
 	if c.SweepInterval < MinSweepInterval {
 		errs = append(errs, fmt.Errorf("QUIVER_SWEEP_INTERVAL: must be at least %s", MinSweepInterval))
+	}
+	if c.CallTimeout < MinCallTimeout || c.CallTimeout > MaxCallTimeout {
+		errs = append(errs, fmt.Errorf("QUIVER_CALL_TIMEOUT: must be from %s to %s", MinCallTimeout, MaxCallTimeout))
+	}
+	if c.LeaseGrace > MaxLeaseGrace {
+		errs = append(errs, fmt.Errorf("QUIVER_LEASE_GRACE: must be at most %s", MaxLeaseGrace))
 	}
 	if c.DataDir == "" {
 		errs = append(errs, errors.New("QUIVER_DATA_DIR: must not be empty"))

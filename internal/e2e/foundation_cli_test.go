@@ -173,6 +173,10 @@ func TestFoundationCLI(t *testing.T) {
 			{map[string]string{"QUIVER_DATA_DIR": t.TempDir(), "QUIVER_ADDR": "bogus"}, []string{"serve"}, "QUIVER_ADDR"},
 			{map[string]string{"QUIVER_DATA_DIR": t.TempDir(), "QUIVER_MCP_URL_NOSUCH": "http://x"}, []string{"serve"}, "QUIVER_MCP_URL_NOSUCH"},
 			{map[string]string{"QUIVER_DATA_DIR": t.TempDir(), "QUIVER_SWEEP_INTERVAL": "1ns"}, []string{"serve"}, "QUIVER_SWEEP_INTERVAL"},
+			{map[string]string{"QUIVER_DATA_DIR": t.TempDir(), "QUIVER_CALL_TIMEOUT": "1ns"}, []string{"serve"}, "QUIVER_CALL_TIMEOUT"},
+			{map[string]string{"QUIVER_DATA_DIR": t.TempDir(), "QUIVER_CALL_TIMEOUT": "2562047h"}, []string{"serve"}, "QUIVER_CALL_TIMEOUT"},
+			{map[string]string{"QUIVER_DATA_DIR": t.TempDir(), "QUIVER_OAUTH_GITHUBB_CLIENT_ID": "id", "QUIVER_OAUTH_GITHUBB_CLIENT_SECRET": "s"},
+				[]string{"serve"}, "QUIVER_OAUTH_GITHUBB_*: the catalog has no OAuth provider"},
 			{map[string]string{"QUIVER_DATA_DIR": "/proc/quiver-cannot-be-here"}, []string{"migrate", "status"}, "QUIVER_DATA_DIR"},
 		} {
 			if _, errOut, err := fdRun(t, tc.env, tc.args...); err == nil || !strings.Contains(errOut, tc.want) {
