@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"unicode/utf8"
@@ -19,6 +20,7 @@ import (
 	"github.com/quiverhq/quiver/internal/accounts"
 	"github.com/quiverhq/quiver/internal/app"
 	"github.com/quiverhq/quiver/internal/config"
+	"github.com/quiverhq/quiver/internal/filelock"
 	"github.com/quiverhq/quiver/internal/logging"
 	"github.com/quiverhq/quiver/internal/store"
 )
@@ -112,6 +114,21 @@ func catalogCheck(stdout io.Writer) error {
 }
 
 func serve(ctx context.Context, cfg *config.Config, logger *slog.Logger, stdout io.Writer) error {
+	if cfg.Embedded() {
+		// The embedded database serves one process: a second serve on the
+		// folder would race the first for its migrations and first key.
+		if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
+			return fmt.Errorf("QUIVER_DATA_DIR: cannot create %s: %w", cfg.DataDir, err)
+		}
+		unlock, err := filelock.TryLock(filepath.Join(cfg.DataDir, "serve.lock"))
+		if errors.Is(err, filelock.ErrLocked) {
+			return fmt.Errorf("QUIVER_DATA_DIR %s is in use by another quiver serve: the embedded database serves one process (for several replicas, set DATABASE_URL)", cfg.DataDir)
+		}
+		if err != nil {
+			return fmt.Errorf("QUIVER_DATA_DIR: %w", err)
+		}
+		defer unlock()
+	}
 	a, err := app.New(ctx, cfg, logger)
 	if err != nil {
 		return err

@@ -11,6 +11,7 @@ import (
 
 	"gorm.io/gorm"
 
+	"github.com/quiverhq/quiver/internal/filelock"
 	"github.com/quiverhq/quiver/migrations"
 )
 
@@ -84,8 +85,16 @@ func loadMigrations(fsys fs.FS, dir string) ([]Migration, error) {
 	return out, nil
 }
 
-// withMigrationLock runs fn on one connection holding the migration lock.
+// withMigrationLock runs fn on one connection holding the migration lock:
+// an advisory lock on Postgres, a lock on a file beside SQLite's.
 func (s *Store) withMigrationLock(ctx context.Context, fn func(db *gorm.DB) error) error {
+	if s.migrateLock != "" {
+		unlock, err := filelock.Lock(s.migrateLock)
+		if err != nil {
+			return fmt.Errorf("store: migration lock %s: %w", s.migrateLock, err)
+		}
+		defer unlock()
+	}
 	return s.db.WithContext(ctx).Connection(func(db *gorm.DB) error {
 		if s.dialect == Postgres {
 			if err := db.Exec("SELECT pg_advisory_lock(?)", int64(migrationLockID)).Error; err != nil {

@@ -59,6 +59,9 @@ type Store struct {
 	dialect Dialect
 	// nowMS is the SQL expression for the database clock in milliseconds.
 	nowMS string
+	// migrateLock is the file whose lock SQLite's migrations hold, so that
+	// two processes starting on one data folder do not both apply them.
+	migrateLock string
 }
 
 // Options configures Open.
@@ -112,7 +115,8 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 	// SQLite has one writer; a single connection serializes writes without
 	// "database is locked" errors. No transaction is held across a tool call.
 	sqlDB.SetMaxOpenConns(1)
-	s := &Store{db: db, sql: sqlDB, dialect: SQLite, nowMS: "CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER)"}
+	s := &Store{db: db, sql: sqlDB, dialect: SQLite, nowMS: "CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER)",
+		migrateLock: path + ".migrate-lock"}
 	s.idem = newIdemSQL(s.dialect, s.nowMS)
 	return s, s.Ping(ctx)
 }

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/quiverhq/quiver/internal/testserver"
@@ -103,6 +104,41 @@ func TestFoundationDataFilesArePrivate(t *testing.T) {
 		}
 		if st.Mode().Perm()&0o077 != 0 {
 			t.Errorf("%s has mode %v; want no access for group or others", filepath.Base(f), st.Mode().Perm())
+		}
+	}
+}
+
+// The embedded database serves one process. A second serve on its folder is
+// refused with a clear word; before, four starting together on a new folder
+// failed in migrations ("table accounts already exists", "database is
+// locked") or made two first keys. Commands that are not serve may run
+// beside it, and race each other's migrations safely.
+func TestFoundationOneServePerDataDir(t *testing.T) {
+	dir := t.TempDir()
+	env := map[string]string{"QUIVER_DATA_DIR": dir, "QUIVER_ADDR": "127.0.0.1:0"}
+	var wg sync.WaitGroup
+	keys := make([]string, 4)
+	for i := range keys {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			out, errOut, err := fdRun(t, env, "keys", "create", "--account", "racing")
+			if err != nil {
+				t.Errorf("keys create %d on a new folder: %v\n%s", i, err, errOut)
+				return
+			}
+			keys[i] = fdLastLine(out)
+		}()
+	}
+	wg.Wait()
+	base, _ := fdServe(t, env)
+	_, errOut, err := fdRun(t, env, "serve")
+	if err == nil || !strings.Contains(errOut, "is in use by another quiver serve") {
+		t.Fatalf("a second serve on the folder: %v %q; want a refusal", err, errOut)
+	}
+	for i, k := range keys {
+		if r := testserver.Do(t, base, k, "GET", "/api/v1/agents/", nil); r.Status != 200 {
+			t.Errorf("key %d made while racing: %d %s", i, r.Status, r.Body)
 		}
 	}
 }
