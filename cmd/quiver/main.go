@@ -71,7 +71,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return nil
 	case "catalog":
 		if len(args) != 2 || args[1] != "check" {
-			return errUsage
+			return errors.New("usage: quiver catalog check")
 		}
 		return catalogCheck(stdout)
 	}
@@ -199,8 +199,29 @@ func migrate(ctx context.Context, cfg *config.Config, logger *slog.Logger, verb 
 	return errors.New("usage: quiver migrate up|down|status")
 }
 
+// accountFlag is --account, which may be given once: a second one would
+// otherwise quietly win.
+type accountFlag struct {
+	value string
+	set   bool
+}
+
+func (f *accountFlag) String() string { return f.value }
+
+func (f *accountFlag) Set(v string) error {
+	if f.set {
+		return errors.New("given twice; one key belongs to one account")
+	}
+	f.value, f.set = v, true
+	return nil
+}
+
 func keys(ctx context.Context, cfg *config.Config, logger *slog.Logger, args []string, stdout io.Writer) error {
 	if len(args) == 2 && args[0] == "revoke" {
+		if k := args[1]; k == "-h" || k == "-help" || k == "--help" {
+			fmt.Fprintln(stdout, "usage: quiver keys revoke KEY")
+			return nil
+		}
 		s, err := app.OpenStore(ctx, cfg, logger)
 		if err != nil {
 			return err
@@ -222,7 +243,8 @@ func keys(ctx context.Context, cfg *config.Config, logger *slog.Logger, args []s
 	}
 	fs := flag.NewFlagSet("keys create", flag.ContinueOnError)
 	fs.SetOutput(io.Discard) // errors come back once, below; -h prints the flags
-	name := fs.String("account", "", "account name")
+	var name accountFlag
+	fs.Var(&name, "account", "account name")
 	readOnly := fs.Bool("read-only", false, "a key that reads, and calls only actions annotated read-only")
 	if err := fs.Parse(args[1:]); errors.Is(err, flag.ErrHelp) {
 		fmt.Fprintln(stdout, "usage: quiver keys create --account NAME [--read-only]")
@@ -235,10 +257,10 @@ func keys(ctx context.Context, cfg *config.Config, logger *slog.Logger, args []s
 	if fs.NArg() > 0 {
 		return fmt.Errorf("keys create: unexpected argument %q", fs.Arg(0))
 	}
-	if strings.TrimSpace(*name) == "" {
+	if strings.TrimSpace(name.value) == "" {
 		return errors.New("usage: quiver keys create --account NAME (a name that is not blank)")
 	}
-	if utf8.RuneCountInString(*name) > 200 || strings.ContainsFunc(*name, func(r rune) bool { return r < 0x20 || r == 0x7f }) {
+	if utf8.RuneCountInString(name.value) > 200 || strings.ContainsFunc(name.value, func(r rune) bool { return r < 0x20 || r == 0x7f }) {
 		return errors.New("keys create: --account must be at most 200 characters, without control characters")
 	}
 	s, err := app.OpenStore(ctx, cfg, logger)
@@ -254,7 +276,7 @@ func keys(ctx context.Context, cfg *config.Config, logger *slog.Logger, args []s
 	if *readOnly {
 		create = svc.CreateReadOnlyKey
 	}
-	key, acct, err := create(ctx, *name)
+	key, acct, err := create(ctx, name.value)
 	if err != nil {
 		return err
 	}

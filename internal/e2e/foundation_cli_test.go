@@ -155,6 +155,8 @@ func TestFoundationCLI(t *testing.T) {
 			{[]string{"keys", "create", "--bogus"}, "flag provided but not defined"},
 			{[]string{"keys", "revoke", "qv_nope"}, "no such key"},
 			{[]string{"serve", "extra"}, "serve takes no arguments"},
+			{[]string{"keys", "create", "--account", "a", "--account", "b"}, "given twice"},
+			{[]string{"catalog"}, "usage: quiver catalog check"},
 		} {
 			_, errOut, err := fdRun(t, env, tc.args...)
 			if err == nil || !strings.Contains(errOut, tc.want) || strings.Count(errOut, tc.want) != 1 {
@@ -164,6 +166,9 @@ func TestFoundationCLI(t *testing.T) {
 		out, _, err := fdRun(t, env, "keys", "create", "-h")
 		if err != nil || !strings.Contains(out, "--account NAME") {
 			t.Errorf("keys create -h: %v %q", err, out)
+		}
+		if out, errOut, err := fdRun(t, env, "keys", "revoke", "--help"); err != nil || !strings.Contains(out, "usage: quiver keys revoke KEY") {
+			t.Errorf("keys revoke --help: %v %q %q", err, out, errOut)
 		}
 		for _, tc := range []struct {
 			env  map[string]string
