@@ -291,7 +291,7 @@ func (a *App) Handler() http.Handler { return a.API.Handler() }
 // HTTPServer is the server Serve runs Handler on; tests serve through it
 // too, so what they exercise is what runs.
 func (a *App) HTTPServer() *httpserver.Server {
-	return httpserver.New(a.Handler(), &httpserver.Options{ErrorBody: api.RefusalBody, RefusalHeader: api.RefusalHeader, Logger: a.Logger})
+	return httpserver.New(a.Handler(), &httpserver.Options{ErrorBody: api.RefusalBody, OnRefusal: a.API.Refused, Logger: a.Logger})
 }
 
 // RunBackground runs the sweeper, purge and call log writer until ctx ends.

@@ -1,7 +1,9 @@
 package e2e
 
 import (
+	"bufio"
 	"fmt"
+	"net"
 	"net/http"
 	"strconv"
 	"strings"
@@ -105,5 +107,38 @@ func TestMetricsTimeEveryOutcome(t *testing.T) {
 	if calls != 4 || timed != calls {
 		t.Fatalf("%v calls counted, %v timed; want 4 and 4:\n%s\n%s", calls, timed,
 			grepLines(body, "quiver_calls_total"), grepLines(body, "quiver_call_duration_seconds_count"))
+	}
+}
+
+// A request the HTTP server refuses before routing (here, a bad escape in
+// its target) is logged with the request ID its answer carries, and
+// counted, under one route whatever it named.
+func TestRefusedRequestsAreLoggedAndCounted(t *testing.T) {
+	srv := testserver.Start(t, testserver.Options{})
+	conn, err := net.Dial("tcp", strings.TrimPrefix(srv.URL, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	fmt.Fprint(conn, "GET /%ZZ HTTP/1.1\r\nHost: x\r\n\r\n")
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	id := resp.Header.Get("X-Request-Id")
+	if resp.StatusCode != 400 || id == "" {
+		t.Fatalf("status %d, X-Request-Id %q", resp.StatusCode, id)
+	}
+	logged := false
+	for _, line := range strings.Split(srv.LogText(), "\n") {
+		logged = logged || strings.Contains(line, id) && strings.Contains(line, "request refused before routing")
+	}
+	if !logged {
+		t.Errorf("no log line of the refusal with request_id %s:\n%s", id, srv.LogText())
+	}
+	body := string(srv.Do("GET", "/metrics", nil).Body)
+	if !strings.Contains(body, `quiver_http_requests_total{method="OTHER",route="refused",status="400"} 1`) {
+		t.Errorf("the refusal is not counted:\n%s", grepLines(body, "quiver_http_requests_total"))
 	}
 }

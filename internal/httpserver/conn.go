@@ -277,8 +277,8 @@ func (c *conn) refuse(r *Refusal) {
 	c.rwc.SetWriteDeadline(time.Now().Add(time.Second))
 	fmt.Fprintf(c.bw, "HTTP/1.1 %d %s\r\nContent-Type: %s\r\nContent-Length: %d\r\nConnection: close\r\n",
 		r.Status, http.StatusText(r.Status), ctype, len(body))
-	if c.srv.opts.RefusalHeader != nil {
-		for k, vs := range c.srv.opts.RefusalHeader() {
+	if c.srv.opts.OnRefusal != nil {
+		for k, vs := range c.srv.opts.OnRefusal(*r) {
 			for _, v := range vs {
 				if httpguts.ValidHeaderFieldName(k) && httpguts.ValidHeaderFieldValue(v) {
 					fmt.Fprintf(c.bw, "%s: %s\r\n", k, v)

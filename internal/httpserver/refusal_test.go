@@ -83,7 +83,7 @@ func TestRefusals(t *testing.T) {
 }
 
 // A header line http.ReadRequest refuses is named in the refusal, never
-// repeated (it may hold a credential), and RefusalHeader's fields go out.
+// repeated (it may hold a credential), and OnRefusal's fields go out.
 func TestRefusalNamesTheMalformedHeader(t *testing.T) {
 	t.Parallel()
 	var got httpserver.Refusal
@@ -95,7 +95,7 @@ func TestRefusalNamesTheMalformedHeader(t *testing.T) {
 			mu.Unlock()
 			return refusalBody(r)
 		},
-		RefusalHeader: func() http.Header { return http.Header{"X-Request-Id": {"req_1"}} },
+		OnRefusal: func(httpserver.Refusal) http.Header { return http.Header{"X-Request-Id": {"req_1"}} },
 	})
 	rc := dial(t, ts.addr)
 	rc.send("GET / HTTP/1.1\r\nHost: x\r\nx-api-key: secret\x01\r\n\r\n")
@@ -125,7 +125,7 @@ func TestRefusalBadRequestTarget(t *testing.T) {
 	var reached atomic.Bool
 	ts := setup(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		reached.Store(true)
-	}), &httpserver.Options{ErrorBody: api.RefusalBody, RefusalHeader: api.RefusalHeader})
+	}), &httpserver.Options{ErrorBody: api.RefusalBody, OnRefusal: func(httpserver.Refusal) http.Header { return api.RefusalHeader() }})
 
 	for _, target := range []string{
 		"/%ZZ",

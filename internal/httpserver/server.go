@@ -67,9 +67,10 @@ type Options struct {
 	// ErrorBody renders the body of a request the server refuses before any
 	// handler runs (400, 417, 431, 505). Nil gives text/plain.
 	ErrorBody func(r Refusal) (contentType string, body []byte)
-	// RefusalHeader, if set, gives header fields to add to each refusal
+	// OnRefusal, if set, is called for each refusal, which no handler
+	// sees (to log and count it), and gives header fields to add to it
 	// (say, a request ID, which every other answer carries).
-	RefusalHeader func() http.Header
+	OnRefusal func(r Refusal) http.Header
 	// Logger gets handler panics and accept errors. Nil discards them.
 	Logger *slog.Logger
 }
