@@ -70,17 +70,22 @@ func (c *call) dispatch(ctx context.Context, rt *toolconfig.Resolved, action *co
 		// keeps a copy in memory for the key's whole life, so an entry put
 		// before a commit that then failed would be replayed there as a 200
 		// the database never held. The attempt ends with the lease: after
-		// it, the row is no longer this call's to complete.
+		// it, the row is no longer this call's to complete. The call's log
+		// entry is written with the outcome, so a crash right after cannot
+		// lose it.
+		entry := c.entry(rt, action, callID, outcome, dur)
 		cctx, ccancel := context.WithDeadline(rctx, c.leaseUntil)
-		ok, err := e.opts.Store.Complete(cctx, c.req.AccountID, c.req.Key, c.token, 200, ContentType, respBody)
+		ok, err := e.opts.Store.Complete(cctx, c.req.AccountID, c.req.Key, c.token, 200, ContentType, respBody, &entry)
 		ccancel()
 		if err != nil {
-			ok, err = c.completeRetry(ctx, callID, respBody, err)
+			ok, err = c.completeRetry(ctx, callID, respBody, &entry, err)
 		}
 		if err != nil || !ok {
 			return c.unstored(ctx, rt, action, callID, outcome, dur, err)
 		}
 		c.cacheOutcome(callID, replaycache.StateSucceeded, 200, ContentType, respBody, c.freshTTL())
+		c.count(outcome)
+		return &Response{Status: 200, ContentType: ContentType, Body: respBody}, nil
 	}
 	return c.succeeded(rt, action, callID, outcome, dur, respBody), nil
 }
@@ -113,7 +118,7 @@ const completeRetryMax = 250 * time.Millisecond
 // last error. The lease ends on the database's clock at the earliest
 // c.leaseUntil, and Complete refuses a row whose lease ran out, so an
 // attempt that arrives late changes nothing.
-func (c *call) completeRetry(ctx context.Context, callID string, respBody []byte, err error) (bool, error) {
+func (c *call) completeRetry(ctx context.Context, callID string, respBody []byte, entry *store.CallLog, err error) (bool, error) {
 	e := c.e
 	e.opts.Logger.WarnContext(ctx, "storing a call outcome failed; retrying while the call holds its lease",
 		"call_id", callID, "lease_left", time.Until(c.leaseUntil).String(), "error", err)
@@ -130,7 +135,7 @@ func (c *call) completeRetry(ctx context.Context, callID string, respBody []byte
 		}
 		actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), left)
 		var ok bool
-		ok, err = e.opts.Store.Complete(actx, c.req.AccountID, c.req.Key, c.token, 200, ContentType, respBody)
+		ok, err = e.opts.Store.Complete(actx, c.req.AccountID, c.req.Key, c.token, 200, ContentType, respBody, entry)
 		cancel()
 		if err == nil {
 			return ok, nil

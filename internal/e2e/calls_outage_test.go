@@ -200,3 +200,36 @@ func TestKeylessUnknownOutcomeNamesNoKey(t *testing.T) {
 		t.Fatalf("a keyed call's answer: %q", msg)
 	}
 }
+
+// A keyed call whose outcome was stored is in the call log even if its
+// replica dies a moment after answering: the entry is written with the
+// outcome. Before, it waited in memory for the next batch (up to 100 ms),
+// and a kill -9 lost it.
+func TestKeyedCallLoggedDespiteACrash(t *testing.T) {
+	env := procEnv(t, testdb.Postgres(t, "logcrash"), "")
+	key := createKey(t, env, "logcrash")
+	tool := startToolServer(t)
+	a := startProc(t, env)
+	id := connectHTTPTool(t, a.URL, key, tool.URL)
+	var ids []any
+	for i := range 5 {
+		r := testserver.Do(t, a.URL, key, "POST", callPath, callBody(id, "/crash", i), "Idempotency-Key", fmt.Sprintf("k-crash-%d", i))
+		if r.Status != 200 {
+			t.Fatalf("call %d: %d %s", i, r.Status, r.Body)
+		}
+		ids = append(ids, r.JSON()["call_id"])
+	}
+	a.kill()
+	b := startProc(t, env)
+	r := testserver.Do(t, b.URL, key, "GET", fmt.Sprintf("/api/v1/agents/custom-tools/calls/?tool=%d&limit=200", id), nil)
+	logged := map[any]bool{}
+	calls, _ := r.JSON()["calls"].([]any)
+	for _, c := range calls {
+		logged[c.(map[string]any)["call_id"]] = true
+	}
+	for i, callID := range ids {
+		if !logged[callID] {
+			t.Errorf("call %d (%v) answered 200, then its replica died: it is missing from the log", i, callID)
+		}
+	}
+}

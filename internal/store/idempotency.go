@@ -66,6 +66,9 @@ const idemColumns = `account_id, key, fingerprint, state, lease_token, lease_exp
 // the whole database cost of a call, and GORM's reflection would add to it.
 type idemSQL struct {
 	reserve, get, expire, complete, markUnknown, release string
+	// completeLogged is complete and the call's log entry in one statement
+	// (Postgres only); it returns how many rows it completed, 0 or 1.
+	completeLogged string
 }
 
 func newIdemSQL(d Dialect, now string) idemSQL {
@@ -90,6 +93,17 @@ func newIdemSQL(d Dialect, now string) idemSQL {
 		complete: q(`UPDATE idempotency_keys
 			SET state = 'succeeded', status_code = ?, content_type = ?, response = ?, lease_token = NULL, lease_expires_at = NULL
 			WHERE account_id = ? AND key = ? AND state = 'dispatched' AND lease_token = ? AND lease_expires_at > {now}`),
+		completeLogged: q(`WITH done AS (
+			UPDATE idempotency_keys
+			SET state = 'succeeded', status_code = ?, content_type = ?, response = ?, lease_token = NULL, lease_expires_at = NULL
+			WHERE account_id = ? AND key = ? AND state = 'dispatched' AND lease_token = ? AND lease_expires_at > {now}
+			RETURNING 1
+		), logged AS (
+			INSERT INTO calls (call_id, account_id, tool_id, action, outcome, duration_ms, idempotency_key, created_at)
+			SELECT ?::text, ?::bigint, ?::bigint, ?::text, ?::text, ?::bigint, ?::text, ?::timestamptz FROM done
+			ON CONFLICT (call_id) DO NOTHING
+		)
+		SELECT count(*) FROM done`),
 		markUnknown: q(`UPDATE idempotency_keys
 			SET state = 'outcome_unknown', lease_token = NULL, lease_expires_at = NULL
 			WHERE account_id = ? AND key = ? AND state = 'dispatched' AND lease_token = ?`),
@@ -176,9 +190,37 @@ func (s *Store) affectedOne(ctx context.Context, q string, args ...any) (bool, e
 
 // Complete stores a known outcome: the exact response bytes. It returns
 // false when the lease was lost (the row is no longer ours to decide) or
-// has run out (on the database's clock), swept or not.
-func (s *Store) Complete(ctx context.Context, accountID int64, key, leaseToken string, status int, contentType string, body []byte) (bool, error) {
-	return s.affectedOne(ctx, s.idem.complete, status, contentType, body, accountID, key, leaseToken)
+// has run out (on the database's clock), swept or not. Given a call log
+// entry, it writes it with the outcome, in one statement on Postgres and
+// one transaction on SQLite: a call whose outcome is stored is in the log,
+// even if the process dies a moment later (a batched entry would be lost).
+func (s *Store) Complete(ctx context.Context, accountID int64, key, leaseToken string, status int, contentType string, body []byte, entry *CallLog) (bool, error) {
+	if entry == nil {
+		return s.affectedOne(ctx, s.idem.complete, status, contentType, body, accountID, key, leaseToken)
+	}
+	e := entry
+	if s.dialect == Postgres {
+		var n int
+		err := s.sql.QueryRowContext(ctx, s.idem.completeLogged, status, contentType, body, accountID, key, leaseToken,
+			e.CallID, e.AccountID, e.ToolID, e.Action, e.Outcome, e.DurationMS, e.IdempotencyKey, e.CreatedAt.UTC()).Scan(&n)
+		return n == 1, interpretWrite(err)
+	}
+	tx, err := s.sql.BeginTx(ctx, nil)
+	if err != nil {
+		return false, interpret(err)
+	}
+	defer tx.Rollback()
+	res, err := tx.ExecContext(ctx, s.idem.complete, status, contentType, body, accountID, key, leaseToken)
+	if err != nil {
+		return false, interpretWrite(err)
+	}
+	if n, err := res.RowsAffected(); err != nil || n != 1 {
+		return false, interpretWrite(err)
+	}
+	if _, err := tx.ExecContext(ctx, insertCallsSQL(1), callArgs([]CallLog{*e})...); err != nil {
+		return false, interpretWrite(err)
+	}
+	return true, interpretWrite(tx.Commit())
 }
 
 // MarkUnknown records that a dispatched call has no known outcome. The key

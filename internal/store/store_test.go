@@ -118,11 +118,11 @@ func TestIdempotencyTransitions(t *testing.T) {
 			if err != nil || ex == nil || ex.State != store.IdemDispatched || ex.CallID != "c1" || ex.LeaseExpired() {
 				t.Fatalf("second reserve: %+v, %v", ex, err)
 			}
-			if ok, _ := s.Complete(ctx, acct.ID, "k1", "wrong-token", 200, "application/json", []byte("{}")); ok {
+			if ok, _ := s.Complete(ctx, acct.ID, "k1", "wrong-token", 200, "application/json", []byte("{}"), nil); ok {
 				t.Fatal("Complete with a foreign lease token succeeded")
 			}
 			body := []byte("{\"x\": 1 }\n")
-			if ok, err := s.Complete(ctx, acct.ID, "k1", tok, 200, "application/json", body); !ok || err != nil {
+			if ok, err := s.Complete(ctx, acct.ID, "k1", tok, 200, "application/json", body, nil); !ok || err != nil {
 				t.Fatalf("Complete: %v %v", ok, err)
 			}
 			got, err := s.GetIdem(ctx, acct.ID, "k1")
@@ -150,7 +150,7 @@ func TestIdempotencyTransitions(t *testing.T) {
 			if len(swept) != 1 || swept[0].Key != "k3" {
 				t.Fatalf("swept %+v", swept)
 			}
-			if ok, _ := s.Complete(ctx, acct.ID, "k3", tok3, 200, "application/json", []byte("{}")); ok {
+			if ok, _ := s.Complete(ctx, acct.ID, "k3", tok3, 200, "application/json", []byte("{}"), nil); ok {
 				t.Fatal("Complete after the sweep overwrote outcome_unknown")
 			}
 
@@ -284,7 +284,7 @@ func TestCompleteNeedsALiveLease(t *testing.T) {
 				}
 				time.Sleep(10 * time.Millisecond)
 			}
-			if ok, err := s.Complete(ctx, acct.ID, "short", tok, 200, "application/json", []byte("{}")); ok || err != nil {
+			if ok, err := s.Complete(ctx, acct.ID, "short", tok, 200, "application/json", []byte("{}"), nil); ok || err != nil {
 				t.Fatalf("Complete after the lease ran out: %v, %v", ok, err)
 			}
 			if ok, err := s.MarkUnknown(ctx, acct.ID, "short", tok); !ok || err != nil {
@@ -338,6 +338,50 @@ func TestInsertCallsRoundTrip(t *testing.T) {
 					(g.IdempotencyKey == nil) != (w.IdempotencyKey == nil) || (g.IdempotencyKey != nil && *g.IdempotencyKey != *w.IdempotencyKey) {
 					t.Errorf("entry %d: got %+v, want %+v", i, g, w)
 				}
+			}
+		})
+	}
+}
+
+// Complete given a call log entry writes it with the outcome, or neither:
+// a call whose lease is lost is not logged by it.
+func TestCompleteWritesTheLogEntry(t *testing.T) {
+	for name, s := range setup(t) {
+		t.Run(name, func(t *testing.T) {
+			ctx := context.Background()
+			acct, err := s.EnsureAccount(ctx, "logged")
+			if err != nil {
+				t.Fatal(err)
+			}
+			reserve := func(key, tok, callID string) {
+				rec := &store.IdemRecord{AccountID: acct.ID, Key: key, Fingerprint: []byte{1}, LeaseToken: &tok, ToolID: 7, Action: "send", CallID: callID}
+				if ex, err := s.Reserve(ctx, rec, time.Minute, time.Hour); err != nil || ex != nil {
+					t.Fatalf("reserve %s: %+v, %v", key, ex, err)
+				}
+			}
+			key := "k-logged"
+			entry := func(callID, key string) *store.CallLog {
+				return &store.CallLog{CallID: callID, AccountID: acct.ID, ToolID: 7, Action: "send", Outcome: "tool_error",
+					DurationMS: 12, IdempotencyKey: &key, CreatedAt: time.Now().UTC().Truncate(time.Millisecond)}
+			}
+			reserve("k-logged", "tok-a", "c_logged")
+			if ok, err := s.Complete(ctx, acct.ID, key, "tok-a", 200, "application/json", []byte("{}"), entry("c_logged", key)); !ok || err != nil {
+				t.Fatalf("Complete: %v %v", ok, err)
+			}
+			reserve("k-lost", "tok-b", "c_lost")
+			if ok, err := s.Complete(ctx, acct.ID, "k-lost", "not-the-lease", 200, "application/json", []byte("{}"), entry("c_lost", "k-lost")); ok || err != nil {
+				t.Fatalf("Complete with a foreign lease: %v %v", ok, err)
+			}
+			calls, _, err := s.ListCalls(ctx, acct.ID, nil, store.Page{Limit: 10})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(calls) != 1 {
+				t.Fatalf("the log holds %d entries (%+v); want the completed call's alone", len(calls), calls)
+			}
+			if c := calls[0]; c.CallID != "c_logged" || c.ToolID != 7 || c.Action != "send" || c.Outcome != "tool_error" ||
+				c.DurationMS != 12 || c.IdempotencyKey == nil || *c.IdempotencyKey != key {
+				t.Fatalf("the entry: %+v", c)
 			}
 		})
 	}
