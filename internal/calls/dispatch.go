@@ -103,6 +103,11 @@ func (c *call) succeeded(rt *toolconfig.Resolved, action *connectors.Action, cal
 // hide the slowest calls.
 func (c *call) count(outcome string) {
 	c.e.opts.Metrics.Calls.WithLabelValues(outcome).Inc()
+	c.observe()
+}
+
+// observe records how long a dispatched call took.
+func (c *call) observe() {
 	c.e.opts.Metrics.CallDuration.WithLabelValues("first").Observe(time.Since(c.start).Seconds())
 }
 
@@ -176,14 +181,20 @@ func (c *call) unstored(ctx context.Context, rt *toolconfig.Resolved, action *co
 // unknown records a dispatched call with no outcome: terminal for its key.
 func (c *call) unknown(ctx context.Context, rt *toolconfig.Resolved, action *connectors.Action, callID string, dur time.Duration, cause error) (*Response, error) {
 	e := c.e
-	c.count("outcome_unknown")
 	e.log.add(c.entry(rt, action, callID, "outcome_unknown", dur))
 	e.opts.Logger.WarnContext(ctx, "call outcome unknown", "call_id", callID, "tool", rt.Tool.ID, "action", action.Name, "error", cause)
+	recorded := true
 	if c.req.HasKey {
-		if _, err := e.opts.Store.MarkUnknown(ctx, c.req.AccountID, c.req.Key, c.token); err != nil {
+		var err error
+		if recorded, err = e.opts.Store.MarkUnknown(ctx, c.req.AccountID, c.req.Key, c.token); err != nil {
 			e.opts.Logger.ErrorContext(ctx, "recording an unknown outcome failed; the sweeper will", "call_id", callID, "error", err)
 		}
 		c.cacheOutcome(callID, replaycache.StateOutcomeUnknown, 0, "", nil, c.freshTTL())
+	}
+	if recorded {
+		c.count("outcome_unknown")
+	} else {
+		c.observe() // a sweeper marks the row, and counts the call: once in all
 	}
 	return nil, outcomeUnknown(cause, c.req.HasKey)
 }

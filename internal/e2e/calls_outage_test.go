@@ -3,6 +3,7 @@ package e2e
 import (
 	"fmt"
 	"net/url"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -73,6 +74,19 @@ func TestUnstoredOutcomeIsNotReplayedByAnotherReplica(t *testing.T) {
 		if r.Status == 200 {
 			t.Fatalf("a replica replayed a 200 the database never held: %s", r.Body)
 		}
+	}
+	// One call, one outcome_unknown, summed over the replicas: b could not
+	// mark the row, and a's sweeper did.
+	unknowns := func() (n float64) {
+		for _, srv := range []*testserver.Server{a, b} {
+			n += metricValue(t, srv, `quiver_calls_total{outcome="outcome_unknown"}`)
+		}
+		return n
+	}
+	testserver.Eventually(t, 5*time.Second, "a sweeper to count the call", func() bool { return unknowns() > 0 })
+	time.Sleep(500 * time.Millisecond) // five more sweeps
+	if n := unknowns(); n != 1 {
+		t.Errorf("the replicas counted %v unknown outcomes for one call", n)
 	}
 	if n := tool.count("/slow"); n != 1 {
 		t.Fatalf("the tool ran %d times", n)
@@ -232,4 +246,19 @@ func TestKeyedCallLoggedDespiteACrash(t *testing.T) {
 			t.Errorf("call %d (%v) answered 200, then its replica died: it is missing from the log", i, callID)
 		}
 	}
+}
+
+// metricValue is a sample's value on srv's /metrics, 0 when absent.
+func metricValue(t *testing.T, srv *testserver.Server, sample string) float64 {
+	t.Helper()
+	for _, l := range strings.Split(string(srv.Do("GET", "/metrics", nil).Body), "\n") {
+		if v, ok := strings.CutPrefix(l, sample+" "); ok {
+			f, err := strconv.ParseFloat(v, 64)
+			if err != nil {
+				t.Fatalf("%s: %v", l, err)
+			}
+			return f
+		}
+	}
+	return 0
 }
