@@ -149,7 +149,9 @@ const malformedHeader = "malformed MIME header line: "
 
 // parseRefusal is the refusal of a request http.ReadRequest could not
 // parse. For a malformed header line it names the field but does not
-// repeat the line, which may hold a credential.
+// repeat the line, which may hold a credential; nor does it repeat
+// anything else net/http quotes of the request (the request line, a header
+// value): the message goes to the client and to the log.
 func parseRefusal(err error) *Refusal {
 	msg := err.Error()
 	if line, ok := strings.CutPrefix(msg, malformedHeader); ok {
@@ -163,7 +165,8 @@ func parseRefusal(err error) *Refusal {
 		}
 		return &Refusal{Status: http.StatusBadRequest, Message: "The request has a malformed header line."}
 	}
-	return &Refusal{Status: http.StatusBadRequest, Message: fmt.Sprintf("Malformed HTTP request: %v.", err)}
+	reason, _, _ := strings.Cut(msg, `"`)
+	return &Refusal{Status: http.StatusBadRequest, Message: fmt.Sprintf("Malformed HTTP request: %s.", strings.TrimRight(reason, " :"))}
 }
 
 // readRequest waits for the next request and reads its line and headers.

@@ -192,3 +192,45 @@ func TestClientGoneMidRequest(t *testing.T) {
 		})
 	}
 }
+
+// Whatever net/http quotes of a request it cannot parse (the request line,
+// a header line without a colon, a Content-Length) stays out of the
+// refusal, which goes to the client and to the log: it may hold a
+// credential.
+func TestRefusalQuotesNothingOfTheRequest(t *testing.T) {
+	t.Parallel()
+	var mu sync.Mutex
+	var got []string
+	ts := setup(t, http.NotFoundHandler(), &httpserver.Options{
+		ErrorBody: refusalBody,
+		OnRefusal: func(r httpserver.Refusal) http.Header {
+			mu.Lock()
+			got = append(got, r.Message)
+			mu.Unlock()
+			return nil
+		},
+	})
+	for _, req := range []string{
+		"GET /agents/?api_key=SECRET1\r\nHost: x\r\n\r\n",
+		"GET / HTTP/1.1\r\nHost: x\r\nX-API-KEY qv_SECRET2\r\n\r\n",
+		"POST / HTTP/1.1\r\nHost: x\r\nContent-Length: SECRET3\r\n\r\n",
+		"GET / HTTP/SECRET4\r\nHost: x\r\n\r\n",
+	} {
+		rc := dial(t, ts.addr)
+		rc.send(req)
+		resp, body, err := rc.tryRead("GET")
+		if err != nil {
+			t.Fatalf("%q: no refusal: %v", req, err)
+		}
+		if resp.StatusCode != 400 || strings.Contains(body, "SECRET") || !strings.Contains(body, "Malformed") {
+			t.Errorf("%q: %d %s", req, resp.StatusCode, body)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for _, m := range got {
+		if strings.Contains(m, "SECRET") {
+			t.Errorf("the refusal handed on holds the request: %q", m)
+		}
+	}
+}
