@@ -189,7 +189,13 @@ func (c *call) unknown(ctx context.Context, rt *toolconfig.Resolved, action *con
 		if recorded, err = e.opts.Store.MarkUnknown(ctx, c.req.AccountID, c.req.Key, c.token); err != nil {
 			e.opts.Logger.ErrorContext(ctx, "recording an unknown outcome failed; the sweeper will", "call_id", callID, "error", err)
 		}
-		c.cacheOutcome(callID, replaycache.StateOutcomeUnknown, 0, "", nil, c.freshTTL())
+		// Only what the row says goes to the cache. A row this call could
+		// not mark may hold its outcome after all (a Complete that
+		// committed, its answer lost): readers of the row replay it, and a
+		// cached outcome_unknown would contradict them.
+		if recorded {
+			c.cacheOutcome(callID, replaycache.StateOutcomeUnknown, 0, "", nil, c.freshTTL())
+		}
 	}
 	if recorded {
 		c.count("outcome_unknown")

@@ -262,3 +262,61 @@ func metricValue(t *testing.T, srv *testserver.Server, sample string) float64 {
 	}
 	return 0
 }
+
+// A Complete that committed but whose answer was lost, with the database
+// then away until the lease ends: the replica cannot know the outcome and
+// answers 504, but the row holds the call's 200. The replay cache must not
+// say otherwise: every replica then answers from the row, 200. Before, the
+// replica put outcome_unknown in Redis, and other replicas answered 409
+// tool_outcome_unknown while the row (and any replica that had read it)
+// said succeeded.
+func TestLostCommitAnswerLeavesTheRowInCharge(t *testing.T) {
+	direct := testdb.Postgres(t, "lostcommit")
+	u, err := url.Parse(direct)
+	if err != nil {
+		t.Fatal(err)
+	}
+	px := startProxy(t, u.Host)
+	u.Host = px.Addr()
+	rs := startRedis(t)
+	env := map[string]string{
+		"QUIVER_CALL_TIMEOUT": "2s", "QUIVER_LEASE_GRACE": "1s",
+		"QUIVER_REDIS_PREFIX": fmt.Sprintf("quivertest:lostcommit:%d:", time.Now().UnixNano()),
+	}
+	redisURL := "redis://" + rs.Addr + "/0"
+	b := testserver.Start(t, testserver.Options{DatabaseURL: u.String(), RedisURL: redisURL, Env: env})
+	a := testserver.Start(t, testserver.Options{DatabaseURL: direct, RedisURL: redisURL, Env: env})
+	tool := startToolServer(t)
+	id := connectHTTPTool(t, a.URL, a.Key, tool.URL)
+	// The tool echoes its path, so the marker is among the completing
+	// statement's parameters and nowhere in the reservation's.
+	const marker = "MARK-5e1f9c"
+	body := callBody(id, "/slow/"+marker+"?ms=200", 1)
+	fired := px.swallowAfter([]byte(marker))
+	first := make(chan *testserver.Response, 1)
+	go func() {
+		first <- testserver.Do(t, b.URL, b.Key, "POST", callPath, body, "Idempotency-Key", "k-lostcommit")
+	}()
+	select {
+	case <-fired:
+		px.setCut(true) // the commit went through; its answer and the database are gone
+	case <-time.After(10 * time.Second):
+		t.Fatal("the completing statement never went through the proxy")
+	}
+	wantError(t, <-first, 504, "tool_outcome_unknown")
+	if r := testserver.Do(t, a.URL, a.Key, "POST", callPath, body, "Idempotency-Key", "k-lostcommit"); r.Status != 200 || r.Header.Get("Idempotent-Replayed") != "true" {
+		t.Errorf("another replica: %d %s; want the row's 200, replayed", r.Status, r.Body)
+	}
+	px.swallowAfter(nil)
+	px.setCut(false)
+	testserver.Eventually(t, 10*time.Second, "the first replica to replay the row", func() bool {
+		r := testserver.Do(t, b.URL, b.Key, "POST", callPath, body, "Idempotency-Key", "k-lostcommit")
+		return r.Status == 200 && r.Header.Get("Idempotent-Replayed") == "true"
+	})
+	if s := testserver.Do(t, a.URL, a.Key, "GET", "/api/v1/idempotency-keys/k-lostcommit", nil); s.JSON()["state"] != "succeeded" {
+		t.Errorf("the key: %s", s.Body)
+	}
+	if n := tool.count("/slow"); n != 1 {
+		t.Fatalf("the tool ran %d times", n)
+	}
+}

@@ -226,7 +226,8 @@ type tcpProxy struct {
 	cut     bool
 	hang    bool // accept, and never forward or answer
 	trigger []byte
-	frozen  atomic.Bool // forward nothing on any connection
+	fired   chan struct{} // signalled when the trigger fires
+	frozen  atomic.Bool   // forward nothing on any connection
 }
 
 func startProxy(t testing.TB, target string) *tcpProxy {
@@ -284,6 +285,14 @@ func (p *tcpProxy) serve() {
 		go func() {
 			p.pipe(up, c, func() {
 				swallowed.Store(true)
+				p.mu.Lock()
+				if p.fired != nil {
+					select {
+					case p.fired <- struct{}{}:
+					default:
+					}
+				}
+				p.mu.Unlock()
 				time.AfterFunc(300*time.Millisecond, func() { c.Close(); up.Close() })
 			}, nil)
 			up.Close()
@@ -333,11 +342,13 @@ func (p *tcpProxy) freeze(on bool) {
 	p.setHang(on)
 }
 
-// swallowAfter sets the trigger; nil clears it.
-func (p *tcpProxy) swallowAfter(trigger []byte) {
+// swallowAfter sets the trigger; nil clears it. The channel it returns is
+// signalled when the trigger fires.
+func (p *tcpProxy) swallowAfter(trigger []byte) <-chan struct{} {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.trigger = trigger
+	p.trigger, p.fired = trigger, make(chan struct{}, 1)
+	return p.fired
 }
 
 func (p *tcpProxy) setCut(cut bool) {
