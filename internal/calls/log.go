@@ -88,7 +88,9 @@ func (l *callLog) run(ctx context.Context) {
 	defer tick.Stop()
 	// flush writes what is queued; on a failure it puts the rest back for
 	// the next tick (the database may be back by then) and reports whether
-	// everything was written.
+	// everything was written. A run of failures is logged when it begins
+	// and when it ends, not on every tick.
+	failing := 0
 	flush := func() bool {
 		batch = l.take(batch)
 		for len(batch) > 0 {
@@ -97,11 +99,17 @@ func (l *callLog) run(ctx context.Context) {
 			err := l.store.InsertCalls(fctx, batch[:n])
 			cancel()
 			if err != nil {
-				l.logger.Error("writing the call log failed; trying again", "entries", len(batch), "error", err)
+				if failing++; failing == 1 {
+					l.logger.Error("writing the call log failed; trying again on every tick", "entries", len(batch), "error", err)
+				}
 				l.putBack(batch)
 				return false
 			}
 			batch = batch[n:]
+		}
+		if failing > 0 {
+			l.logger.Info("the call log is written again", "failed_attempts", failing)
+			failing = 0
 		}
 		return true
 	}

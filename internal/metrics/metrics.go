@@ -44,7 +44,7 @@ func New() *Metrics {
 			Name: "quiver_http_request_duration_seconds", Help: "HTTP request latency by route and method.", Buckets: buckets,
 		}, []string{"route", "method"}),
 		Calls: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "quiver_calls_total", Help: "Dispatched tool calls by outcome.",
+			Name: "quiver_calls_total", Help: "Dispatched tool calls by outcome, counted where the outcome was recorded: a call whose replica died is counted by the replica whose sweeper recorded it.",
 		}, []string{"outcome"}),
 		Replays: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "quiver_call_replays_total", Help: "Stored call outcomes replayed for a retried Idempotency-Key.",
@@ -56,7 +56,7 @@ func New() *Metrics {
 			Name: "quiver_calls_in_progress", Help: "Tool calls dispatched and not yet finished on this replica.",
 		}),
 		CallDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Name: "quiver_call_duration_seconds", Help: "Call endpoint latency: first calls and replays.", Buckets: buckets,
+			Name: "quiver_call_duration_seconds", Help: "Call endpoint latency on this replica: first calls (every dispatched call, whatever its outcome) and replays.", Buckets: buckets,
 		}, []string{"phase"}),
 		Swept: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "quiver_idempotency_swept_total", Help: "Dispatched calls whose lease ran out, recorded as outcome unknown.",

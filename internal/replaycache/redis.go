@@ -33,7 +33,7 @@ func LogTo(logger *slog.Logger) { redis.SetLogger(redisLog{logger}) }
 type redisLog struct{ l *slog.Logger }
 
 func (r redisLog) Printf(ctx context.Context, format string, v ...any) {
-	r.l.WarnContext(ctx, "redis: "+fmt.Sprintf(format, v...))
+	r.l.WarnContext(ctx, fmt.Sprintf(format, v...), "from", "go-redis")
 }
 
 // ParseURL builds a client from a redis:// or rediss:// URL (one node),
