@@ -46,7 +46,7 @@ func (e *Engine) Key(ctx context.Context, accountID int64, key string) (*KeyStat
 		return nil, problem.New(problem.NotFound, "No idempotency key with that value for this account.")
 	}
 	if err != nil {
-		return nil, unavailable(err)
+		return nil, err // a read: the API says the database is unavailable
 	}
 	state := "in_progress"
 	switch {
@@ -63,7 +63,7 @@ func (e *Engine) Key(ctx context.Context, accountID int64, key string) (*KeyStat
 func (e *Engine) Calls(ctx context.Context, accountID int64, toolID *int64, p store.Page) ([]store.CallLog, string, error) {
 	cs, next, err := e.opts.Store.ListCalls(ctx, accountID, toolID, p)
 	if err != nil {
-		return nil, "", unavailable(err)
+		return nil, "", err
 	}
 	for i := range cs {
 		cs[i].CreatedAt = cs[i].CreatedAt.UTC().Truncate(time.Second)
