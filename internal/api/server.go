@@ -163,7 +163,8 @@ func newRequestID() string {
 }
 
 // requestID takes a sane incoming X-Request-Id or makes one, and puts it
-// on the response and in the context for logs.
+// on the response and in the context for logs. The same new context ends at
+// RequestTimeout (one copy of the request for both).
 func (s *Server) requestID(c *gin.Context) {
 	id := c.GetHeader("X-Request-Id")
 	if len(id) == 0 || len(id) > 128 || !printableASCII(id) {
