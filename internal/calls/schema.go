@@ -3,6 +3,7 @@ package calls
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sort"
 	"strconv"
@@ -28,8 +29,12 @@ func (e *Engine) schemaFor(raw json.RawMessage) *compiledSchema {
 	}
 	cs := &compiledSchema{}
 	var s jsonschema.Schema
+	var doc any
 	if err := json.Unmarshal(raw, &s); err != nil {
 		cs.err = err
+	} else if err := json.Unmarshal(raw, &doc); err != nil || inPlaceLoop(doc) {
+		cs.err = errSchemaLoops
+		e.opts.Logger.Warn("an action's input schema applies itself to the same value endlessly; it is not enforced", "schema_bytes", len(raw))
 	} else {
 		cs.schema = &s
 		cs.resolved, cs.err = s.Resolve(&jsonschema.ResolveOptions{ValidateDefaults: false})
@@ -37,6 +42,10 @@ func (e *Engine) schemaFor(raw json.RawMessage) *compiledSchema {
 	e.schemas.Store(key, cs)
 	return cs
 }
+
+// errSchemaLoops marks a schema inPlaceLoop refused: validating with it
+// would never end.
+var errSchemaLoops = errors.New("calls: the schema applies itself to the same value endlessly")
 
 // checkArguments validates arguments against the action's input schema.
 // A schema the validator cannot use (a tool's own mistake) is not enforced:
@@ -90,6 +99,9 @@ func fieldErrors(s *jsonschema.Schema, obj map[string]any, verr error) map[strin
 			}
 			continue
 		}
+		if refersAway(ps) {
+			continue // its references mean something only within the whole schema
+		}
 		if r, err := ps.Resolve(nil); err == nil {
 			if err := r.Validate(obj[k]); err != nil {
 				out[k] = trimMessage(err.Error())
@@ -133,6 +145,15 @@ func numbersToFloat(v any) any {
 		}
 	}
 	return v
+}
+
+// refersAway reports whether a subschema holds a reference. Taken alone,
+// as fieldErrors takes a property's schema, "#" would name the subschema
+// itself: {"$ref": "#"} for a property, which recurses through properties
+// in the whole schema, would apply itself to the same value forever.
+func refersAway(s *jsonschema.Schema) bool {
+	b, err := json.Marshal(s)
+	return err != nil || bytes.Contains(b, []byte(`"$ref"`)) || bytes.Contains(b, []byte(`"$dynamicRef"`))
 }
 
 func isFalse(s *jsonschema.Schema) bool {
