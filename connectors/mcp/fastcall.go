@@ -265,19 +265,27 @@ func (f *fastSession) resume(ctx context.Context, lastID string) (io.ReadCloser,
 }
 
 // events reads one event stream (text/event-stream) and handles its
-// messages; done is set once the answer to id came.
+// messages; done is set once the answer to id came. It reads the format as
+// the SDK does: lines end with CRLF, LF or a lone CR, a byte order mark
+// at the start is ignored, and an event whose data is empty (a "priming"
+// event, which servers send to give the stream an ID to resume from) is
+// not a message.
 func (f *fastSession) events(body io.Reader, id int64, lastID *string) (result json.RawMessage, done bool, err error) {
 	buf := scanBufs.Get().(*[]byte)
 	defer scanBufs.Put(buf)
 	sc := bufio.NewScanner(body)
 	sc.Buffer((*buf)[:0], int(min(f.maxBytes, 1<<30))+1)
+	sc.Split(eventLines())
 	var data []byte
 	var hasData bool
 	event := ""
-	for sc.Scan() {
+	for first := true; sc.Scan(); first = false {
 		line := sc.Bytes()
+		if first {
+			line = bytes.TrimPrefix(line, []byte("\xEF\xBB\xBF"))
+		}
 		if len(line) == 0 { // the end of an event
-			if hasData && (event == "" || event == "message") {
+			if hasData && (event == "" || event == "message") && len(bytes.TrimSpace(data)) > 0 {
 				if result, done, err = f.message(data, id); done {
 					return result, done, err
 				}
@@ -300,6 +308,37 @@ func (f *fastSession) events(body io.Reader, id int64, lastID *string) (result j
 		}
 	}
 	return nil, false, sc.Err()
+}
+
+// eventLines splits an event stream into lines, which end with CRLF, LF or
+// a lone CR. A CR that ends the bytes read so far ends its line at once (a
+// server may wait after it); an LF that then follows is the same line end.
+func eventLines() bufio.SplitFunc {
+	afterCR := false
+	return func(data []byte, atEOF bool) (int, []byte, error) {
+		start := 0
+		if afterCR && len(data) > 0 {
+			afterCR = false
+			if data[0] == '\n' {
+				start = 1
+			}
+		}
+		if i := bytes.IndexAny(data[start:], "\r\n"); i >= 0 {
+			i += start
+			if data[i] == '\r' {
+				if i+1 == len(data) {
+					afterCR = true
+				} else if data[i+1] == '\n' {
+					return i + 2, data[start:i], nil
+				}
+			}
+			return i + 1, data[start:i], nil
+		}
+		if atEOF && len(data) > start {
+			return len(data), data[start:], nil
+		}
+		return start, nil, nil
+	}
 }
 
 // scanBufs holds the event scanners' first buffers (a larger event grows

@@ -253,3 +253,45 @@ func TestFastCallFallsBackWhenItCannotConnect(t *testing.T) {
 		t.Fatal("the session kept its fast path")
 	}
 }
+
+// An event stream is read as the SDK reads it: a priming event (an ID and
+// empty data, which servers send first so the stream can be resumed), lone
+// CR line ends, a byte order mark, a CR that ends one write and its LF the
+// next. Before, each of these made a call that had run an unknown outcome.
+func TestFastCallReadsEveryEventStreamForm(t *testing.T) {
+	t.Parallel()
+	answer := func(id string) string {
+		return `{"jsonrpc":"2.0","id":` + id + `,"result":{"content":[{"type":"text","text":"{\"ok\":true}"}]}}`
+	}
+	for name, parts := range map[string]func(id string) []string{
+		"priming event":      func(id string) []string { return []string{"id: prime-1\ndata:\n\n", "id: 2\ndata: " + answer(id) + "\n\n"} },
+		"priming with space": func(id string) []string { return []string{"id: p\ndata: \n\n", "data: " + answer(id) + "\n\n"} },
+		"lone CR":            func(id string) []string { return []string{"id: 1\rdata: " + answer(id) + "\r\r"} },
+		"CRLF split":         func(id string) []string { return []string{"data: " + answer(id) + "\r", "\n\r", "\n"} },
+		"byte order mark":    func(id string) []string { return []string{"\xEF\xBB\xBFdata: " + answer(id) + "\n\n"} },
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				var m struct {
+					ID json.RawMessage `json:"id"`
+				}
+				b, _ := io.ReadAll(r.Body)
+				_ = json.Unmarshal(b, &m)
+				w.Header().Set("Content-Type", "text/event-stream")
+				for _, p := range parts(string(m.ID)) {
+					fmt.Fprint(w, p)
+					w.(http.Flusher).Flush()
+					time.Sleep(5 * time.Millisecond)
+				}
+			}))
+			t.Cleanup(hs.Close)
+			f := &fastSession{client: hs.Client(), endpoint: hs.URL, version: ProtocolVersion, sessionID: "s1", maxBytes: 1 << 20}
+			f.ids.Store(1 << 40)
+			raw, err := f.call(ctxFor(t, 5*time.Second), "x", json.RawMessage(`{}`))
+			if err != nil || !strings.Contains(string(raw), `\"ok\":true`) {
+				t.Fatalf("result %s, %v", raw, err)
+			}
+		})
+	}
+}
