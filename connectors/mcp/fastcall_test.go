@@ -264,7 +264,9 @@ func TestFastCallReadsEveryEventStreamForm(t *testing.T) {
 		return `{"jsonrpc":"2.0","id":` + id + `,"result":{"content":[{"type":"text","text":"{\"ok\":true}"}]}}`
 	}
 	for name, parts := range map[string]func(id string) []string{
-		"priming event":      func(id string) []string { return []string{"id: prime-1\ndata:\n\n", "id: 2\ndata: " + answer(id) + "\n\n"} },
+		"priming event": func(id string) []string {
+			return []string{"id: prime-1\ndata:\n\n", "id: 2\ndata: " + answer(id) + "\n\n"}
+		},
 		"priming with space": func(id string) []string { return []string{"id: p\ndata: \n\n", "data: " + answer(id) + "\n\n"} },
 		"lone CR":            func(id string) []string { return []string{"id: 1\rdata: " + answer(id) + "\r\r"} },
 		"CRLF split":         func(id string) []string { return []string{"data: " + answer(id) + "\r", "\n\r", "\n"} },
