@@ -100,10 +100,19 @@ func listTools(ctx context.Context, sess *mcp.ClientSession) ([]*mcp.Tool, attem
 // hold the character; a call log batch holding its name would fail whole).
 func toActions(tools []*mcp.Tool) []connectors.Action {
 	actions := make([]connectors.Action, 0, len(tools))
+	seen := make(map[string]int, len(tools))
 	for _, tool := range tools {
 		if tool.Name == "" || strings.IndexByte(tool.Name, 0) >= 0 {
 			continue
 		}
+		if i, ok := seen[tool.Name]; ok {
+			// A name listed twice (MCP wants them unique): a call by it
+			// runs whichever the server picks, so the one action listed
+			// is only as safe as the least safe of them.
+			leastSafe(&actions[i], tool)
+			continue
+		}
+		seen[tool.Name] = len(actions)
 		schema, err := json.Marshal(tool.InputSchema)
 		if err != nil || string(schema) == "null" {
 			schema = json.RawMessage(`{"type":"object"}`)
@@ -125,6 +134,18 @@ func toActions(tools []*mcp.Tool) []connectors.Action {
 		actions = append(actions, a)
 	}
 	return actions
+}
+
+// leastSafe makes a what both it and another tool of its name allow: it is
+// retryable, or read-only, only if both are.
+func leastSafe(a *connectors.Action, other *mcp.Tool) {
+	ann := other.Annotations
+	if ann == nil || !(ann.ReadOnlyHint || ann.IdempotentHint) {
+		a.Retryable = false
+	}
+	if a.Annotations != nil && a.Annotations.ReadOnlyHint != nil && *a.Annotations.ReadOnlyHint && (ann == nil || !ann.ReadOnlyHint) {
+		a.Annotations.ReadOnlyHint = ptr(false)
+	}
 }
 
 func ptr[T any](v T) *T { return &v }

@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
 	"github.com/quiverhq/quiver/connectors"
 	"github.com/quiverhq/quiver/internal/mcptest"
 )
@@ -166,4 +168,27 @@ func TestActionsUpstreamAuth(t *testing.T) {
 	c := setup(t, nil)
 	_, err := c.Actions(ctxFor(t, 10*time.Second), toolFor(srv, 1, nil))
 	wantKind(t, err, connectors.KindUpstreamAuth)
+}
+
+// A name listed twice becomes one action, as safe as the least safe of its
+// copies: before, the first listed won, so a destructive copy listed after a
+// read-only one could be called without a key, and with a read-only key.
+func TestActionsDuplicateNamesTakeTheLeastSafe(t *testing.T) {
+	t.Parallel()
+	readOnly := &mcp.Tool{Name: "dup", InputSchema: map[string]any{"type": "object"}, Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true}}
+	destructive := &mcp.Tool{Name: "dup", InputSchema: map[string]any{"type": "object"}}
+	for _, order := range [][]*mcp.Tool{{readOnly, destructive}, {destructive, readOnly}} {
+		actions := toActions(order)
+		if len(actions) != 1 {
+			t.Fatalf("%d actions, want 1", len(actions))
+		}
+		a := actions[0]
+		if a.Retryable || (a.Annotations != nil && a.Annotations.ReadOnlyHint != nil && *a.Annotations.ReadOnlyHint) {
+			t.Errorf("first %v: retryable %v, annotations %+v; want neither retryable nor read-only", order[0].Annotations != nil, a.Retryable, a.Annotations)
+		}
+	}
+	both := toActions([]*mcp.Tool{readOnly, readOnly})
+	if len(both) != 1 || !both[0].Retryable {
+		t.Errorf("two read-only copies: %+v", both)
+	}
 }
