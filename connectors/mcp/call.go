@@ -116,9 +116,29 @@ func (c *Connector) callOn(ctx context.Context, s *slot, action string, args jso
 	}
 	var res mcp.CallToolResult
 	if err := json.Unmarshal(raw, &res); err != nil {
-		return connectors.Result{}, connectors.Errorf(connectors.KindOutcomeUnknown, err, "the tool's result could not be read")
+		return c.unfamiliar(raw, err)
 	}
 	return c.result(&res)
+}
+
+// unfamiliar maps a result the SDK cannot decode, such as one holding a
+// content item of a kind it does not know (a later protocol's): the server
+// answered, so its content goes on as it came, mapped as result does. Only
+// an answer that is not a result at all is an unknown outcome.
+func (c *Connector) unfamiliar(raw json.RawMessage, err error) (connectors.Result, error) {
+	var loose struct {
+		Content           []json.RawMessage `json:"content"`
+		StructuredContent json.RawMessage   `json:"structuredContent"`
+		IsError           bool              `json:"isError"`
+	}
+	if json.Unmarshal(raw, &loose) != nil || loose.Content == nil {
+		return connectors.Result{}, connectors.Errorf(connectors.KindOutcomeUnknown, err, "the tool's result could not be read")
+	}
+	out := connectors.Result{IsError: loose.IsError, Content: loose.StructuredContent}
+	if len(out.Content) == 0 || string(out.Content) == "null" {
+		out.Content, _ = json.Marshal(loose.Content) // raw messages: cannot fail
+	}
+	return c.checked(out)
 }
 
 // result maps a tools/call result: a single text block holding JSON is that
