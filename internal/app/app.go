@@ -75,7 +75,7 @@ func SecretBox(cfg *config.Config) (box *secrets.Box, made string, err error) {
 			return nil, "", fmt.Errorf("QUIVER_SECRET_KEY: %w", err)
 		}
 	} else {
-		path := filepath.Join(cfg.DataDir, "secret.key")
+		path := keyFile(cfg)
 		var created bool
 		key, created, err = secrets.LoadOrCreateKeyFile(path)
 		if err != nil {
@@ -112,9 +112,12 @@ func checkSecretKey(ctx context.Context, st *store.Store, box *secrets.Box, cfg 
 		return fmt.Errorf("%s is missing, and a new key cannot open the secrets this database already holds: %s (put its key file back, or set QUIVER_SECRET_KEY)", made, fix)
 	default:
 		return fmt.Errorf("%s cannot open the secrets this database already holds: %s (put its key file back, or set QUIVER_SECRET_KEY)",
-			filepath.Join(cfg.DataDir, "secret.key"), fix)
+			keyFile(cfg), fix)
 	}
 }
+
+// keyFile is where the embedded default keeps its generated secret key.
+func keyFile(cfg *config.Config) string { return filepath.Join(cfg.DataDir, "secret.key") }
 
 // New builds an App: it opens and migrates the database and connects to
 // Redis if configured.

@@ -84,17 +84,16 @@ func (c *call) dispatch(ctx context.Context, rt *toolconfig.Resolved, action *co
 			return c.unstored(ctx, rt, action, callID, outcome, dur, err)
 		}
 		c.cacheOutcome(callID, replaycache.StateSucceeded, 200, ContentType, respBody, c.freshTTL())
-		c.count(outcome)
-		return &Response{Status: 200, ContentType: ContentType, Body: respBody}, nil
+	} else {
+		e.log.add(c.entry(rt, action, callID, outcome, dur)) // a keyed call's was written with its outcome
 	}
-	return c.succeeded(rt, action, callID, outcome, dur, respBody), nil
+	return c.succeeded(outcome, respBody), nil
 }
 
-// succeeded counts and logs a call whose outcome came back, and answers it.
-func (c *call) succeeded(rt *toolconfig.Resolved, action *connectors.Action, callID, outcome string, dur time.Duration, body []byte) *Response {
-	e := c.e
+// succeeded counts a call whose outcome came back, and answers it. Its log
+// entry is written already, or queued.
+func (c *call) succeeded(outcome string, body []byte) *Response {
 	c.count(outcome)
-	e.log.add(c.entry(rt, action, callID, outcome, dur))
 	return &Response{Status: 200, ContentType: ContentType, Body: body}
 }
 
@@ -162,8 +161,9 @@ func (c *call) unstored(ctx context.Context, rt *toolconfig.Resolved, action *co
 	defer cancel()
 	r, err := e.opts.Store.GetIdem(fctx, c.req.AccountID, c.req.Key)
 	if err == nil && r.CallID == callID && r.State == store.IdemSucceeded {
+		// The Complete that committed wrote the log entry too.
 		c.cacheOutcome(callID, replaycache.StateSucceeded, 200, ContentType, r.Response, rowTTL(r))
-		return c.succeeded(rt, action, callID, outcome, dur, r.Response), nil
+		return c.succeeded(outcome, r.Response), nil
 	}
 	if cause == nil {
 		cause = errors.New("the call's lease was lost before its outcome was stored")

@@ -31,15 +31,13 @@ func (c *call) lookup(ctx context.Context) (*Response, error, bool) {
 	case res.Locked:
 		c.locked = true
 		return nil, nil, false
-	case res.HolderFingerprint != nil:
-		if !bytes.Equal(res.HolderFingerprint, c.fp) {
-			return nil, c.conflict(problem.IdempotencyKeyReused), true
-		}
-		// Another call holds the key, or held it: a lock stays until its
-		// lease ends when its holder's outcome could not be put in the
-		// cache (see cacheDo). The row says which.
-		return nil, nil, false
+	case res.HolderFingerprint != nil && !bytes.Equal(res.HolderFingerprint, c.fp):
+		return nil, c.conflict(problem.IdempotencyKeyReused), true
 	}
+	// Nothing cached, or a lock on the same body: another call holds the
+	// key, or held it (a lock stays until its lease ends when its holder's
+	// outcome could not be put in the cache, see cacheDo). The row says
+	// which.
 	return nil, nil, false
 }
 

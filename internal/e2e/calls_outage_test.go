@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"fmt"
-	"net/url"
 	"strconv"
 	"strings"
 	"testing"
@@ -18,21 +17,7 @@ import (
 // commit ran; another replica read it there, kept it in memory for the key's
 // whole life, and replayed 200 while the first answered 504, then 409.
 func TestUnstoredOutcomeIsNotReplayedByAnotherReplica(t *testing.T) {
-	direct := testdb.Postgres(t, "unstoredx")
-	u, err := url.Parse(direct)
-	if err != nil {
-		t.Fatal(err)
-	}
-	px := startProxy(t, u.Host)
-	u.Host = px.Addr()
-	rs := startRedis(t)
-	env := map[string]string{
-		"QUIVER_CALL_TIMEOUT": "3s", "QUIVER_LEASE_GRACE": "1s",
-		"QUIVER_REDIS_PREFIX": fmt.Sprintf("quivertest:unstored:%d:", time.Now().UnixNano()),
-	}
-	redisURL := "redis://" + rs.Addr + "/0"
-	b := testserver.Start(t, testserver.Options{DatabaseURL: u.String(), RedisURL: redisURL, Env: env}) // loses the database
-	a := testserver.Start(t, testserver.Options{DatabaseURL: direct, RedisURL: redisURL, Env: env})
+	a, b, px := replicasAcrossAProxy(t, "unstoredx", "3s") // b loses the database
 	tool := startToolServer(t)
 	id := connectHTTPTool(t, a.URL, a.Key, tool.URL)
 	body := callBody(id, "/slow/u?ms=1000", "once")
@@ -271,21 +256,7 @@ func metricValue(t *testing.T, srv *testserver.Server, sample string) float64 {
 // tool_outcome_unknown while the row (and any replica that had read it)
 // said succeeded.
 func TestLostCommitAnswerLeavesTheRowInCharge(t *testing.T) {
-	direct := testdb.Postgres(t, "lostcommit")
-	u, err := url.Parse(direct)
-	if err != nil {
-		t.Fatal(err)
-	}
-	px := startProxy(t, u.Host)
-	u.Host = px.Addr()
-	rs := startRedis(t)
-	env := map[string]string{
-		"QUIVER_CALL_TIMEOUT": "2s", "QUIVER_LEASE_GRACE": "1s",
-		"QUIVER_REDIS_PREFIX": fmt.Sprintf("quivertest:lostcommit:%d:", time.Now().UnixNano()),
-	}
-	redisURL := "redis://" + rs.Addr + "/0"
-	b := testserver.Start(t, testserver.Options{DatabaseURL: u.String(), RedisURL: redisURL, Env: env})
-	a := testserver.Start(t, testserver.Options{DatabaseURL: direct, RedisURL: redisURL, Env: env})
+	a, b, px := replicasAcrossAProxy(t, "lostcommit", "2s")
 	tool := startToolServer(t)
 	id := connectHTTPTool(t, a.URL, a.Key, tool.URL)
 	// The tool echoes its path, so the marker is among the completing
@@ -319,4 +290,21 @@ func TestLostCommitAnswerLeavesTheRowInCharge(t *testing.T) {
 	if n := tool.count("/slow"); n != 1 {
 		t.Fatalf("the tool ran %d times", n)
 	}
+}
+
+// replicasAcrossAProxy starts two replicas of one database and one Redis
+// (with one key prefix): a reaches the database directly, b through a proxy
+// the test controls. The call timeout is callTimeout, the lease grace 1s.
+func replicasAcrossAProxy(t *testing.T, name, callTimeout string) (a, b *testserver.Server, px *tcpProxy) {
+	t.Helper()
+	direct, proxied, px := postgresWithProxy(t, name)
+	rs := startRedis(t)
+	env := map[string]string{
+		"QUIVER_CALL_TIMEOUT": callTimeout, "QUIVER_LEASE_GRACE": "1s",
+		"QUIVER_REDIS_PREFIX": fmt.Sprintf("quivertest:%s:%d:", name, time.Now().UnixNano()),
+	}
+	redisURL := "redis://" + rs.Addr + "/0"
+	b = testserver.Start(t, testserver.Options{DatabaseURL: proxied, RedisURL: redisURL, Env: env})
+	a = testserver.Start(t, testserver.Options{DatabaseURL: direct, RedisURL: redisURL, Env: env})
+	return a, b, px
 }

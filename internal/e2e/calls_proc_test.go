@@ -246,14 +246,22 @@ func (p *tcpProxy) Addr() string { return p.ln.Addr().String() }
 // postgresBehindProxy returns a database of its own for the test, reached
 // through a proxy the test controls: its URL, and the proxy.
 func postgresBehindProxy(t testing.TB, name string) (string, *tcpProxy) {
+	_, proxied, px := postgresWithProxy(t, name)
+	return proxied, px
+}
+
+// postgresWithProxy is postgresBehindProxy that also returns the database's
+// own URL, for replicas that reach it directly.
+func postgresWithProxy(t testing.TB, name string) (direct, proxied string, px *tcpProxy) {
 	t.Helper()
-	u, err := url.Parse(testdb.Postgres(t, name))
+	direct = testdb.Postgres(t, name)
+	u, err := url.Parse(direct)
 	if err != nil {
 		t.Fatal(err)
 	}
-	px := startProxy(t, u.Host)
+	px = startProxy(t, u.Host)
 	u.Host = px.Addr()
-	return u.String(), px
+	return direct, u.String(), px
 }
 
 func (p *tcpProxy) serve() {

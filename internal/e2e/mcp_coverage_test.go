@@ -443,3 +443,26 @@ func mqConnectBehindProxy(t *testing.T, srv *testserver.Server, name string) (*m
 	px := startProxy(t, u.Host)
 	return counter, px, mqConnect(t, srv, name, map[string]any{"url": "http://" + px.Addr() + u.Path})
 }
+
+// TestMCPLoopingSchemaKeepsTheServerUp connects a server whose tool's input
+// schema applies itself to the same value forever. Before, a keyed call of
+// that tool made the validator recurse until the stack overflowed, which
+// killed the whole process (this test's, as the server runs in it). Such a
+// schema is not enforced: the call runs once, and the server answers on.
+func TestMCPLoopingSchemaKeepsTheServerUp(t *testing.T) {
+	srv := testserver.Start(t, testserver.Options{})
+	counter := mcptest.Start(t, mcptest.Counter, mcptest.Options{})
+	counter.Add(&mcp.Tool{Name: "loop", InputSchema: map[string]any{
+		"type": "object", "$ref": "#/$defs/X", "$defs": map[string]any{"X": map[string]any{"$ref": "#/$defs/X"}},
+	}})
+	id := mqConnect(t, srv, "loop", map[string]any{"url": counter.URL})
+	if r := mcvCall(t, srv, id, "loop", map[string]any{"q": 1}, "k-loop"); r.Status != 200 {
+		t.Fatalf("the call: %d %s", r.Status, r.Body)
+	}
+	if n := counter.Calls("loop"); n != 1 {
+		t.Fatalf("the tool ran %d times", n)
+	}
+	if r := mcvCall(t, srv, id, "read_count", nil, ""); r.Status != 200 {
+		t.Fatalf("the server after it: %d %s", r.Status, r.Body)
+	}
+}

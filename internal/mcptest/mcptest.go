@@ -217,6 +217,16 @@ func (s *Server) AddTool(name string) {
 	addDummy(srv, name)
 }
 
+// Add adds t, with its schema and annotations as given, and notifies
+// connected sessions that the tool list changed. It answers {"ok": true}
+// and counts its calls (Calls).
+func (s *Server) Add(t *mcp.Tool) {
+	s.mu.Lock()
+	srv := s.mcp
+	s.mu.Unlock()
+	s.add(srv, t, func(map[string]any) (*mcp.CallToolResult, error) { return jsonText(map[string]bool{"ok": true}), nil })
+}
+
 // Close stops the server: later connections are refused. It is safe to call
 // more than once.
 func (s *Server) Close() {

@@ -67,13 +67,21 @@ const idemColumns = `account_id, key, fingerprint, state, lease_token, lease_exp
 type idemSQL struct {
 	reserve, get, expire, complete, markUnknown, release string
 	// completeLogged is complete and the call's log entry in one statement
-	// (Postgres only); it returns how many rows it completed, 0 or 1.
+	// (Postgres only; SQLite runs the two in a transaction); it returns
+	// how many rows it completed, 0 or 1.
 	completeLogged string
 }
 
 func newIdemSQL(d Dialect, now string) idemSQL {
 	q := func(s string) string { return rebind(d, strings.ReplaceAll(s, "{now}", now)) }
-	return idemSQL{
+	// Complete needs a live lease, not only our token: once the lease
+	// has run out, any replica reading the row answers (and caches)
+	// outcome_unknown before the sweeper gets to it, so a late Complete
+	// would contradict them.
+	const complete = `UPDATE idempotency_keys
+			SET state = 'succeeded', status_code = ?, content_type = ?, response = ?, lease_token = NULL, lease_expires_at = NULL
+			WHERE account_id = ? AND key = ? AND state = 'dispatched' AND lease_token = ? AND lease_expires_at > {now}`
+	s := idemSQL{
 		// ON CONFLICT DO NOTHING RETURNING returns a row only when this
 		// statement inserted it: one round trip tells "new" from "taken".
 		reserve: q(`INSERT INTO idempotency_keys
@@ -86,30 +94,21 @@ func newIdemSQL(d Dialect, now string) idemSQL {
 		// lease never is, whatever the TTL says.
 		expire: q(`DELETE FROM idempotency_keys WHERE account_id = ? AND key = ? AND expires_at <= {now}
 			AND (state <> 'dispatched' OR lease_expires_at <= {now})`),
-		// Complete needs a live lease, not only our token: once the lease
-		// has run out, any replica reading the row answers (and caches)
-		// outcome_unknown before the sweeper gets to it, so a late
-		// Complete would contradict them.
-		complete: q(`UPDATE idempotency_keys
-			SET state = 'succeeded', status_code = ?, content_type = ?, response = ?, lease_token = NULL, lease_expires_at = NULL
-			WHERE account_id = ? AND key = ? AND state = 'dispatched' AND lease_token = ? AND lease_expires_at > {now}`),
-		completeLogged: q(`WITH done AS (
-			UPDATE idempotency_keys
-			SET state = 'succeeded', status_code = ?, content_type = ?, response = ?, lease_token = NULL, lease_expires_at = NULL
-			WHERE account_id = ? AND key = ? AND state = 'dispatched' AND lease_token = ? AND lease_expires_at > {now}
-			RETURNING 1
-		), logged AS (
-			INSERT INTO calls (call_id, account_id, tool_id, action, outcome, duration_ms, idempotency_key, created_at)
-			SELECT ?::text, ?::bigint, ?::bigint, ?::text, ?::text, ?::bigint, ?::text, ?::timestamptz FROM done
-			ON CONFLICT (call_id) DO NOTHING
-		)
-		SELECT count(*) FROM done`),
+		complete: q(complete),
 		markUnknown: q(`UPDATE idempotency_keys
 			SET state = 'outcome_unknown', lease_token = NULL, lease_expires_at = NULL
 			WHERE account_id = ? AND key = ? AND state = 'dispatched' AND lease_token = ?`),
 		release: q(`DELETE FROM idempotency_keys
 			WHERE account_id = ? AND key = ? AND state = 'dispatched' AND lease_token = ?`),
 	}
+	if d == Postgres {
+		s.completeLogged = q(`WITH done AS (` + complete + ` RETURNING 1), logged AS (
+			INSERT INTO calls (call_id, account_id, tool_id, action, outcome, duration_ms, idempotency_key, created_at)
+			SELECT ?::text, ?::bigint, ?::bigint, ?::text, ?::text, ?::bigint, ?::text, ?::timestamptz FROM done
+			ON CONFLICT (call_id) DO NOTHING)
+		SELECT count(*) FROM done`)
+	}
+	return s
 }
 
 // rebind turns ? placeholders into Postgres's $1, $2, …
@@ -198,11 +197,10 @@ func (s *Store) Complete(ctx context.Context, accountID int64, key, leaseToken s
 	if entry == nil {
 		return s.affectedOne(ctx, s.idem.complete, status, contentType, body, accountID, key, leaseToken)
 	}
-	e := entry
 	if s.dialect == Postgres {
 		var n int
-		err := s.sql.QueryRowContext(ctx, s.idem.completeLogged, status, contentType, body, accountID, key, leaseToken,
-			e.CallID, e.AccountID, e.ToolID, e.Action, e.Outcome, e.DurationMS, e.IdempotencyKey, e.CreatedAt.UTC()).Scan(&n)
+		args := append([]any{status, contentType, body, accountID, key, leaseToken}, callArgs([]CallLog{*entry})...)
+		err := s.sql.QueryRowContext(ctx, s.idem.completeLogged, args...).Scan(&n)
 		return n == 1, interpretWrite(err)
 	}
 	tx, err := s.sql.BeginTx(ctx, nil)
@@ -217,7 +215,7 @@ func (s *Store) Complete(ctx context.Context, accountID int64, key, leaseToken s
 	if n, err := res.RowsAffected(); err != nil || n != 1 {
 		return false, interpretWrite(err)
 	}
-	if _, err := tx.ExecContext(ctx, insertCallsSQL(1), callArgs([]CallLog{*e})...); err != nil {
+	if _, err := tx.ExecContext(ctx, insertCallsSQL(1), callArgs([]CallLog{*entry})...); err != nil {
 		return false, interpretWrite(err)
 	}
 	return true, interpretWrite(tx.Commit())
