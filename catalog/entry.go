@@ -170,7 +170,18 @@ type OAuthProvider struct {
 	Scopes           []string          `yaml:"scopes"`
 	PKCE             bool              `yaml:"pkce"`
 	ExtraAuthParams  map[string]string `yaml:"extra_auth_params,omitempty"`
+	// TokenAuth is how the client authenticates at the token endpoint, by
+	// its RFC 8414 name: client_secret_post (the default: id and secret in
+	// the form) or client_secret_basic (HTTP Basic).
+	TokenAuth string `yaml:"token_auth,omitempty"`
 }
+
+// The client authentication methods at a token endpoint (RFC 8414's
+// token_endpoint_auth_methods_supported) an OAuthProvider may name.
+const (
+	TokenAuthPost  = "client_secret_post"
+	TokenAuthBasic = "client_secret_basic"
+)
 
 // Action is a fixed action of a builtin tool.
 type Action struct {

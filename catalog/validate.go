@@ -314,6 +314,11 @@ func (v *validator) oauth(e *Entry) {
 	if !isHTTPS(p.TokenURL) {
 		v.add("oauth.token_url", "%q is not an https URL", p.TokenURL)
 	}
+	switch p.TokenAuth {
+	case "", TokenAuthPost, TokenAuthBasic:
+	default:
+		v.add("oauth.token_auth", "%q is not %s or %s", p.TokenAuth, TokenAuthPost, TokenAuthBasic)
+	}
 	for i, s := range p.Scopes {
 		if s == "" || strings.ContainsAny(s, " \t\n") {
 			v.add(field("oauth", "scopes", i), "%q is not a single scope", s)

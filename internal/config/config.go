@@ -63,7 +63,8 @@ type Config struct {
 	CallRateBurst int
 	// OAuthClients maps a provider name (lower case) to the platform's OAuth
 	// app, from QUIVER_OAUTH_<PROVIDER>_CLIENT_ID / _CLIENT_SECRET, and to
-	// endpoint overrides from QUIVER_OAUTH_<PROVIDER>_AUTH_URL / _TOKEN_URL.
+	// endpoint overrides from QUIVER_OAUTH_<PROVIDER>_AUTH_URL / _TOKEN_URL /
+	// _TOKEN_AUTH.
 	OAuthClients map[string]OAuthClient
 	// MCPURLs points hosted MCP catalog entries elsewhere (private mirrors,
 	// tests): QUIVER_MCP_URL_<ENTRY>, keyed by entry name ("github-mcp").
@@ -77,6 +78,10 @@ type OAuthClient struct {
 	ClientSecret string
 	AuthURL      string
 	TokenURL     string
+	// TokenAuth, when set (QUIVER_OAUTH_<PROVIDER>_TOKEN_AUTH), is how the
+	// client authenticates at the token endpoint: client_secret_post or
+	// client_secret_basic; unset keeps the catalog's.
+	TokenAuth string
 }
 
 // Embedded reports whether Quiver runs on its embedded SQLite database.
@@ -195,6 +200,7 @@ func Parse(getenv func(string) string, environ []string) (*Config, error) {
 			{"_CLIENT_SECRET", func(o *OAuthClient) { o.ClientSecret = value }},
 			{"_AUTH_URL", func(o *OAuthClient) { o.AuthURL = value }},
 			{"_TOKEN_URL", func(o *OAuthClient) { o.TokenURL = value }},
+			{"_TOKEN_AUTH", func(o *OAuthClient) { o.TokenAuth = value }},
 		} {
 			if p, ok := strings.CutSuffix(rest, f.suffix); ok && p != "" {
 				provider, set = strings.ToLower(p), f.set
@@ -301,6 +307,11 @@ func (c *Config) Validate() error {
 			if u != "" && !absoluteHTTP(u) {
 				errs = append(errs, fmt.Errorf("%s%s: must be an absolute http(s) URL", name, suffix))
 			}
+		}
+		switch oc.TokenAuth {
+		case "", "client_secret_post", "client_secret_basic":
+		default:
+			errs = append(errs, fmt.Errorf("%s_TOKEN_AUTH: %q is not client_secret_post or client_secret_basic", name, oc.TokenAuth))
 		}
 	}
 	for entry, u := range c.MCPURLs {

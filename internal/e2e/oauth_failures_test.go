@@ -101,6 +101,11 @@ func TestOAuthSlowFailingRefreshIsShared(t *testing.T) {
 		t.Fatalf("one call: %d %s, want 502", r.Status, r.Body)
 	}
 	alone, asked := time.Since(start), p.failedRefreshes.Swap(0)
+	if asked != 1 {
+		// oauth2's AutoDetect sent every failed token request twice, the
+		// refresh token with it.
+		t.Fatalf("one call asked the provider %d times, want 1", asked)
+	}
 
 	start = time.Now()
 	var wg sync.WaitGroup
@@ -132,19 +137,57 @@ func TestOAuthSlowFailingRefreshIsShared(t *testing.T) {
 	}
 }
 
-// oaAlwaysRefreshing connects github-mcp, on the embedded database, with
-// access tokens whose lifetime is always inside the refresh leeway, so
-// every call refreshes first: the provider, the MCP server, Quiver and the
-// tool's ID.
-func oaAlwaysRefreshing(t *testing.T) (*oaProvider, *mcptest.Server, *testserver.Server, int64) {
-	t.Helper()
+// TestOAuthShortLivedTokens: a provider whose access tokens live 30
+// seconds gets one refresh for 10 calls that find the token due, and none
+// for the 10 after. With a fixed minute of leeway every new token was due
+// at once, and each call refreshed in turn.
+func TestOAuthShortLivedTokens(t *testing.T) {
 	p := oaStartProvider(t)
-	counter, env := oaGitHub(t, p)
-	p.firstTTL, p.nextTTL = 30*time.Second, 30*time.Second
+	_, env := oaGitHub(t, p)
+	p.firstTTL, p.nextTTL = time.Second, 30*time.Second
 	srv := testserver.Start(t, testserver.Options{Env: env})
 	id, step := oaCreate(t, srv, srv.Key, "github-mcp")
 	if status, body := oaCallback(t, srv, oaAuthorize(t, oaAuthURL(t, step))); status != 200 {
 		t.Fatalf("callback: %d %s", status, body)
 	}
+	oaPastHalfLife(p)
+	for round := range 2 {
+		var wg sync.WaitGroup
+		for range 10 {
+			wg.Go(func() {
+				if r := oaCall(t, srv, id, "read_count"); r.Status != 200 {
+					t.Errorf("call: %d %s", r.Status, r.Body)
+				}
+			})
+		}
+		wg.Wait()
+		if n := p.refreshes.Load(); n != 1 {
+			t.Fatalf("round %d: %d refreshes, want 1", round, n)
+		}
+	}
+}
+
+// oaAlwaysRefreshing connects github-mcp, on the embedded database, with
+// access tokens that live a second, and waits until the first is due for a
+// refresh (halfway through its life), so the next call refreshes first:
+// the provider, the MCP server, Quiver and the tool's ID.
+func oaAlwaysRefreshing(t *testing.T) (*oaProvider, *mcptest.Server, *testserver.Server, int64) {
+	t.Helper()
+	p := oaStartProvider(t)
+	counter, env := oaGitHub(t, p)
+	p.firstTTL, p.nextTTL = time.Second, time.Second
+	srv := testserver.Start(t, testserver.Options{Env: env})
+	id, step := oaCreate(t, srv, srv.Key, "github-mcp")
+	if status, body := oaCallback(t, srv, oaAuthorize(t, oaAuthURL(t, step))); status != 200 {
+		t.Fatalf("callback: %d %s", status, body)
+	}
+	oaPastHalfLife(p)
 	return p, counter, srv, id
+}
+
+// oaPastHalfLife waits, right after a connection, until its first access
+// token is past half its life, when Quiver refreshes a token that lives
+// under two minutes.
+func oaPastHalfLife(p *oaProvider) {
+	time.Sleep(p.firstTTL/2 + 100*time.Millisecond)
 }

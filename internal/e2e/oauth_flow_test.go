@@ -154,9 +154,9 @@ func TestOAuthConnectFlow(t *testing.T) {
 func TestOAuthRefreshAcrossReplicas(t *testing.T) {
 	p := oaStartProvider(t)
 	counter, env := oaGitHub(t, p)
-	// The first access token is already inside the refresh leeway; the
-	// refreshed ones live an hour.
-	p.firstTTL, p.nextTTL = 30*time.Second, time.Hour
+	// The first access token lives a second, so it is due for a refresh
+	// after half of that (oaPastHalfLife); the refreshed ones live an hour.
+	p.firstTTL, p.nextTTL = time.Second, time.Hour
 	a := testserver.Start(t, testserver.Options{Postgres: true, Env: env})
 	b := testserver.Start(t, testserver.Options{DatabaseURL: a.DatabaseURL, Env: env})
 
@@ -164,6 +164,7 @@ func TestOAuthRefreshAcrossReplicas(t *testing.T) {
 	if status, body := oaCallback(t, a, oaAuthorize(t, oaAuthURL(t, step))); status != 200 {
 		t.Fatalf("callback: %d %s", status, body)
 	}
+	oaPastHalfLife(p)
 	var seen []string // response bodies, checked for tokens at the end
 
 	// 20 concurrent calls over two replicas: one refresh between them.

@@ -73,10 +73,13 @@ type Client struct {
 }
 
 // Endpoint overrides a provider's URLs (tests point them at a local
-// provider). Empty fields keep the catalog's.
+// provider) and how the client authenticates at its token endpoint
+// (catalog.TokenAuthPost or TokenAuthBasic). Empty fields keep the
+// catalog's.
 type Endpoint struct {
-	AuthURL  string
-	TokenURL string
+	AuthURL   string
+	TokenURL  string
+	TokenAuth string
 }
 
 // Options configures a Flow.
@@ -179,6 +182,7 @@ func (f *Flow) provider(t *store.Tool, e *catalog.Entry) (*provider, error) {
 		return nil, toolconfig.ErrProviderNotConfigured
 	}
 	ep := oauth2.Endpoint{AuthURL: e.OAuth.AuthorizationURL, TokenURL: e.OAuth.TokenURL}
+	tokenAuth := e.OAuth.TokenAuth
 	if o, ok := f.opts.Endpoints[name]; ok {
 		if o.AuthURL != "" {
 			ep.AuthURL = o.AuthURL
@@ -186,6 +190,16 @@ func (f *Flow) provider(t *store.Tool, e *catalog.Entry) (*provider, error) {
 		if o.TokenURL != "" {
 			ep.TokenURL = o.TokenURL
 		}
+		if o.TokenAuth != "" {
+			tokenAuth = o.TokenAuth
+		}
+	}
+	// Never oauth2's AutoDetect: it sends a failed token request again with
+	// the credentials moved, and the first failure of every new Config
+	// (one per request here) would present a refresh token twice.
+	ep.AuthStyle = oauth2.AuthStyleInParams
+	if tokenAuth == catalog.TokenAuthBasic {
+		ep.AuthStyle = oauth2.AuthStyleInHeader
 	}
 	p := &provider{name: name, cfg: oauth2.Config{
 		ClientID: c.ID, ClientSecret: c.Secret, Scopes: e.OAuth.Scopes, RedirectURL: f.RedirectURL(), Endpoint: ep,

@@ -28,14 +28,33 @@ type tokenServer struct {
 	live      map[string]bool
 	n         int
 	refreshes atomic.Int64
+	// ttl is the lifetime of the access tokens it issues, in seconds
+	// (3600 unless set).
+	ttl atomic.Int64
+	// fail, when set, is the HTTP status every token request gets, with
+	// error server_error; requests counts every token request.
+	fail     atomic.Int32
+	requests atomic.Int64
+	// basic is set when the last token request authenticated with HTTP
+	// Basic rather than in the form.
+	basic atomic.Bool
 }
 
 func startTokenServer(t *testing.T, first string) *tokenServer {
 	ts := &tokenServer{live: map[string]bool{first: true}}
+	ts.ttl.Store(3600)
 	ts.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		_ = r.ParseForm()
 		w.Header().Set("Content-Type", "application/json")
+		ts.requests.Add(1)
+		_, _, basic := r.BasicAuth()
+		ts.basic.Store(basic && r.PostForm.Get("client_secret") == "")
 		time.Sleep(20 * time.Millisecond) // widen the window for a second refresh
+		if status := ts.fail.Load(); status != 0 {
+			w.WriteHeader(int(status))
+			w.Write([]byte(`{"error":"server_error"}`))
+			return
+		}
 		ts.mu.Lock()
 		defer ts.mu.Unlock()
 		rt := r.PostForm.Get("refresh_token")
@@ -50,7 +69,7 @@ func startTokenServer(t *testing.T, first string) *tokenServer {
 		next := "rt-" + string(rune('a'+ts.n))
 		ts.live[next] = true
 		json.NewEncoder(w).Encode(map[string]any{"access_token": "at-" + string(rune('a'+ts.n)), "token_type": "Bearer",
-			"expires_in": 3600, "refresh_token": next})
+			"expires_in": ts.ttl.Load(), "refresh_token": next})
 	}))
 	t.Cleanup(ts.Close)
 	return ts
@@ -219,5 +238,58 @@ func TestAuthorizationURLAndState(t *testing.T) {
 func TestSanitizeCode(t *testing.T) {
 	if got := sanitizeCode(`access_denied<script>"x"`); got != "access_deniedscriptx" {
 		t.Fatalf("got %q", got)
+	}
+}
+
+// TestRefreshShortLivedToken: a provider that issues 30-second tokens gets
+// one refresh for many calls that find the token due, not one each. The
+// leeway used to be a fixed minute, so a token fresh from the provider was
+// already due and every waiting call refreshed again in turn.
+func TestRefreshShortLivedToken(t *testing.T) {
+	ts := startTokenServer(t, "rt-first")
+	ts.ttl.Store(30)
+	s := newSetup(t, ts.URL, &toolconfig.Token{AccessToken: "at-first", RefreshToken: "rt-first",
+		IssuedAt: time.Now().Add(-25 * time.Second), Expiry: time.Now().Add(5 * time.Second)})
+	var wg sync.WaitGroup
+	for range 10 {
+		wg.Go(func() {
+			if _, err := s.flow.Refresh(context.Background(), s.tool.AccountID, s.tool.ID, ""); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+	if n := ts.refreshes.Load(); n != 1 {
+		t.Fatalf("refreshes = %d, want 1", n)
+	}
+	if _, tok := s.stored(t); tok.Expiring(time.Now()) {
+		t.Fatalf("the new token (expiry in %v) is due for a refresh at once", time.Until(tok.Expiry))
+	}
+}
+
+// TestRefreshFailureAsksOnce: a token request the provider fails is not
+// sent again with the client's credentials moved. oauth2's AutoDetect auth
+// style retries any failed request that way, which presents one refresh
+// token twice: a provider that detects reuse of a rotating refresh token
+// revokes the grant.
+func TestRefreshFailureAsksOnce(t *testing.T) {
+	for _, status := range []int32{http.StatusInternalServerError, http.StatusBadRequest} {
+		ts := startTokenServer(t, "rt-first")
+		ts.fail.Store(status)
+		s := newSetup(t, ts.URL, &toolconfig.Token{AccessToken: "at-first", RefreshToken: "rt-first", Expiry: time.Now().Add(-time.Second)})
+		if _, err := s.flow.Refresh(context.Background(), s.tool.AccountID, s.tool.ID, ""); err == nil {
+			t.Fatalf("status %d: the refresh succeeded", status)
+		}
+		if n := ts.requests.Load(); n != 1 || ts.basic.Load() {
+			t.Fatalf("status %d: %d token requests (basic %t), want 1 with the secret in the form", status, n, ts.basic.Load())
+		}
+	}
+
+	// QUIVER_OAUTH_<PROVIDER>_TOKEN_AUTH=client_secret_basic: HTTP Basic.
+	ts := startTokenServer(t, "rt-first")
+	s := newSetup(t, ts.URL, &toolconfig.Token{AccessToken: "at-first", RefreshToken: "rt-first", Expiry: time.Now().Add(-time.Second)})
+	s.flow.opts.Endpoints["github"] = Endpoint{TokenURL: ts.URL, TokenAuth: catalog.TokenAuthBasic}
+	if _, err := s.flow.Refresh(context.Background(), s.tool.AccountID, s.tool.ID, ""); err != nil || !ts.basic.Load() {
+		t.Fatalf("basic: %v, basic %t", err, ts.basic.Load())
 	}
 }

@@ -6,7 +6,7 @@ package toolconfig
 // the refresh at the provider) lives in internal/oauth behind the
 // interfaces below; this file decides what the tool's state becomes.
 //
-//	Resolve ──▶ token within TokenLeeway of expiry? ──no──▶ use it
+//	Resolve ──▶ token due for a refresh (RefreshAt)? ──no──▶ use it
 //	                      │ yes
 //	                      ▼
 //	        TokenRefresher.Refresh (single flight, row lock)
@@ -28,7 +28,8 @@ import (
 )
 
 // TokenLeeway is how close to its expiry an access token is refreshed
-// before a call uses it.
+// before a call uses it; a token that lives less than twice as long is
+// refreshed halfway through its life instead (Token.RefreshAt).
 const TokenLeeway = 60 * time.Second
 
 // Token is a tool's OAuth grant as stored (sealed) in store.Tool.OAuthToken.
@@ -47,10 +48,28 @@ func (t *Token) String() string { return "oauth token (redacted)" }
 // LogValue keeps the token out of structured logs.
 func (t *Token) LogValue() any { return "[redacted]" }
 
-// Expiring reports whether the access token expires within TokenLeeway of
-// now. A token without an expiry never does.
+// Expiring reports whether the access token is due for a refresh at now
+// (RefreshAt). A token without an expiry never is.
 func (t *Token) Expiring(now time.Time) bool {
-	return !t.Expiry.IsZero() && now.Add(TokenLeeway).After(t.Expiry)
+	at := t.RefreshAt()
+	return !at.IsZero() && now.After(at)
+}
+
+// RefreshAt is when the access token is due for a refresh: TokenLeeway
+// before its expiry, or halfway through its life when it lives less than
+// twice TokenLeeway (a token issued for 30 s is used for 15, not refreshed
+// before every call). Zero means never: the token has no expiry.
+func (t *Token) RefreshAt() time.Time {
+	if t.Expiry.IsZero() {
+		return time.Time{}
+	}
+	leeway := TokenLeeway
+	if !t.IssuedAt.IsZero() {
+		if life := t.Expiry.Sub(t.IssuedAt); life < 2*TokenLeeway {
+			leeway = max(life/2, 0)
+		}
+	}
+	return t.Expiry.Add(-leeway)
 }
 
 // SealToken encrypts a token for store.Tool.OAuthToken.
@@ -84,7 +103,7 @@ type TokenRefresher interface {
 	// Refresh makes sure the account's tool id holds a usable token and
 	// returns the row as stored afterwards. It refreshes at the provider
 	// only when, read under the refresh lock, the stored access token is
-	// within TokenLeeway of expiry or (stale non-empty) is still stale, the
+	// due for a refresh (Token.Expiring) or (stale non-empty) is still stale, the
 	// token a server just refused; otherwise another call already did it.
 	// When the provider refuses the grant for good it stores the tool back
 	// at its oauth step and returns that row with ErrGrantRevoked.
@@ -109,14 +128,14 @@ func (s *Service) attachToken(r *Resolved) error {
 	if err != nil {
 		return fmt.Errorf("toolconfig: tool %d: %w", r.Row.ID, err)
 	}
-	r.Tool.AccessToken, r.tokenExpiry = tok.AccessToken, tok.Expiry
+	r.Tool.AccessToken, r.refreshAt = tok.AccessToken, tok.RefreshAt()
 	return nil
 }
 
 // fresh returns r, or r with a refreshed token when its token is about to
 // expire.
 func (s *Service) fresh(ctx context.Context, r *Resolved) (*Resolved, error) {
-	if r.Row.OAuthToken == "" || r.tokenExpiry.IsZero() || !(&Token{Expiry: r.tokenExpiry}).Expiring(time.Now()) {
+	if r.Row.OAuthToken == "" || r.refreshAt.IsZero() || !time.Now().After(r.refreshAt) {
 		return r, nil
 	}
 	return s.refresh(ctx, r, "")

@@ -17,8 +17,9 @@ type Resolved struct {
 	Connector connectors.Connector
 	// Row is the stored tool as read; shared, must not be modified.
 	Row *store.Tool
-	// tokenExpiry is when Tool.AccessToken expires (zero: never, or none).
-	tokenExpiry time.Time
+	// refreshAt is when Tool.AccessToken is due for a refresh (zero:
+	// never, or no token).
+	refreshAt time.Time
 }
 
 // Resolve returns the account's configured tool id for a call. The result
