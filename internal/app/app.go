@@ -201,7 +201,7 @@ func New(ctx context.Context, cfg *config.Config, logger *slog.Logger) (*App, er
 		Reauth: a.Tools,
 	})
 	a.agentMCP = mcpserver.New(mcpserver.Options{
-		Agents: a.Agents, Tools: a.Tools, Calls: a.Engine, Logger: a.Logger,
+		Agents: a.Agents, Tools: a.Tools, Actions: a.Engine, Calls: a.Engine, Logger: a.Logger,
 		ListTTL: cfg.CacheTTL, MaxBodyBytes: cfg.BodyLimit,
 	})
 	watch.tools, watch.mcp = a.Tools, a.agentMCP

@@ -87,3 +87,37 @@ func TestOAuthRefusedTokenWhileListingActions(t *testing.T) {
 		t.Fatalf("refreshes = %d, want 1", n)
 	}
 }
+
+// TestOAuthRefusedTokenWhileListingForAnAgent: the same refresh when the
+// tool's actions are listed for an agent over MCP. The agent endpoint used
+// to list without it: a token the provider ended before its expiry left
+// the tool out of the agent's tools/list (and its actions unknown) until a
+// REST request happened to refresh the token.
+func TestOAuthRefusedTokenWhileListingForAnAgent(t *testing.T) {
+	p := oaStartProvider(t)
+	_, env := oaGitHub(t, p)
+	srv := testserver.Start(t, testserver.Options{Env: env})
+	id, step := oaCreate(t, srv, srv.Key, "github-mcp")
+	if status, body := oaCallback(t, srv, oaAuthorize(t, oaAuthURL(t, step))); status != 200 {
+		t.Fatalf("callback: %d %s", status, body)
+	}
+	r := srv.Do("POST", "/api/v1/agents/", map[string]any{"name": "a", "tools": []int64{id}})
+	if r.Status != 201 {
+		t.Fatalf("agent: %d %s", r.Status, r.Body)
+	}
+	endpoint := fmt.Sprintf("/api/v1/agents/%d/mcp", int64(r.JSON()["id"].(float64)))
+	before := p.refreshes.Load()
+	p.revokeAccess() // nothing has listed the tool's actions yet
+	mcpHeaders := []string{"Accept", "application/json, text/event-stream"}
+	r = srv.Do("POST", endpoint, `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`, mcpHeaders...)
+	if r.Status != 200 || !strings.Contains(string(r.Body), `__read_count"`) {
+		t.Fatalf("tools/list with a refused token: %d %s", r.Status, r.Body)
+	}
+	if n := p.refreshes.Load() - before; n != 1 {
+		t.Fatalf("refreshes = %d, want 1", n)
+	}
+	r = srv.Do("POST", endpoint, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"github-mcp__read_count","arguments":{}}}`, mcpHeaders...)
+	if r.Status != 200 || strings.Contains(string(r.Body), `"isError":true`) || strings.Contains(string(r.Body), `"error":{`) {
+		t.Fatalf("tools/call: %d %s", r.Status, r.Body)
+	}
+}

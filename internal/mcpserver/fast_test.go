@@ -24,7 +24,7 @@ func pair(t *testing.T) (f *fakes, fast *Server, fastURL, sdkURL string) {
 	f, _ = setup(t)
 	gin.SetMode(gin.ReleaseMode)
 	serve := func(sdkOnly bool) (*Server, string) {
-		s := New(Options{Agents: f, Tools: f, Calls: engineFunc(f.CallEngine), ListTTL: time.Minute})
+		s := New(Options{Agents: f, Tools: f, Actions: listing{f}, Calls: engineFunc(f.CallEngine), ListTTL: time.Minute})
 		s.sdkOnly = sdkOnly
 		r := gin.New()
 		s.Register(r.Group("/api/v1", asAccount1))
@@ -217,7 +217,7 @@ func compare(t *testing.T, name string, got, want answer) {
 // whole.
 func TestMCPFastPathBodyLimit(t *testing.T) {
 	f, _ := setup(t)
-	s := New(Options{Agents: f, Tools: f, Calls: engineFunc(f.CallEngine), MaxBodyBytes: 300})
+	s := New(Options{Agents: f, Tools: f, Actions: listing{f}, Calls: engineFunc(f.CallEngine), MaxBodyBytes: 300})
 	r := gin.New()
 	s.Register(r.Group("/api/v1", asAccount1))
 	hs := httptest.NewServer(r)

@@ -102,6 +102,7 @@ import (
 	"github.com/gin-gonic/gin"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/quiverhq/quiver/connectors"
 	"github.com/quiverhq/quiver/internal/accounts"
 	"github.com/quiverhq/quiver/internal/agents"
 	"github.com/quiverhq/quiver/internal/calls"
@@ -128,6 +129,14 @@ type Tools interface {
 	Resolve(ctx context.Context, accountID, id int64) (*toolconfig.Resolved, error)
 }
 
+// Actions lists a tool's actions as the REST API does: with one shared
+// token refresh when the tool's server refuses its OAuth token (an access
+// token the provider ended early, or one that came without an expiry).
+// *calls.Engine implements it.
+type Actions interface {
+	Actions(ctx context.Context, accountID, toolID int64) (*toolconfig.Resolved, []connectors.Action, error)
+}
+
 // Calls runs calls and finds the account's idempotency keys (as
 // GET /api/v1/idempotency-keys/{key} shows them); *calls.Engine implements
 // it.
@@ -137,18 +146,20 @@ type Calls interface {
 }
 
 var (
-	_ Agents = (*agents.Service)(nil)
-	_ Tools  = (*toolconfig.Service)(nil)
-	_ Calls  = (*calls.Engine)(nil)
+	_ Agents  = (*agents.Service)(nil)
+	_ Tools   = (*toolconfig.Service)(nil)
+	_ Calls   = (*calls.Engine)(nil)
+	_ Actions = (*calls.Engine)(nil)
 )
 
-// Options configures a Server. Agents, Tools and Calls are required; every
-// other field's zero value means its default.
+// Options configures a Server. Agents, Tools, Actions and Calls are
+// required; every other field's zero value means its default.
 type Options struct {
-	Agents Agents
-	Tools  Tools
-	Calls  Calls
-	Logger *slog.Logger
+	Agents  Agents
+	Tools   Tools
+	Actions Actions
+	Calls   Calls
+	Logger  *slog.Logger
 	// ListTTL is how long an agent's tool list is cached.
 	ListTTL time.Duration
 	// BuildTimeout bounds building an agent's tool list.

@@ -59,6 +59,19 @@ func (f *fakes) Resolve(_ context.Context, account, id int64) (*toolconfig.Resol
 		Connector: f, Row: &store.Tool{ID: id, Name: f.names[id]}}, nil
 }
 
+// listing lists a fake tool's actions as calls.Engine.Actions does,
+// without the token refresh.
+type listing struct{ f *fakes }
+
+func (l listing) Actions(ctx context.Context, account, id int64) (*toolconfig.Resolved, []connectors.Action, error) {
+	rt, err := l.f.Resolve(ctx, account, id)
+	if err != nil {
+		return nil, nil, err
+	}
+	actions, err := rt.Connector.Actions(ctx, rt.Tool)
+	return rt, actions, err
+}
+
 func (f *fakes) Actions(context.Context, *connectors.Tool) ([]connectors.Action, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -107,7 +120,7 @@ func setup(t *testing.T) (*fakes, string) {
 		},
 	}
 	gin.SetMode(gin.ReleaseMode)
-	s := New(Options{Agents: f, Tools: f, Calls: engineFunc(f.CallEngine), ListTTL: 50 * time.Millisecond})
+	s := New(Options{Agents: f, Tools: f, Actions: listing{f}, Calls: engineFunc(f.CallEngine), ListTTL: 50 * time.Millisecond})
 	r := gin.New()
 	s.Register(r.Group("/api/v1", asAccount1))
 	hs := httptest.NewServer(r)
@@ -362,7 +375,7 @@ func TestMCPToolErrorRetryAfter(t *testing.T) {
 	}
 	// The database down while building the list: 503 with Retry-After, the
 	// body as REST writes it.
-	s := New(Options{Agents: downAgents{}, Tools: f, Calls: engineFunc(f.CallEngine)})
+	s := New(Options{Agents: downAgents{}, Tools: f, Actions: listing{f}, Calls: engineFunc(f.CallEngine)})
 	r := gin.New()
 	s.Register(r.Group("/api/v1", asAccount1))
 	w := httptest.NewRecorder()
@@ -383,7 +396,7 @@ func (downAgents) Get(context.Context, int64, int64) (*agents.Agent, error) {
 func TestMCPForget(t *testing.T) {
 	f, _ := setup(t)
 	f.agentTools[8] = []int64{12}
-	s := New(Options{Agents: f, Tools: f, Calls: engineFunc(f.CallEngine), ListTTL: time.Hour})
+	s := New(Options{Agents: f, Tools: f, Actions: listing{f}, Calls: engineFunc(f.CallEngine), ListTTL: time.Hour})
 	ctx := context.Background()
 	get := func(agent int64) *toolset {
 		t.Helper()
@@ -462,7 +475,7 @@ func mustJSON(t *testing.T, v any) string {
 func TestMCPToolsetKeptWhileUnchanged(t *testing.T) {
 	f, _ := setup(t)
 	f.shared = true
-	s := New(Options{Agents: f, Tools: f, Calls: engineFunc(f.CallEngine), ListTTL: time.Millisecond})
+	s := New(Options{Agents: f, Tools: f, Actions: listing{f}, Calls: engineFunc(f.CallEngine), ListTTL: time.Millisecond})
 	ctx := context.Background()
 	get := func() *toolset {
 		t.Helper()

@@ -304,7 +304,7 @@ func (s *Server) discover(ctx context.Context, account, id int64, last []connect
 	}
 	dctx, cancel := context.WithTimeout(ctx, discoveryWait)
 	defer cancel()
-	actions, err := rt.Connector.Actions(dctx, rt.Tool)
+	_, actions, err := s.opts.Actions.Actions(dctx, account, id)
 	if err != nil {
 		s.log.WarnContext(ctx, "mcp: listing a tool's actions failed", "tool", id, "reused", last != nil, "error", err)
 		t.actions, t.failedAt = last, time.Now()

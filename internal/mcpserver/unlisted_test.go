@@ -94,7 +94,7 @@ func TestMCPUnlistedReplays(t *testing.T) {
 	}}
 	gin.SetMode(gin.ReleaseMode)
 	serve := func(sdkOnly bool) string {
-		s := New(Options{Agents: f, Tools: f, Calls: eng, ListTTL: time.Minute})
+		s := New(Options{Agents: f, Tools: f, Actions: listing{f}, Calls: eng, ListTTL: time.Minute})
 		s.sdkOnly = sdkOnly
 		r := gin.New()
 		s.Register(r.Group("/api/v1", asAccount1))
