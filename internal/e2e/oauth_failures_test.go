@@ -191,3 +191,51 @@ func oaAlwaysRefreshing(t *testing.T) (*oaProvider, *mcptest.Server, *testserver
 func oaPastHalfLife(p *oaProvider) {
 	time.Sleep(p.firstTTL/2 + 100*time.Millisecond)
 }
+
+// TestOAuthResetEndsAuthorizations: resetting a tool ends the
+// authorizations started for it. A link handed out before the reset is
+// refused, and so is a callback whose code exchange was under way when the
+// reset came; before, both connected the tool the user had just reset.
+func TestOAuthResetEndsAuthorizations(t *testing.T) {
+	p := oaStartProvider(t)
+	_, env := oaGitHub(t, p)
+	srv := testserver.Start(t, testserver.Options{Env: env})
+	id, step := oaCreate(t, srv, srv.Key, "github-mcp")
+	reset := func() {
+		t.Helper()
+		if r := srv.Do("POST", fmt.Sprintf("/api/v1/agents/custom-tools/%d/reset-config/", id), nil); r.Status != 200 {
+			t.Fatalf("reset: %d %s", r.Status, r.Body)
+		}
+	}
+
+	answer := oaAuthorize(t, oaAuthURL(t, step))
+	reset()
+	if status, body := oaCallback(t, srv, answer); status != 400 || !strings.Contains(body, "reset or removed") {
+		t.Fatalf("a link from before the reset: %d %s", status, body)
+	}
+	if oaConfigured(t, srv, srv.Key, id) {
+		t.Fatal("a link from before the reset connected the tool")
+	}
+
+	p.exchangeDelay.Store(int64(time.Second))
+	answer = oaAuthorize(t, oaAuthURL(t, oaStep(t, srv, srv.Key, id)))
+	done := make(chan int, 1)
+	go func() {
+		status, _ := oaCallback(t, srv, answer)
+		done <- status
+	}()
+	time.Sleep(300 * time.Millisecond) // the exchange is under way
+	reset()
+	if status := <-done; status != 409 {
+		t.Fatalf("a callback under way at the reset: %d, want 409", status)
+	}
+	if oaConfigured(t, srv, srv.Key, id) {
+		t.Fatal("a callback under way at the reset connected the tool")
+	}
+
+	// A link from after the reset works.
+	p.exchangeDelay.Store(0)
+	if status, body := oaCallback(t, srv, oaAuthorize(t, oaAuthURL(t, oaStep(t, srv, srv.Key, id)))); status != 200 || !oaConfigured(t, srv, srv.Key, id) {
+		t.Fatalf("a fresh link: %d %s", status, body)
+	}
+}

@@ -46,8 +46,10 @@ type oaProvider struct {
 	// refreshFails, when set, is the HTTP status refresh requests get
 	// (an outage at the provider), with error server_error, after
 	// refreshDelay; failedRefreshes counts them.
-	refreshFails    atomic.Int32
-	refreshDelay    atomic.Int64 // time.Duration
+	refreshFails atomic.Int32
+	refreshDelay atomic.Int64 // time.Duration
+	// exchangeDelay holds every authorization code exchange (time.Duration).
+	exchangeDelay   atomic.Int64
 	failedRefreshes atomic.Int64
 }
 
@@ -153,6 +155,9 @@ func (p *oaProvider) token(w http.ResponseWriter, r *http.Request) {
 		secret, _ = url.QueryUnescape(secret)
 	} else {
 		id, secret = r.PostForm.Get("client_id"), r.PostForm.Get("client_secret")
+	}
+	if r.PostForm.Get("grant_type") == "authorization_code" {
+		time.Sleep(time.Duration(p.exchangeDelay.Load()))
 	}
 	if r.PostForm.Get("grant_type") == "refresh_token" && p.refreshFails.Load() != 0 {
 		time.Sleep(time.Duration(p.refreshDelay.Load()))

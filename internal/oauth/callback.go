@@ -38,7 +38,7 @@ func (f *Flow) Callback(ctx context.Context, q url.Values) *Outcome {
 	switch {
 	case errors.Is(err, store.ErrNotFound):
 		return &Outcome{Status: http.StatusBadRequest, Reason: "unknown_state", Title: "This link is not valid",
-			Message: "This authorization was not started by Quiver, or its tool was removed. Start the connection again from Quiver."}
+			Message: "This authorization was not started by Quiver, or its tool was reset or removed since. Start the connection again from Quiver."}
 	case errors.Is(err, store.ErrStateUsed):
 		return &Outcome{Status: http.StatusBadRequest, Reason: "replayed_state", Title: "This link was already used",
 			Message: "Each authorization link works once. If the tool is not connected yet, start the connection again from Quiver."}
@@ -98,7 +98,7 @@ func (f *Flow) Callback(ctx context.Context, q url.Values) *Outcome {
 		return out(&Outcome{Status: http.StatusBadGateway, Reason: "exchange_failed", Title: "The connection failed",
 			Message: "The provider did not accept the authorization (" + safeError(err) + "). Start the connection again from Quiver."})
 	}
-	if _, err := f.opts.Tools.Authorized(xctx, st.AccountID, st.ToolID, toToken(tok)); err != nil {
+	if _, err := f.opts.Tools.Authorized(xctx, st.AccountID, st.ToolID, t.Version, toToken(tok)); err != nil {
 		if pe, ok := problem.As(err); ok && pe.Code == problem.NotFound {
 			return out(&Outcome{Status: http.StatusNotFound, Reason: "tool_gone", Title: "The tool is gone",
 				Message: "The tool this authorization was for no longer exists."})

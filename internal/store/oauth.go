@@ -79,6 +79,12 @@ func (s *Store) ConsumeOAuthState(ctx context.Context, stateHash string, now tim
 	}
 }
 
+// DeleteOAuthStates drops every state of the tool: the links to authorize
+// its configuration die with it when it is reset.
+func (s *Store) DeleteOAuthStates(ctx context.Context, toolID int64) error {
+	return interpretWrite(s.db.WithContext(ctx).Where("tool_id = ?", toolID).Delete(&OAuthState{}).Error)
+}
+
 // ExpireOAuthStates moves every state of the tool into the past; tests use
 // it to prove late callbacks are refused.
 func (s *Store) ExpireOAuthStates(ctx context.Context, toolID int64) error {

@@ -201,16 +201,17 @@ func (s *Service) notConfigured(ctx context.Context, t *store.Tool, e *catalog.E
 }
 
 // Authorized records a successful OAuth exchange for the account's tool,
-// which must be waiting at an oauth step: it stores the sealed token and
-// advances the tool (EventAuthorized). A tool that moved on meanwhile (reset,
-// deleted, authorized by another callback) is ErrConflict or ErrNotFound.
-func (s *Service) Authorized(ctx context.Context, accountID, id int64, tok *Token) (*View, error) {
+// which must be waiting at an oauth step at version, as the callback read
+// it before the exchange: it stores the sealed token and advances the tool
+// (EventAuthorized). A tool that moved on meanwhile (reset, deleted,
+// authorized by another callback) is ErrConflict or ErrNotFound.
+func (s *Service) Authorized(ctx context.Context, accountID, id, version int64, tok *Token) (*View, error) {
 	t, e, err := s.get(ctx, accountID, id)
 	if err != nil {
 		return nil, err
 	}
 	steps := s.toolSteps(t, e)
-	if State(t.State) != AwaitingAuthorization || t.StepIndex >= len(steps) || steps[t.StepIndex].Type != catalog.StepOAuth {
+	if t.Version != version || State(t.State) != AwaitingAuthorization || t.StepIndex >= len(steps) || steps[t.StepIndex].Type != catalog.StepOAuth {
 		return nil, store.ErrConflict
 	}
 	var next *catalog.Step

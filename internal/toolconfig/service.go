@@ -26,6 +26,7 @@ type Store interface {
 	ToolsByCatalogName(ctx context.Context, accountID int64, name string) ([]store.Tool, error)
 	UpdateToolConfig(ctx context.Context, t *store.Tool, wantState string, wantVersion int64) error
 	DeleteTool(ctx context.Context, accountID, id int64) error
+	DeleteOAuthStates(ctx context.Context, toolID int64) error
 }
 
 var _ Store = (*store.Store)(nil)
@@ -181,6 +182,12 @@ func (s *Service) Reset(ctx context.Context, accountID, id int64) (*View, error)
 	first, _ := e.Step(0)
 	to, err := Transition(State(t.State), EventReset, first)
 	if err != nil {
+		return nil, err
+	}
+	// Authorization links handed out for the configuration being forgotten
+	// die with it (a callback already under way is stopped by the version
+	// this bumps: Authorized).
+	if err := s.opts.Store.DeleteOAuthStates(ctx, t.ID); err != nil {
 		return nil, err
 	}
 	from, version := t.State, t.Version

@@ -42,6 +42,8 @@ func (r *racingStore) UpdateToolConfig(context.Context, *store.Tool, string, int
 	return store.ErrConflict
 }
 
+func (r *racingStore) DeleteOAuthStates(context.Context, int64) error { return nil }
+
 func (r *racingStore) DeleteTool(context.Context, int64, int64) error { return nil }
 
 // TestProvideLosingARaceIsRetryable: a configuration step that loses to a
