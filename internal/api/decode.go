@@ -134,11 +134,9 @@ func page(c *gin.Context) (store.Page, error) {
 			p.Limit = n
 		}
 	}
-	after, err := store.DecodeCursor(c.Query("cursor"))
-	if err != nil {
+	if err := store.DecodeCursor(c.Query("cursor"), &p); err != nil {
 		bad["cursor"] = "is not a cursor this server made"
 	}
-	p.After = after
 	if len(bad) > 0 {
 		return p, problem.Validation("The list parameters are not valid.", bad)
 	}

@@ -17,6 +17,7 @@ import (
 // soon as a full batch is waiting. A batch the database refuses is tried
 // again on the next tick. Under overload, or with the database away for
 // long, entries are dropped and counted rather than slowing calls down.
+// A list of the log first writes what this replica has queued (sync).
 type callLog struct {
 	store   Store
 	logger  *slog.Logger
@@ -25,6 +26,9 @@ type callLog struct {
 	queue   []store.CallLog
 	full    chan struct{} // signalled when a batch is waiting
 	done    chan struct{}
+	// writing is held while entries taken from the queue are written, so
+	// sync also waits for a batch the writer has taken and not yet written.
+	writing sync.Mutex
 }
 
 const (
@@ -80,6 +84,24 @@ func (l *callLog) putBack(failed []store.CallLog) {
 	}
 }
 
+// sync writes what is queued now, and waits for a batch being written, so
+// that a list of the log that follows shows every call this replica has
+// answered. What cannot be written goes back to the queue; the list then
+// meets the same database.
+func (l *callLog) sync(ctx context.Context) {
+	l.writing.Lock()
+	defer l.writing.Unlock()
+	batch := l.take(nil)
+	for len(batch) > 0 {
+		n := min(len(batch), logBatch)
+		if err := l.store.InsertCalls(ctx, batch[:n]); err != nil {
+			l.putBack(batch)
+			return
+		}
+		batch = batch[n:]
+	}
+}
+
 // run writes batches until ctx ends, then flushes what is queued.
 func (l *callLog) run(ctx context.Context) {
 	defer close(l.done)
@@ -92,6 +114,8 @@ func (l *callLog) run(ctx context.Context) {
 	// and when it ends, not on every tick.
 	failing := 0
 	flush := func() bool {
+		l.writing.Lock()
+		defer l.writing.Unlock()
 		batch = l.take(batch)
 		for len(batch) > 0 {
 			n := min(len(batch), logBatch)

@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -339,6 +340,40 @@ func TestIdempotencyRules(t *testing.T) {
 				r = testserver.Do(t, e.srv.URL, e.srv.Key, "GET", "/api/v1/idempotency-keys/"+url.PathEscape("a/b c"), nil)
 				if r.Status != 200 {
 					t.Fatalf("escaped key: %d %s", r.Status, r.Body)
+				}
+			})
+
+			// Calls with and without a key, listed straight after: all
+			// there, in the order they were made. A call without a key used
+			// to reach the log up to 100 ms after its answer, and after a
+			// keyed call made later.
+			t.Run("call log order", func(t *testing.T) {
+				var made []string
+				for i, key := range []string{"", "k-order-1", "", "", "k-order-2", ""} {
+					body := map[string]any{"tool": e.id, "action": "get", "arguments": map[string]any{"path": "/order"}}
+					var r *testserver.Response
+					if key == "" {
+						r = e.call(body)
+					} else {
+						r = e.call(callBody(e.id, "/order", i), key)
+					}
+					if r.Status != 200 {
+						t.Fatalf("call %d: %d %s", i, r.Status, r.Body)
+					}
+					made = append(made, r.JSON()["call_id"].(string))
+				}
+				var listed []string
+				for cursor := ""; ; {
+					r := e.srv.Do("GET", fmt.Sprintf("/api/v1/agents/custom-tools/calls/?tool=%d&limit=4&cursor=%s", e.id, cursor), nil)
+					for _, c := range r.JSON()["calls"].([]any) {
+						listed = append(listed, c.(map[string]any)["call_id"].(string))
+					}
+					if cursor, _ = r.JSON()["next_cursor"].(string); cursor == "" {
+						break
+					}
+				}
+				if len(listed) < len(made) || !slices.Equal(listed[len(listed)-len(made):], made) {
+					t.Fatalf("the log ends %v, want %v", listed[max(len(listed)-len(made), 0):], made)
 				}
 			})
 

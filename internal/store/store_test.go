@@ -298,7 +298,8 @@ func TestCompleteNeedsALiveLease(t *testing.T) {
 }
 
 // TestInsertCallsRoundTrip writes a batch in each dialect and reads it back
-// field by field; a call ID logged twice is kept once, in the order given.
+// field by field; a call ID logged twice is kept once. The log lists calls
+// by the time they began, then as written, and pages the same way.
 func TestInsertCallsRoundTrip(t *testing.T) {
 	ctx := context.Background()
 	key := "key-1"
@@ -327,7 +328,7 @@ func TestInsertCallsRoundTrip(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			want := append(in, again[1])
+			want := []store.CallLog{in[0], again[1], in[1]} // c_3 began before c_2, at c_1's time
 			if len(got) != len(want) {
 				t.Fatalf("got %d entries, want %d: %+v", len(got), len(want), got)
 			}
@@ -337,6 +338,17 @@ func TestInsertCallsRoundTrip(t *testing.T) {
 					g.Outcome != w.Outcome || g.DurationMS != w.DurationMS || !g.CreatedAt.Equal(w.CreatedAt) ||
 					(g.IdempotencyKey == nil) != (w.IdempotencyKey == nil) || (g.IdempotencyKey != nil && *g.IdempotencyKey != *w.IdempotencyKey) {
 					t.Errorf("entry %d: got %+v, want %+v", i, g, w)
+				}
+			}
+			// One at a time, through the cursors: the same order.
+			p := store.Page{Limit: 1}
+			for i := range want {
+				page, next, err := s.ListCalls(ctx, acct.ID, nil, p)
+				if err != nil || len(page) != 1 || page[0].CallID != want[i].CallID || (next == "") != (i == len(want)-1) {
+					t.Fatalf("page %d: %v %+v next %q", i, err, page, next)
+				}
+				if err := store.DecodeCursor(next, &p); err != nil {
+					t.Fatal(err)
 				}
 			}
 		})
