@@ -251,7 +251,7 @@ func check(req *http.Request) error {
 func (c *conn) serveRequest(req *http.Request) bool {
 	w := newResponse(c, req)
 	if req.Body != http.NoBody {
-		b := &body{r: req.Body, w: w}
+		b := &body{r: req.Body, w: w, left: req.ContentLength}
 		if _, ok := req.Header["Expect"]; ok {
 			delete(req.Header, "Expect")
 			b.mustContinue = req.ProtoAtLeast(1, 1)
@@ -311,7 +311,8 @@ func isNetError(err error) bool {
 type body struct {
 	r            io.ReadCloser
 	w            *response
-	mustContinue bool // the client sent Expect: 100-continue; nothing answered yet
+	mustContinue bool  // the client sent Expect: 100-continue; nothing answered yet
+	left         int64 // how much of a body of known length is still to come; -1: unknown
 	sawEOF       bool
 	closed       bool
 	err          error // a read error other than EOF: the connection is spent
@@ -335,6 +336,9 @@ func (b *body) Read(p []byte) (int, error) {
 		}
 	}
 	n, err := b.r.Read(p)
+	if b.left > 0 {
+		b.left -= int64(n)
+	}
 	switch {
 	case err == io.EOF:
 		b.sawEOF = true
@@ -358,6 +362,10 @@ func (b *body) drain() bool {
 	case b.err != nil, b.mustContinue:
 		// A broken read, or a client still waiting for 100 Continue before
 		// sending a body nobody wants.
+		return false
+	case b.left > maxDrain:
+		// More is announced than is worth reading: answer now and close,
+		// rather than wait for a body that may be slow or never come.
 		return false
 	}
 	n, err := io.CopyN(io.Discard, b.r, maxDrain+1)

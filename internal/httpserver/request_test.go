@@ -133,6 +133,23 @@ func TestUnreadLargeBodyClosesConnection(t *testing.T) {
 		}
 	})
 
+	// A client that announces a large body and stalls gets the answer
+	// at once: the server does not wait for a body it would not keep the
+	// connection for. It used to wait out the read timeout.
+	t.Run("stalled", func(t *testing.T) {
+		t.Parallel()
+		rc := dial(t, ts.addr)
+		rc.send(fmt.Sprintf("POST / HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n{}", size))
+		rc.c.SetReadDeadline(time.Now().Add(2 * time.Second))
+		resp, body, err := rc.tryRead("POST")
+		if err != nil {
+			t.Fatalf("no answer: %v", err)
+		}
+		if body != "not reading that" || !resp.Close {
+			t.Fatalf("body %q, close %v", body, resp.Close)
+		}
+	})
+
 	t.Run("client", func(t *testing.T) {
 		t.Parallel()
 		c := client(t)
