@@ -72,8 +72,8 @@ func (s *Server) object(c *gin.Context, allowEmpty bool) (map[string]json.RawMes
 }
 
 // fields decodes members of a body object into typed targets, collecting a
-// message per field of the wrong type. A null member is of the wrong type
-// (no field takes null: leave it out to keep it unchanged).
+// message per field that is not valid. A null member is of the wrong type:
+// no field takes null.
 type fields struct {
 	m   map[string]json.RawMessage
 	bad map[string]string
@@ -88,7 +88,7 @@ func (f *fields) get(name string, dst any, want string) bool {
 		return false
 	}
 	if string(raw) == "null" { // json.Unmarshal gives a member's value without surrounding space
-		f.bad[name] = "must be " + want + ", not null (leave it out to keep it unchanged)"
+		f.bad[name] = "must be " + want + ", not null"
 		return false
 	}
 	if err := json.Unmarshal(raw, dst); err != nil {
@@ -109,7 +109,7 @@ func (f *fields) err() error {
 	if len(f.bad) == 0 {
 		return nil
 	}
-	return problem.Validation("Some fields have the wrong type.", f.bad)
+	return problem.Validation("Some fields are not valid.", f.bad)
 }
 
 // pathID reads an integer ID from the path; a malformed one is a 404 like

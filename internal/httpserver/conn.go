@@ -165,8 +165,13 @@ func parseRefusal(err error) *Refusal {
 		}
 		return &Refusal{Status: http.StatusBadRequest, Message: "The request has a malformed header line."}
 	}
+	// What net/http quotes comes last, after a colon or "; got [":
+	// "http: message cannot contain multiple Content-Length headers; got
+	// [\"5\" \"6\"]" keeps its first clause.
 	reason, _, _ := strings.Cut(msg, `"`)
-	return &Refusal{Status: http.StatusBadRequest, Message: fmt.Sprintf("Malformed HTTP request: %s.", strings.TrimRight(reason, " :"))}
+	reason = strings.TrimRight(reason, " :[")
+	reason = strings.TrimRight(strings.TrimSuffix(reason, " got"), " ;,")
+	return &Refusal{Status: http.StatusBadRequest, Message: fmt.Sprintf("Malformed HTTP request: %s.", reason)}
 }
 
 // readRequest waits for the next request and reads its line and headers.

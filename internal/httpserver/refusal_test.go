@@ -226,6 +226,14 @@ func TestRefusalQuotesNothingOfTheRequest(t *testing.T) {
 			t.Errorf("%q: %d %s", req, resp.StatusCode, body)
 		}
 	}
+	// Two Content-Length values: net/http's reason quotes them after
+	// "; got [", which goes, and not only its quoted part.
+	rc := dial(t, ts.addr)
+	rc.send("POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nContent-Length: 6\r\n\r\nhello")
+	if resp, body, err := rc.tryRead("POST"); err != nil || resp.StatusCode != 400 ||
+		!strings.HasSuffix(body, "multiple Content-Length headers.") {
+		t.Errorf("two Content-Length values: %v %s", err, body)
+	}
 	mu.Lock()
 	defer mu.Unlock()
 	for _, m := range got {
