@@ -3,6 +3,7 @@ package connectors
 import (
 	"context"
 	"errors"
+	"io"
 	"net/http"
 	"net/http/httptrace"
 	"net/url"
@@ -56,7 +57,10 @@ func maybeSent(err error) *Error {
 //
 // The error never holds the URL's query or user information, which may carry
 // a credential or a call's arguments: it ends up in logs.
+//
+// A request Send is given goes out at most once (SentOnce).
 func Send(client *http.Client, req *http.Request) (*http.Response, error) {
+	req = SentOnce(req)
 	if !reportsTrace(client) {
 		resp, err := client.Do(req)
 		if err != nil {
@@ -93,6 +97,43 @@ func Send(client *http.Client, req *http.Request) (*http.Response, error) {
 	}
 	return nil, Errorf(KindRejected, err, "the request cannot be sent as it is (%v); nothing was sent", reason)
 }
+
+// SentOnce returns req, or a copy, that net/http's transport will not send
+// a second time on its own. The transport re-sends a request when a
+// kept-alive connection breaks before the answer comes, if it takes the
+// request for safe to repeat: a GET, HEAD, OPTIONS or TRACE, or a request
+// of any method with an Idempotency-Key or X-Idempotency-Key header whose
+// body it can make again (GetBody, or no body). Such a header in a call's
+// arguments is the upstream API's business, and the tool may have acted on
+// the first request: such a request keeps no GetBody (a 307 or 308
+// redirect then comes back as the answer rather than being followed), and
+// one without a body gets an empty body that cannot be made again (a POST,
+// PUT or PATCH then goes out chunked; a DELETE as before).
+func SentOnce(req *http.Request) *http.Request {
+	switch req.Method {
+	case "", http.MethodGet, http.MethodHead, http.MethodOptions, http.MethodTrace:
+		return req
+	}
+	_, key := req.Header["Idempotency-Key"]
+	_, xkey := req.Header["X-Idempotency-Key"]
+	bodiless := req.Body == nil || req.Body == http.NoBody
+	if (!key && !xkey) || (!bodiless && req.GetBody == nil) {
+		return req // not replayable as it is
+	}
+	out := *req
+	out.GetBody = nil
+	if bodiless {
+		out.Body, out.ContentLength = emptyBody{}, 0
+	}
+	return &out
+}
+
+// emptyBody is a request body with nothing in it that net/http cannot
+// make again.
+type emptyBody struct{}
+
+func (emptyBody) Read([]byte) (int, error) { return 0, io.EOF }
+func (emptyBody) Close() error             { return nil }
 
 // redactURL rewrites the URL in a *url.Error (net/http's client wraps every
 // error in one) without its query and user information.

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -378,5 +379,55 @@ func TestUnsendableCredential(t *testing.T) {
 			default:
 			}
 		})
+	}
+}
+
+// TestNotSentTwice: a non-retryable request that carries an upstream's own
+// idempotency key in its headers reaches the server once, even when the
+// kept-alive connection it went out on breaks before the answer. net/http
+// re-sends a request with such a header by itself in that case, and did:
+// the server counted two.
+func TestNotSentTwice(t *testing.T) {
+	t.Parallel()
+	var mu sync.Mutex
+	counts := map[string]int{}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		mu.Lock()
+		counts[r.Method+" "+r.URL.Path]++
+		mu.Unlock()
+		if strings.HasPrefix(r.URL.Path, "/drop") {
+			// The request was taken in; the connection breaks unanswered.
+			c, _, err := w.(http.Hijacker).Hijack()
+			if err == nil {
+				c.Close()
+			}
+			return
+		}
+		io.WriteString(w, "{}")
+	}))
+	t.Cleanup(srv.Close)
+	c := open()
+	for _, tc := range []struct{ action, args string }{
+		{"post", `{"path":"/drop/post","headers":{"Idempotency-Key":"up-1"},"body":{"a":1}}`},
+		{"patch", `{"path":"/drop/patch","headers":{"X-Idempotency-Key":"up-2"},"body":"text"}`},
+		{"post", `{"path":"/drop/bare-post","headers":{"idempotency-key":"up-3"}}`},
+		{"delete", `{"path":"/drop/delete","headers":{"Idempotency-Key":"up-4"}}`},
+	} {
+		// A first request leaves a kept-alive connection for the next.
+		if _, err := c.Call(context.Background(), tool(srv.URL), "get", json.RawMessage(`{"path":"/warm"}`)); err != nil {
+			t.Fatal(err)
+		}
+		_, err := c.Call(context.Background(), tool(srv.URL), tc.action, json.RawMessage(tc.args))
+		if connectortest.Kind(t, err) != connectors.KindOutcomeUnknown {
+			t.Errorf("%s: %v, want an unknown outcome", tc.args, err)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for _, path := range []string{"POST /drop/post", "PATCH /drop/patch", "POST /drop/bare-post", "DELETE /drop/delete"} {
+		if counts[path] != 1 {
+			t.Errorf("%s reached the server %d times, want 1", path, counts[path])
+		}
 	}
 }

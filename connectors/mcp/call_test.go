@@ -155,6 +155,23 @@ func TestCallDropAfterActIsOutcomeUnknown(t *testing.T) {
 	}
 }
 
+// TestCallDropAfterActWithAnIdempotencyHeader: an Idempotency-Key among the
+// configured headers makes net/http take every POST for safe to send again
+// when a kept-alive connection breaks before the answer; on the SDK's path
+// (net/http's transport) drop_after_act then ran twice.
+func TestCallDropAfterActWithAnIdempotencyHeader(t *testing.T) {
+	t.Parallel()
+	srv := mcptest.Start(t, mcptest.Counter, mcptest.Options{})
+	c := setup(t, &Options{AllowPrivate: true, SDKCalls: true})
+	tool := toolFor(srv, 1, map[string]string{"headers": `{"Idempotency-Key":"constant"}`})
+	mustCall(t, c, tool, "read_count", `{}`)
+	_, err := call(t, c, tool, "drop_after_act", `{}`)
+	wantKind(t, err, connectors.KindOutcomeUnknown)
+	if n := srv.Calls("drop_after_act"); n != 1 {
+		t.Errorf("drop_after_act ran %d times, want 1", n)
+	}
+}
+
 func TestCallSlowToolTimesOutAsOutcomeUnknown(t *testing.T) {
 	t.Parallel()
 	srv, c, tool := counterSetup(t, mcptest.Options{SlowDelay: 5 * time.Second}, nil)

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+
+	"github.com/quiverhq/quiver/connectors"
 )
 
 // maxErrorBody is how much of a refused response's body is kept for its
@@ -82,6 +84,9 @@ func (rt *roundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
 	var a *attempt
 	if req.Method == http.MethodPost {
 		a = claimAttempt(req.Context())
+		// An Idempotency-Key among the configured headers would let
+		// net/http send a message twice on a broken connection.
+		req = connectors.SentOnce(req)
 	}
 	resp, err := rt.base.RoundTrip(req)
 	if err != nil {

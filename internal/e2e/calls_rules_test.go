@@ -246,6 +246,21 @@ func TestIdempotencyRules(t *testing.T) {
 				if r := e.srv.Do("GET", "/api/v1/idempotency-keys/k-drop", nil); r.JSON()["state"] != "outcome_unknown" {
 					t.Fatalf("key state: %s", r.Body)
 				}
+				// The upstream's own idempotency key in the arguments, on a
+				// kept-alive connection: net/http took the POST for safe to
+				// send again when the connection broke, and it ran twice.
+				for _, header := range []string{"Idempotency-Key", "X-Idempotency-Key"} {
+					before := e.tool.count("/drop")
+					if r := e.call(map[string]any{"tool": e.id, "action": "get", "arguments": map[string]any{"path": "/warm"}}); r.Status != 200 {
+						t.Fatalf("warm: %d %s", r.Status, r.Body)
+					}
+					body := callBody(e.id, "/drop", 1)
+					body["arguments"].(map[string]any)["headers"] = map[string]any{header: "upstream-1"}
+					wantError(t, e.call(body, "k-drop-"+header), 504, "tool_outcome_unknown")
+					if n := e.tool.count("/drop") - before; n != 1 {
+						t.Fatalf("with %s: ran %d times", header, n)
+					}
+				}
 			})
 
 			t.Run("in progress, and a client that leaves does not cancel", func(t *testing.T) {
