@@ -68,14 +68,16 @@ func verifyError(a attemptState, err error, tgt *target, entry *catalog.Entry) e
 		if !tgt.bearer && len(tgt.headers) > 0 {
 			field = "headers"
 		}
-		msg := refusalMessage(a)
-		if msg == http.StatusText(a.status) {
-			msg = fmt.Sprintf("The server refused these credentials (HTTP %d).", a.status)
-		}
+		// The server's own words, when it gave any, after ours: alone they
+		// may be a bare code ("invalid_token").
+		msg := fmt.Sprintf("The server refused these credentials (HTTP %d)", a.status)
 		if tgt.auth == "" && len(tgt.headers) == 0 {
-			msg = "The server requires credentials: " + msg
+			msg = fmt.Sprintf("The server requires credentials (HTTP %d)", a.status)
 		}
-		return &connectors.FieldError{Field: field, Message: msg}
+		if said := refusalMessage(a); said != http.StatusText(a.status) {
+			msg += ": " + strings.TrimRight(said, ".")
+		}
+		return &connectors.FieldError{Field: field, Message: msg + "."}
 	case !a.started || (a.err != nil && egress.IsConnectFailure(a.err)):
 		if a.err != nil && egress.IsBlocked(a.err) {
 			urlField.Message = fmt.Sprintf("%s is on a private or loopback address, which Quiver may not reach.", tgt.host)

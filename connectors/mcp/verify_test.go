@@ -2,6 +2,9 @@ package mcp
 
 import (
 	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -75,6 +78,16 @@ func TestVerify(t *testing.T) {
 		wantField(t, c.Verify(ctx, customEntry, map[string]string{"url": inbox.URL, "headers": `{"X-Api-Key":"nope"}`}),
 			"headers", "doesn't check out")
 		wantField(t, c.Verify(ctx, customEntry, map[string]string{"url": inbox.URL}), "bearer_token", "requires credentials")
+		// A server that says no more than an OAuth error code gets a
+		// sentence around it.
+		coded := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusUnauthorized)
+			io.WriteString(w, `{"error":"invalid_token"}`)
+		}))
+		defer coded.Close()
+		wantField(t, c.Verify(ctx, customEntry, map[string]string{"url": coded.URL, "bearer_token": "nope"}),
+			"bearer_token", "The server refused these credentials (HTTP 401): invalid_token.")
 	})
 	t.Run("bad headers", func(t *testing.T) {
 		wantField(t, c.Verify(ctx, customEntry, map[string]string{"url": mail.URL, "headers": `[1]`}), "headers", "JSON object")

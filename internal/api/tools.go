@@ -142,7 +142,7 @@ func (s *Server) toolActions(c *gin.Context) {
 		if ce.Kind == connectors.KindUpstreamAuth {
 			code = problem.UpstreamAuthFailed
 		}
-		err = &problem.Error{Code: code, Message: "The tool's actions could not be listed: " + err.Error(), Err: err}
+		err = &problem.Error{Code: code, Message: "The tool's actions could not be listed: " + strings.TrimRight(ce.Message, ".") + ".", Err: err}
 	}
 	if err != nil {
 		s.writeError(c, err)

@@ -264,7 +264,12 @@ func TestMCPActionsRefusedCredentials(t *testing.T) {
 	}})
 	id := mqConnect(t, srv, "counter", map[string]any{"url": counter.URL, "bearer_token": "s3cret"})
 	refuse.Store(true)
-	mqWant(t, srv.Do("GET", fmt.Sprintf("/api/v1/agents/custom-tools/%d/actions/", id), nil), 502, "upstream_auth_failed")
+	r := srv.Do("GET", fmt.Sprintf("/api/v1/agents/custom-tools/%d/actions/", id), nil)
+	mqWant(t, r, 502, "upstream_auth_failed")
+	// One sentence for a person: not the error chain of the SDK's client.
+	if msg, _ := r.JSON()["message"].(string); strings.Contains(msg, `"initialize"`) || strings.Contains(msg, "upstream_auth:") {
+		t.Errorf("message %q", msg)
+	}
 	refuse.Store(false)
 	if actions := mqActions(t, srv, id); len(actions) != mcptest.CounterTools {
 		t.Fatalf("%d actions after the server took the credentials again", len(actions))
