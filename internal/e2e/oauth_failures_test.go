@@ -142,14 +142,7 @@ func TestOAuthSlowFailingRefreshIsShared(t *testing.T) {
 // for the 10 after. With a fixed minute of leeway every new token was due
 // at once, and each call refreshed in turn.
 func TestOAuthShortLivedTokens(t *testing.T) {
-	p := oaStartProvider(t)
-	_, env := oaGitHub(t, p)
-	p.firstTTL, p.nextTTL = time.Second, 30*time.Second
-	srv := testserver.Start(t, testserver.Options{Env: env})
-	id, step := oaCreate(t, srv, srv.Key, "github-mcp")
-	if status, body := oaCallback(t, srv, oaAuthorize(t, oaAuthURL(t, step))); status != 200 {
-		t.Fatalf("callback: %d %s", status, body)
-	}
+	p, _, srv, id := oaConnected(t, time.Second, 30*time.Second)
 	oaPastHalfLife(p)
 	for round := range 2 {
 		var wg sync.WaitGroup
@@ -167,21 +160,29 @@ func TestOAuthShortLivedTokens(t *testing.T) {
 	}
 }
 
-// oaAlwaysRefreshing connects github-mcp, on the embedded database, with
-// access tokens that live a second, and waits until the first is due for a
-// refresh (halfway through its life), so the next call refreshes first:
-// the provider, the MCP server, Quiver and the tool's ID.
+// oaAlwaysRefreshing connects github-mcp with access tokens that live a
+// second, and waits until the first is due for a refresh (halfway through
+// its life), so the next call refreshes first.
 func oaAlwaysRefreshing(t *testing.T) (*oaProvider, *mcptest.Server, *testserver.Server, int64) {
+	t.Helper()
+	p, counter, srv, id := oaConnected(t, time.Second, time.Second)
+	oaPastHalfLife(p)
+	return p, counter, srv, id
+}
+
+// oaConnected connects github-mcp, on the embedded database, through a new
+// local provider whose access tokens live first (from the code) and next
+// (from a refresh): the provider, the MCP server, Quiver and the tool's ID.
+func oaConnected(t *testing.T, first, next time.Duration) (*oaProvider, *mcptest.Server, *testserver.Server, int64) {
 	t.Helper()
 	p := oaStartProvider(t)
 	counter, env := oaGitHub(t, p)
-	p.firstTTL, p.nextTTL = time.Second, time.Second
+	p.firstTTL, p.nextTTL = first, next
 	srv := testserver.Start(t, testserver.Options{Env: env})
 	id, step := oaCreate(t, srv, srv.Key, "github-mcp")
 	if status, body := oaCallback(t, srv, oaAuthorize(t, oaAuthURL(t, step))); status != 200 {
 		t.Fatalf("callback: %d %s", status, body)
 	}
-	oaPastHalfLife(p)
 	return p, counter, srv, id
 }
 

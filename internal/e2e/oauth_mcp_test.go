@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/quiverhq/quiver/internal/mcptest"
 	"github.com/quiverhq/quiver/internal/testserver"
@@ -71,13 +72,7 @@ func TestOAuthDiscoveredMCPServer(t *testing.T) {
 // A token the server refuses while Quiver lists the tool's actions (before
 // anything is dispatched) gets the same single refresh and one more try.
 func TestOAuthRefusedTokenWhileListingActions(t *testing.T) {
-	p := oaStartProvider(t)
-	_, env := oaGitHub(t, p)
-	srv := testserver.Start(t, testserver.Options{Env: env})
-	id, step := oaCreate(t, srv, srv.Key, "github-mcp")
-	if status, body := oaCallback(t, srv, oaAuthorize(t, oaAuthURL(t, step))); status != 200 {
-		t.Fatalf("callback: %d %s", status, body)
-	}
+	p, _, srv, id := oaConnected(t, time.Hour, time.Hour)
 	before := p.refreshes.Load()
 	p.revokeAccess() // nothing has listed the tool's actions yet
 	if r := oaCall(t, srv, id, "read_count"); r.Status != 200 {
@@ -94,13 +89,7 @@ func TestOAuthRefusedTokenWhileListingActions(t *testing.T) {
 // the tool out of the agent's tools/list (and its actions unknown) until a
 // REST request happened to refresh the token.
 func TestOAuthRefusedTokenWhileListingForAnAgent(t *testing.T) {
-	p := oaStartProvider(t)
-	_, env := oaGitHub(t, p)
-	srv := testserver.Start(t, testserver.Options{Env: env})
-	id, step := oaCreate(t, srv, srv.Key, "github-mcp")
-	if status, body := oaCallback(t, srv, oaAuthorize(t, oaAuthURL(t, step))); status != 200 {
-		t.Fatalf("callback: %d %s", status, body)
-	}
+	p, _, srv, id := oaConnected(t, time.Hour, time.Hour)
 	r := srv.Do("POST", "/api/v1/agents/", map[string]any{"name": "a", "tools": []int64{id}})
 	if r.Status != 201 {
 		t.Fatalf("agent: %d %s", r.Status, r.Body)
