@@ -60,6 +60,7 @@ export interface CallParams {
   timeout?: number;
 }
 
+/** A method's options argument must be an object, or left out: anything else is a TypeError (calls(11) is not calls({ tool: 11 })). */
 export class ToolsResource {
   /** The catalog: every tool that can be added with create(). */
   available(params?: { category?: string }): Promise<AvailableTool[]>;
@@ -81,7 +82,10 @@ export class ToolsResource {
   resetConfig(toolId: IdLike): Promise<Tool>;
   /** The actions the tool offers, discovered from its connector. */
   actions(toolId: IdLike): Promise<Action[]>;
-  /** Delete a connected tool; it is detached from every agent. */
+  /**
+   * Delete a connected tool; it is detached from every agent. A 404 after an attempt whose answer was lost
+   * resolves (that attempt deleted it); a 404 on the first attempt is NotFoundError.
+   */
   delete(toolId: IdLike): Promise<void>;
   /** Run one action of a connected tool. */
   call(tool: IdLike, params: CallParams): Promise<CallResult>;
@@ -106,6 +110,7 @@ export class AgentsResource {
   /** update(agentId, { tools }) or update({ agentId, tools }); only the given fields are sent. */
   update(agentId: IdLike, fields: AgentFields): Promise<Agent>;
   update(params: AgentFields & { agentId?: IdLike; agent_id?: IdLike }): Promise<Agent>;
+  /** Delete an agent (a 404 after an attempt whose answer was lost resolves, as for tools). */
   delete(agentId: IdLike): Promise<void>;
 }
 
@@ -284,8 +289,9 @@ export class ConflictError extends APIStatusError {}
 export class IdempotencyKeyReusedError extends ConflictError {}
 export class RequestInProgressError extends ConflictError {}
 export class ToolNotConfiguredError extends ConflictError {
-  next_configuration_step?: ConfigurationStep | Record<string, any>;
-  nextConfigurationStep?: ConfigurationStep | Record<string, any>;
+  /** The step to answer, a ConfigurationStep like a tool's (with its camelCase aliases), or null. */
+  next_configuration_step?: ConfigurationStep | null;
+  nextConfigurationStep?: ConfigurationStep | null;
 }
 export class ToolOutcomeUnknownError extends APIStatusError {}
 export class PayloadTooLargeError extends APIStatusError {}

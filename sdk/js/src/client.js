@@ -45,6 +45,13 @@ const agentPath = (agentId) => AGENTS + idOf(agentId, "agentId") + "/";
 const isObject = (v) => v !== null && typeof v === "object" && !Array.isArray(v);
 const kind = (v) => (Array.isArray(v) ? "an array" : v === null ? "null" : typeof v);
 
+/** A method's options argument: an object, or undefined for none; TypeError otherwise (calls(11) is not calls({ tool: 11 })). */
+function options(params, usage) {
+  if (params === undefined) return {};
+  if (!isObject(params)) throw new TypeError(`${usage} takes an options object, not ${kind(params)}`);
+  return params;
+}
+
 function toolIds(tools) {
   if (!Array.isArray(tools)) throw new TypeError(`tools must be an array of tool IDs, not ${kind(tools)}`);
   return tools.map((t) => (t !== null && typeof t === "object" ? t.id : t));
@@ -133,7 +140,8 @@ class Resource {
       const page = await this._page(path, field, Cls, q);
       for (const item of page.items) out.push(item);
       const cursor = page.nextCursor;
-      if (!cursor || seen.has(cursor)) return out;
+      if (!cursor) return out;
+      if (seen.has(cursor)) throw new QuiverError("The server answered a next_cursor it had already given: the list would never end.");
       if (pages >= MAX_PAGES) throw new QuiverError(`Stopped after ${MAX_PAGES} pages: the server still answers with a next_cursor.`);
       seen.add(cursor);
       q.cursor = cursor;
@@ -144,7 +152,8 @@ class Resource {
 /** The catalog, the account's connected tools, their configuration, and calling them. */
 export class ToolsResource extends Resource {
   /** The catalog: every tool that can be added with create(). */
-  available({ category } = {}) {
+  available(params) {
+    const { category } = options(params, "tools.available({ category })");
     return this._all(CATALOG, "tools", AvailableTool, { category });
   }
 
@@ -154,12 +163,14 @@ export class ToolsResource extends Resource {
   }
 
   /** Every connected tool, oldest first, following next_cursor through every page. */
-  list({ limit } = {}) {
+  list(params) {
+    const { limit } = options(params, "tools.list({ limit })");
     return this._all(TOOLS, "tools", Tool, { limit });
   }
 
   /** One page of connected tools. */
-  listPage({ limit, cursor } = {}) {
+  listPage(params) {
+    const { limit, cursor } = options(params, "tools.listPage({ limit, cursor })");
     return this._page(TOOLS, "tools", Tool, { limit, cursor });
   }
 
@@ -171,8 +182,9 @@ export class ToolsResource extends Resource {
   /**
    * Connect a tool from the catalog: create({ mcpTool: "tavily" }). Not retried on a connection error.
    */
-  async create(params = {}) {
-    const { mcpTool, mcp_tool, name, ...extra } = typeof params === "string" ? { mcpTool: params } : params;
+  async create(params) {
+    const { mcpTool, mcp_tool, name, ...extra } =
+      typeof params === "string" ? { mcpTool: params } : options(params, "tools.create({ mcpTool, name })");
     const body = { mcp_tool: mcpTool ?? mcp_tool };
     if (name !== undefined) body.name = name;
     Object.assign(body, extra);
@@ -180,8 +192,9 @@ export class ToolsResource extends Resource {
   }
 
   /** Answer the tool's current configuration step: provideConfig(id, { userResponse: {...} }). */
-  async provideConfig(toolId, params = {}) {
-    const userResponse = params?.userResponse ?? params?.user_response;
+  async provideConfig(toolId, params) {
+    const { userResponse: camel, user_response } = options(params, "tools.provideConfig(toolId, { userResponse })");
+    const userResponse = camel ?? user_response;
     if (!isObject(userResponse)) {
       throw new TypeError(`userResponse must be an object answering the tool's configuration step, not ${kind(userResponse)}`);
     }
@@ -201,7 +214,10 @@ export class ToolsResource extends Resource {
     return itemsOf(await this._t.request("GET", toolPath(toolId, "actions/"), { retry: SAFE }), "actions", Action);
   }
 
-  /** Delete a connected tool; it is detached from every agent. */
+  /**
+   * Delete a connected tool; it is detached from every agent. Retried when safe: a 404 after an attempt
+   * whose answer was lost means that attempt deleted it, so it resolves; a 404 on the first attempt throws.
+   */
   async delete(toolId) {
     await this._t.request("DELETE", toolPath(toolId), { retry: SAFE });
   }
@@ -213,13 +229,16 @@ export class ToolsResource extends Resource {
    * key; without one it retries only Quiver's 429 rate_limited and 503 unavailable (the server did
    * nothing), never a proxy's answer without Quiver's error code. The SDK never generates a key.
    */
-  async call(tool, params = {}) {
+  async call(tool, params) {
     if (tool !== null && typeof tool === "object") tool = tool.id;
     if (!(typeof tool === "string" || (typeof tool === "number" && Number.isInteger(tool)))) {
       throw new TypeError("tool must be an integer ID or a catalog name");
     }
-    const { action, arguments: args, timeout } = params;
-    const idempotencyKey = params.idempotencyKey ?? params.idempotency_key;
+    const { action, arguments: args, timeout, idempotencyKey: key, idempotency_key } = options(
+      params,
+      "tools.call(tool, { action, arguments, idempotencyKey })",
+    );
+    const idempotencyKey = key ?? idempotency_key;
     if (typeof action !== "string" || action === "") throw new TypeError("action must be a non-empty string");
     if (args != null && !isObject(args)) throw new TypeError(`arguments must be an object (the action's input), not ${kind(args)}`);
     const headers = {};
@@ -235,7 +254,8 @@ export class ToolsResource extends Resource {
   }
 
   /** The call log: every dispatched call (optionally of one tool), through every page. */
-  calls({ tool, limit } = {}) {
+  calls(params) {
+    const { tool, limit } = options(params, "tools.calls({ tool, limit })");
     const query = { limit };
     if (tool !== undefined && tool !== null) query.tool = idOf(tool, "tool");
     return this._all(TOOLS + "calls/", "calls", CallLogEntry, query);
@@ -245,8 +265,9 @@ export class ToolsResource extends Resource {
 /** Agents and the tools attached to them. */
 export class AgentsResource extends Resource {
   /** create({ name, goal, tools: [id, ...], status }). */
-  async create(params = {}) {
-    return this._object("POST", AGENTS, Agent, { body: agentBody(params), retry: REFUSED_ONLY });
+  async create(params) {
+    const body = agentBody(options(params, "agents.create({ name, goal, tools, status })"));
+    return this._object("POST", AGENTS, Agent, { body, retry: REFUSED_ONLY });
   }
 
   /** One agent by ID. */
@@ -255,12 +276,14 @@ export class AgentsResource extends Resource {
   }
 
   /** Every agent, following next_cursor through every page. */
-  list({ limit } = {}) {
+  list(params) {
+    const { limit } = options(params, "agents.list({ limit })");
     return this._all(AGENTS, "agents", Agent, { limit });
   }
 
   /** One page of agents. */
-  listPage({ limit, cursor } = {}) {
+  listPage(params) {
+    const { limit, cursor } = options(params, "agents.listPage({ limit, cursor })");
     return this._page(AGENTS, "agents", Agent, { limit, cursor });
   }
 
@@ -268,9 +291,9 @@ export class AgentsResource extends Resource {
    * Change an agent; only the fields given are sent, `tools` replaces the whole list.
    * update(agentId, { tools }) or update({ agentId, tools }).
    */
-  async update(agentIdOrParams, fields = {}) {
+  async update(agentIdOrParams, fields) {
     let agentId = agentIdOrParams;
-    let params = fields;
+    let params = options(fields, "agents.update(agentId, { name, goal, tools, status })");
     if (
       agentIdOrParams !== null &&
       typeof agentIdOrParams === "object" &&
@@ -278,13 +301,13 @@ export class AgentsResource extends Resource {
     ) {
       const { agentId: a, agent_id: b, ...rest } = agentIdOrParams;
       agentId = a ?? b;
-      params = { ...rest, ...fields };
+      params = { ...rest, ...params };
     }
     const body = agentBody(params);
     return this._object("PATCH", agentPath(agentId), Agent, { body, retry: REFUSED_ONLY });
   }
 
-  /** Delete an agent. */
+  /** Delete an agent (a 404 after an attempt whose answer was lost resolves, as for tools). */
   async delete(agentId) {
     await this._t.request("DELETE", agentPath(agentId), { retry: SAFE });
   }

@@ -1,9 +1,6 @@
 // Typed errors. The class is chosen by the server's `error` code first, then by the HTTP status.
 
-/** @param {string} s */
-export function camelCase(s) {
-  return s.replace(/_([a-z0-9])/g, (_, c) => c.toUpperCase());
-}
+import { camelCase, ConfigurationStep } from "./models.js";
 
 // RFC 9110's IMF-fixdate, the one HTTP-date form a sender may generate: "Sun, 06 Nov 1994 08:49:37 GMT".
 const IMF_FIXDATE = /^(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun), \d{2} (?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) \d{4} \d{2}:\d{2}:\d{2} GMT$/;
@@ -114,8 +111,19 @@ export class ConflictError extends APIStatusError {}
 export class IdempotencyKeyReusedError extends ConflictError {}
 /** 409 request_in_progress: an earlier request with this key is still running (`retryAfter`). */
 export class RequestInProgressError extends ConflictError {}
-/** 409 tool_not_configured: carries `nextConfigurationStep` / `next_configuration_step`. */
-export class ToolNotConfiguredError extends ConflictError {}
+/**
+ * 409 tool_not_configured: carries `nextConfigurationStep` / `next_configuration_step`, a ConfigurationStep
+ * like a tool's (`step`, `fields`, `authorizationUrl` / `authorization_url`), or null.
+ */
+export class ToolNotConfiguredError extends ConflictError {
+  constructor(message, options = {}) {
+    super(message, options);
+    const step = this.next_configuration_step;
+    if (step !== null && typeof step === "object" && !Array.isArray(step)) {
+      this.next_configuration_step = this.nextConfigurationStep = new ConfigurationStep(step);
+    }
+  }
+}
 /** 504 or 409 tool_outcome_unknown: terminal for the key; the tool is never re-run for it. */
 export class ToolOutcomeUnknownError extends APIStatusError {}
 /** 413 payload_too_large. */

@@ -3,7 +3,10 @@
 // (tool.isConfigured === tool.is_configured). Opaque payloads that belong to the tool or the user
 // (result, config, input_schema, arguments, headers, user_response) stay plain JSON values.
 
-import { camelCase } from "./errors.js";
+/** @param {string} s */
+export function camelCase(s) {
+  return s.replace(/_([a-z0-9])/g, (_, c) => c.toUpperCase());
+}
 
 const OPAQUE = new Set(["result", "config", "input_schema", "arguments", "headers", "user_response"]);
 

@@ -20,6 +20,9 @@ export const VERSION = "0.1.0";
  * Quiver itself answered that it did nothing: 429 rate_limited and 503 unavailable. An answer without
  * Quiver's code (a proxy's HTML 503 "upstream reset before headers", a gateway's 502/504 or 429) proves
  * nothing about what happened upstream, so it is never retried for these.
+ *
+ * A DELETE retried after an attempt that may have run unseen (no answer but a refused connection, or a
+ * 5xx without Quiver's code) takes a later 404 not_found as success: that attempt deleted it.
  */
 export const SAFE = "safe";
 export const REFUSED_ONLY = "refused_only";
@@ -74,7 +77,8 @@ function checkTimeout(ms) {
 
 /**
  * The base URL without trailing slashes; InvalidRequestError unless it is an http(s) URL with a host, a
- * valid port, and no credentials, query or fragment.
+ * valid port, and no credentials, query or fragment. The message never shows a URL with an "@" in it: it
+ * may carry a password, even one the URL parser refused.
  */
 function checkBaseUrl(baseUrl) {
   const text = String(baseUrl).replace(/\/+$/, "");
@@ -93,7 +97,7 @@ function checkBaseUrl(baseUrl) {
     : url.search || url.hash || /[?#]/.test(text) ? "it must not have a query or fragment"
     : null;
   if (problem) {
-    const shown = url?.username || url?.password ? "" : ` ${JSON.stringify(text)}`; // never a password
+    const shown = String(baseUrl).includes("@") ? "" : ` ${JSON.stringify(text)}`; // never a password
     throw new InvalidRequestError(`Invalid baseUrl${shown}: ${problem}.`);
   }
   return text;
@@ -218,12 +222,14 @@ export class Transport {
     checkHeaders(allHeaders);
     const effectiveTimeout = checkTimeout(timeout ?? this.timeout);
 
+    let maybeDone = false; // an earlier attempt may have reached the server, and its answer was lost
     for (let attempt = 0; ; attempt++) {
       let response;
       try {
         response = await this.#send(method, url, allHeaders, payload, effectiveTimeout);
       } catch (err) {
         if (err instanceof APIConnectionError && retry === SAFE && attempt < this.maxRetries) {
+          maybeDone ||= !refused(err);
           await this.sleep(this.#delay(attempt, null));
           continue;
         }
@@ -234,8 +240,13 @@ export class Transport {
         return { data: decode(status, resHeaders, text), headers: resHeaders, status };
       }
       const error = errorFromResponse(status, resHeaders, text);
+      if (method === "DELETE" && maybeDone && status === 404 && error.code === "not_found") {
+        return { data: null, headers: resHeaders, status }; // an earlier attempt deleted it: done
+      }
       if (attempt < this.maxRetries && shouldRetry(error, retry)) {
         if (error.retryAfter != null && error.retryAfter > MAX_RETRY_AFTER_SECONDS) throw error;
+        // A 5xx without Quiver's code (a proxy's) says nothing of what happened behind it.
+        maybeDone ||= error.code === null && status >= 500;
         await this.sleep(this.#delay(attempt, error.retryAfter));
         continue;
       }
@@ -327,6 +338,12 @@ async function sendAsWritten(method, url, headers, payload, signal) {
     req.on("error", reject);
     req.end(payload);
   });
+}
+
+/** Whether the connection was refused: the request was never sent. */
+function refused(err) {
+  for (let e = err; e; e = e.cause) if (e.code === "ECONNREFUSED") return true;
+  return false;
 }
 
 function shouldRetry(error, mode) {

@@ -44,8 +44,8 @@ function sendJSON(res, status, payload, headers = {}) {
   res.end(raw);
 }
 
-async function listen(server) {
-  await new Promise((resolve) => server.listen(0, "127.0.0.1", resolve));
+async function listen(server, wanted = 0) {
+  await new Promise((resolve) => server.listen(wanted, "127.0.0.1", resolve));
   const { port } = server.address();
   return { port, url: `http://127.0.0.1:${port}` };
 }
@@ -185,8 +185,11 @@ export async function dropProxy(upstream) {
   };
 }
 
-/** Answers from a queue of {status, body, headers} (body "DROP" cuts the connection); records requests. */
-export async function scriptedServer() {
+/**
+ * Answers from a queue of {status, body, headers} (body "DROP" cuts the connection); records requests.
+ * `port` 0 (the default) takes a free one.
+ */
+export async function scriptedServer({ port = 0 } = {}) {
   const script = [];
   const requests = [];
   const server = http.createServer(async (req, res) => {
@@ -207,7 +210,7 @@ export async function scriptedServer() {
     }
     sendJSON(res, step.status, step.body ?? {}, step.headers ?? {});
   });
-  const { url } = await listen(server);
+  const { url } = await listen(server, port);
   return {
     url,
     requests,

@@ -113,6 +113,15 @@ describe("pagination", () => {
     }
   });
 
+  test("a next_cursor already given is a QuiverError, not a short list", async () => {
+    fake.push(200, { agents: [{ id: 1 }], next_cursor: "same" });
+    fake.push(200, { agents: [{ id: 2 }], next_cursor: "same" });
+    const err = await rejection(client.agents.list(), quiver.QuiverError);
+    assert.equal(err.constructor, quiver.QuiverError);
+    assert.match(err.message, /next_cursor it had already given/);
+    assert.equal(fake.requests.length, 2);
+  });
+
   test("pages are capped", async () => {
     const t = client._transport;
     // A server that hands out a new cursor forever.
@@ -173,6 +182,34 @@ describe("arguments are checked before anything is sent", () => {
     assert.equal(fake.requests.length, 0);
   });
 
+  test("an options argument that is not an object is a TypeError, not ignored", async () => {
+    const sends = [
+      () => client.tools.calls(11),
+      () => client.tools.available("search"),
+      () => client.tools.list(50),
+      () => client.tools.listPage("c1"),
+      () => client.agents.list(null),
+      () => client.agents.listPage([10]),
+      () => client.tools.create(5),
+      () => client.tools.provideConfig(1, "x"),
+      () => client.tools.call(1, "search"),
+      () => client.agents.create("Research Assistant"),
+      () => client.agents.update(1, "x"),
+    ];
+    for (const send of sends) {
+      await assert.rejects(async () => send(), (err) => err instanceof TypeError && /options object/.test(err.message), String(send));
+    }
+    assert.equal(fake.requests.length, 0);
+    fake.push(200, { calls: [], next_cursor: null });
+    await client.tools.calls({ tool: 11 });
+    assert.equal(fake.requests[0].path, "/api/v1/agents/custom-tools/calls/?tool=11");
+    fake.push(200, { tools: [], next_cursor: null });
+    await client.tools.available(); // no options: fine
+    fake.push(201, { id: 1 });
+    await client.tools.create("tavily"); // a catalog name: fine
+    assert.equal(JSON.parse(fake.requests[2].body).mcp_tool, "tavily");
+  });
+
   test("call arguments must be an object", async () => {
     for (const args of [[1, 2], "x", 5, true]) {
       await assert.rejects(client.tools.call(1, { action: "a", arguments: args }), TypeError);
@@ -215,6 +252,13 @@ describe("client options", () => {
     }
     // "" is not "unset": it is refused too (QUIVER_BASE_URL="" is unset).
     assert.throws(() => new AgentClient({ apiKey: "k", baseUrl: "" }), quiver.InvalidRequestError);
+    for (const baseUrl of ["http://u:s3cret@127.0.0.1:8080", "http://u:s3cret@127.0.0.1:99999", "http://u:s3cret@h x", "ftp://u:s3cret@h"]) {
+      assert.throws(
+        () => new AgentClient({ apiKey: "k", baseUrl }),
+        (err) => err instanceof quiver.InvalidRequestError && !err.message.includes("s3cret"),
+        baseUrl,
+      );
+    }
     for (const baseUrl of ["http://127.0.0.1:8080", "https://api.example.com/prefix/", "http://[::1]:8080"]) {
       assert.equal(new AgentClient({ apiKey: "k", baseUrl }).baseUrl, baseUrl.replace(/\/+$/, ""));
     }

@@ -391,6 +391,24 @@ describe("idempotency", () => {
     });
   });
 
+  test("a DELETE whose answer was lost succeeds; a 404 on the first attempt is still NotFoundError", async () => {
+    await withProxy({}, async (proxy, c) => {
+      const agent = await c.agents.create({ name: "Deleted once", goal: "g" });
+      const tool = await c.tools.create({ mcpTool: "browser" });
+      for (const [p, del] of [
+        [`/agents/${agent.id}/`, () => c.agents.delete(agent.id)],
+        [`/custom-tools/${tool.id}/`, () => c.tools.delete(tool.id)],
+      ]) {
+        proxy.drop("DELETE", p, "after_response"); // the DELETE runs; its answer is lost
+        assert.equal(await del(), undefined); // the retry's 404 means it is gone
+        assert.equal(proxy.count("DELETE", p), 2);
+        await assert.rejects(del(), quiver.NotFoundError);
+      }
+      await assert.rejects(client.agents.get(agent.id), quiver.NotFoundError);
+      await assert.rejects(client.tools.get(tool.id), quiver.NotFoundError);
+    });
+  });
+
   test("call by catalog name", async () => {
     const other = new AgentClient({ apiKey: ENV.otherApiKey, baseUrl: ENV.baseUrl });
     await httpToolFor(other);

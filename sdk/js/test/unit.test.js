@@ -335,8 +335,28 @@ describe("errors", () => {
     fake.push(409, { error: "tool_not_configured", message: "configure", next_configuration_step: step });
     const err2 = await client.tools.call(1, { action: "search" }).catch((e) => e);
     assert.ok(err2 instanceof quiver.ToolNotConfiguredError);
-    assert.deepEqual(err2.nextConfigurationStep, step);
-    assert.deepEqual(err2.next_configuration_step, step);
+    assert.deepEqual({ ...err2.nextConfigurationStep }, step);
+    assert.deepEqual({ ...err2.next_configuration_step }, step);
+  });
+
+  test("tool_not_configured's step is a ConfigurationStep like a tool's, with camelCase aliases", async () => {
+    const step = { step: "oauth", type: "oauth", authorization_url: "https://auth.example/x", fields: [{ name: "scope" }] };
+    fake.push(409, { error: "tool_not_configured", message: "configure", next_configuration_step: step });
+    const err = await client.tools.call(1, { action: "search" }).catch((e) => e);
+    assert.ok(err instanceof quiver.ToolNotConfiguredError);
+    fake.push(200, { id: 1, is_configured: false, next_configuration_step: step });
+    const tool = await client.tools.get(1);
+    for (const fromError of [err.nextConfigurationStep, err.next_configuration_step]) {
+      assert.ok(fromError instanceof quiver.ConfigurationStep);
+      assert.equal(Object.getPrototypeOf(fromError), Object.getPrototypeOf(tool.nextConfigurationStep));
+      assert.equal(fromError.authorizationUrl, tool.nextConfigurationStep.authorizationUrl);
+      assert.equal(fromError.authorizationUrl, "https://auth.example/x");
+      assert.equal(fromError.fields[0].name, "scope");
+    }
+    assert.deepEqual(err.body.next_configuration_step, step); // the body stays as sent
+    fake.push(409, { error: "tool_not_configured", message: "configure", next_configuration_step: null });
+    const err2 = await client.tools.call(1, { action: "search" }).catch((e) => e);
+    assert.equal(err2.nextConfigurationStep, null);
   });
 
   test("connection refused is APIConnectionError; GETs are retried", async () => {
@@ -451,6 +471,49 @@ describe("retries", () => {
     fake.push(204);
     await client.agents.delete(9);
     assert.equal(fake.requests.length, 5);
+  });
+
+  const NOT_FOUND = { error: "not_found", message: "Agent 9 does not exist." };
+
+  test("a DELETE whose answer was lost is done: the retry's 404 is success", async () => {
+    fake.push(200, "DROP"); // the first DELETE ran; its answer is lost
+    fake.push(404, NOT_FOUND);
+    assert.equal(await client.agents.delete(9), undefined);
+    fake.push(502, "<html>Bad Gateway</html>"); // a proxy's: the DELETE may have run behind it
+    fake.push(404, NOT_FOUND);
+    assert.equal(await client.tools.delete(9), undefined);
+    assert.deepEqual(fake.requests.map((r) => r.method), ["DELETE", "DELETE", "DELETE", "DELETE"]);
+  });
+
+  test("a DELETE's 404 is an error unless an earlier attempt may have run", async () => {
+    fake.push(404, NOT_FOUND); // the first attempt
+    await assert.rejects(client.agents.delete(9), quiver.NotFoundError);
+    fake.push(503, { error: "unavailable", message: "db down" }); // Quiver's word: nothing done
+    fake.push(404, NOT_FOUND);
+    await assert.rejects(client.tools.delete(9), quiver.NotFoundError);
+    fake.push(200, "DROP");
+    fake.push(404, { message: "no such page" }); // a 404 without Quiver's code
+    await assert.rejects(client.tools.delete(9), quiver.NotFoundError);
+    fake.push(200, "DROP"); // only a DELETE: a GET's 404 stays an error
+    fake.push(404, NOT_FOUND);
+    await assert.rejects(client.agents.get(9), quiver.NotFoundError);
+    assert.equal(fake.requests.length, 7);
+  });
+
+  test("a DELETE after a refused connection: the 404 is still NotFoundError", async () => {
+    const port = await freePort();
+    const c = new AgentClient({ apiKey: "x", baseUrl: `http://127.0.0.1:${port}`, maxRetries: 1 });
+    let server;
+    c._transport.sleep = async () => {
+      server = await scriptedServer({ port }); // between the refused attempt and the retry
+      server.push(404, NOT_FOUND);
+    };
+    try {
+      await assert.rejects(c.agents.delete(9), quiver.NotFoundError); // nothing was sent the first time
+      assert.equal(server.requests.length, 1);
+    } finally {
+      await server?.close();
+    }
   });
 
   test("creates, provideConfig and update are not retried on a drop or 500", async () => {

@@ -161,9 +161,7 @@ class _Resource:
     def _list(self, path: str, field: str, cls: Type[T], params: Optional[Mapping[str, Any]] = None) -> Page[T]:
         """GET an object with a list of objects in ``field`` (and maybe ``next_cursor``), as one page."""
         data, response = self._t.request("GET", path, params=params, retry=SAFE)
-        items = data.get(field) if isinstance(data, dict) else ()
-        if items is None:
-            items = []
+        items = data.get(field) if isinstance(data, dict) else None
         if not isinstance(items, list) or not all(isinstance(item, dict) for item in items):
             raise _unexpected_shape(response, f'an object with "{field}", a list of objects')
         cursor = data.get("next_cursor")
@@ -240,8 +238,13 @@ class ToolsResource(_Resource):
         """Answer the tool's current configuration step; returns the tool, advanced.
 
         Raises :class:`~quiver.ValidationError` (with ``fields``) when a value is refused; the tool
-        then stays at the same step.
+        then stays at the same step, and ``TypeError`` when ``user_response`` is not a mapping.
         """
+        if not isinstance(user_response, Mapping):
+            raise TypeError(
+                "user_response must be a mapping (a dict) answering the tool's configuration step, "
+                f"not {type(user_response).__name__}"
+            )
         return self._object(
             "POST",
             _tool_path(tool_id, "provide-config/"),
@@ -259,7 +262,11 @@ class ToolsResource(_Resource):
         return self._list(_tool_path(tool_id, "actions/"), "actions", Action).items
 
     def delete(self, tool_id: Union[int, Mapping[str, Any]]) -> None:
-        """Delete a connected tool; it is detached from every agent."""
+        """Delete a connected tool; it is detached from every agent.
+
+        Retried when safe; a 404 after an attempt whose answer was lost means that attempt deleted it,
+        so it returns. A 404 on the first attempt raises :class:`~quiver.NotFoundError`.
+        """
         self._t.request("DELETE", _tool_path(tool_id), retry=SAFE)
 
     # -- calling ----------------------------------------------------------------------------
@@ -279,7 +286,7 @@ class ToolsResource(_Resource):
             tool: the tool's integer ID (or a :class:`Tool`), or a catalog name (``"tavily"``) naming
                 the account's one connected tool of that name.
             action: the action's name (``"search"``).
-            arguments: the action's input.
+            arguments: the action's input, a mapping (``TypeError`` otherwise); ``None`` sends ``{}``.
             idempotency_key: your key for this logical operation (1–255 printable ASCII, no leading or
                 trailing space). Required by non-retryable actions. Generate it once, before the first
                 send, and reuse it for every retry: the server then runs the tool at most once and
@@ -299,6 +306,8 @@ class ToolsResource(_Resource):
             raise TypeError("tool must be an integer ID or a catalog name")
         if not isinstance(action, str) or not action:
             raise TypeError("action must be a non-empty string")
+        if arguments is not None and not isinstance(arguments, Mapping):
+            raise TypeError(f"arguments must be a mapping (a dict, the action's input), not {type(arguments).__name__}")
         headers = {}
         if idempotency_key is not None:
             headers["Idempotency-Key"] = validate_idempotency_key(idempotency_key)
@@ -387,7 +396,7 @@ class AgentsResource(_Resource):
         return self._object("PATCH", _agent_path(agent_id), Agent, body=body, retry=REFUSED_ONLY)
 
     def delete(self, agent_id: Union[int, Mapping[str, Any]]) -> None:
-        """Delete an agent."""
+        """Delete an agent (a 404 after an attempt whose answer was lost is success, as for tools)."""
         self._t.request("DELETE", _agent_path(agent_id), retry=SAFE)
 
 

@@ -13,6 +13,8 @@ import re
 import time
 from typing import Any, Dict, Mapping, Optional, Type
 
+from ._models import ConfigurationStep
+
 __all__ = [
     "QuiverError",
     "InvalidRequestError",
@@ -184,12 +186,14 @@ class RequestInProgressError(ConflictError):
 class ToolNotConfiguredError(ConflictError):
     """409 ``tool_not_configured``: the tool needs (re)configuration.
 
-    ``next_configuration_step`` says what to provide.
+    ``next_configuration_step`` says what to provide: a :class:`~quiver.ConfigurationStep`, like a
+    tool's (``.step``, ``.fields``, ``.authorization_url``), or ``None``.
     """
 
     @property
-    def next_configuration_step(self) -> Any:
-        return self.body.get("next_configuration_step")
+    def next_configuration_step(self) -> Optional[ConfigurationStep]:
+        step = self.body.get("next_configuration_step")
+        return ConfigurationStep._from_json(step) if isinstance(step, dict) else step
 
 
 class ToolOutcomeUnknownError(APIStatusError):

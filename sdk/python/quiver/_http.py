@@ -38,6 +38,9 @@ from ._version import __version__
 #   Quiver itself answered that it did nothing: 429 rate_limited and 503 unavailable. An answer
 #   without Quiver's code (a proxy's HTML 503 "upstream reset before headers", a gateway's 502/504
 #   or 429) proves nothing about what happened upstream, so it is never retried for these.
+#
+# A DELETE retried after an attempt that may have run unseen (no answer but a refused connection, or
+# a 5xx without Quiver's code) takes a later 404 not_found as success: that attempt deleted it.
 SAFE = "safe"
 REFUSED_ONLY = "refused_only"
 
@@ -83,9 +86,11 @@ def check_timeout(timeout: Any) -> Optional[float]:
 
 
 def check_base_url(url: Any) -> str:
-    """Return ``url`` without trailing slashes if it is an http(s) URL with a host and a valid port.
+    """Return ``url`` without trailing slashes if it is an http(s) URL with a host, a valid port, and no
+    credentials, query or fragment.
 
-    Otherwise raise InvalidRequestError: checked when the client is made, not on each request.
+    Otherwise raise InvalidRequestError: checked when the client is made, not on each request. The
+    message never shows a URL with an ``@`` in it: it may carry a password.
     """
     if not isinstance(url, str):
         raise InvalidRequestError(f"base_url must be a str, not {type(url).__name__}.")
@@ -105,10 +110,13 @@ def check_base_url(url: Any) -> str:
                 problem = "it has no host"
             elif port == 0:
                 problem = "port 0 cannot be connected to"
-            elif parts.query or parts.fragment:
+            elif parts.username or parts.password:
+                problem = "it must not carry credentials (use api_key)"
+            elif "?" in url or "#" in url:  # even an empty one ("http://h/?")
                 problem = "it must not have a query or a fragment"
     if problem:
-        raise InvalidRequestError(f"Invalid base_url {url!r}: {problem}.")
+        shown = "" if "@" in url else f" {url!r}"
+        raise InvalidRequestError(f"Invalid base_url{shown}: {problem}.")
     return url.rstrip("/")
 
 
@@ -191,11 +199,13 @@ class Transport:
         effective_timeout = self.timeout if timeout is None else check_timeout(timeout)
 
         attempt = 0
+        maybe_done = False  # an earlier attempt may have reached the server, and its answer was lost
         while True:
             try:
                 response = self._send(method, url, data, all_headers, effective_timeout)
-            except APIConnectionError:
+            except APIConnectionError as exc:
                 if retry == SAFE and attempt < self.max_retries:
+                    maybe_done = maybe_done or not _refused(exc)
                     self.sleep(self._delay(attempt, None))
                     attempt += 1
                     continue
@@ -203,9 +213,13 @@ class Transport:
             if 200 <= response.status < 300:
                 return _decode(response), response
             error = error_from_response(response.status, response.headers, response.body)
+            if method == "DELETE" and maybe_done and error.status == 404 and error.code == "not_found":
+                return None, response  # an earlier attempt deleted it: done
             if attempt < self.max_retries and _should_retry(error, retry):
                 if error.retry_after is not None and error.retry_after > _MAX_RETRY_AFTER:
                     raise error
+                # A 5xx without Quiver's code (a proxy's) says nothing of what happened behind it.
+                maybe_done = maybe_done or (error.code is None and (error.status or 0) >= 500)
                 self.sleep(self._delay(attempt, error.retry_after))
                 attempt += 1
                 continue
@@ -256,6 +270,12 @@ def _connection_error(exc: BaseException) -> APIConnectionError:
     if isinstance(exc, (socket.timeout, TimeoutError)):
         return APITimeoutError(cause=exc)
     return APIConnectionError(f"Connection error: {exc}", cause=exc)
+
+
+def _refused(error: APIConnectionError) -> bool:
+    """Whether the connection was refused: the request was never sent."""
+    cause = error.__cause__
+    return isinstance(getattr(cause, "reason", cause), ConnectionRefusedError)
 
 
 def _should_retry(error: APIStatusError, mode: str) -> bool:

@@ -85,9 +85,9 @@ class _LocalServer:
     Subclasses set their own state first, then call ``super().__init__(handler_cls)``.
     """
 
-    def __init__(self, handler_cls: type) -> None:
+    def __init__(self, handler_cls: type, port: int = 0) -> None:
         self.lock = threading.Lock()
-        self.server = _QuietServer(("127.0.0.1", 0), handler_cls)
+        self.server = _QuietServer(("127.0.0.1", port), handler_cls)
         self.server.state = self  # type: ignore[attr-defined]
         self.port = self.server.server_address[1]
         self.url = f"http://127.0.0.1:{self.port}"
@@ -400,13 +400,16 @@ def env() -> Env:
 
 
 class ScriptedServer(_LocalServer):
-    """Answers requests from a queue of (status, json body | bytes | "DROP", headers); records requests."""
+    """Answers requests from a queue of (status, json body | bytes | "DROP", headers); records requests.
 
-    def __init__(self) -> None:
+    ``port`` 0 (the default) takes a free one.
+    """
+
+    def __init__(self, port: int = 0) -> None:
         self.script: List[Tuple[int, Any, Dict[str, str]]] = []
         self.requests: List[Dict[str, Any]] = []
         self.default: Tuple[int, Any, Dict[str, str]] = (200, {}, {})
-        super().__init__(_ScriptedHandler)
+        super().__init__(_ScriptedHandler, port)
 
     def push(self, status: int, body: Any = None, headers: Optional[Dict[str, str]] = None) -> None:
         with self.lock:

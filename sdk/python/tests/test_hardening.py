@@ -5,6 +5,7 @@ Retry-After, what JSON cannot carry, constructor checks. A scripted fake server,
 from __future__ import annotations
 
 import os
+import types
 import unittest
 from unittest import mock
 
@@ -52,7 +53,9 @@ class TestResponseShape(Base):
         cases = [([1, 2], get), ("hello", get), (5, get), (None, get), (True, call), ([1, 2], call),
                  ([1, 2], tools), ("hello", tools), ({"tools": {"a": 1}}, tools), ({"tools": "abc"}, tools),
                  ({"tools": [1, None]}, tools), ({"agents": [{"id": 1}, "x"]}, page),
-                 ({"actions": 5}, actions), ({"actions": ["x"]}, actions), (7, actions)]
+                 ({"actions": 5}, actions), ({"actions": ["x"]}, actions), (7, actions),
+                 ({"next_cursor": None}, tools), ({"tools": None, "next_cursor": None}, tools),
+                 ({"agents": None}, page), ({}, actions), ({"actions": None}, actions)]
         for body, send in cases:
             with self.subTest(body=body):
                 self.fake.push(200, body)
@@ -70,7 +73,7 @@ class TestResponseShape(Base):
     def test_right_shapes_still_read(self) -> None:
         self.fake.push(200, {"actions": [{"name": "search", "retryable": True}]})
         self.assertEqual(self.client.tools.actions(1)[0].name, "search")
-        self.fake.push(200, {"tools": None, "next_cursor": None})  # a null list is an empty one
+        self.fake.push(200, {"tools": [], "next_cursor": None})
         self.assertEqual(self.client.tools.list(), [])
 
 
@@ -161,7 +164,8 @@ class TestClientArguments(Base):
     def test_invalid_base_url_refused_at_construction(self) -> None:
         for url in ("not a url", "http://[::1", "http://127.0.0.1:99999", "", "http://exa mple.com", "ftp://h",
                     "http://", "http://:80", "http://h:0", "http://h:abc", "http://h/?q=1", "http://h/#f",
-                    "http://h\n", "localhost:8080"):
+                    "http://h\n", "localhost:8080", "http://127.0.0.1:8080/?", "http://127.0.0.1:8080#",
+                    "http://h/prefix?", "http://alice@h"):
             with self.subTest(url=url):
                 with self.assertRaises(quiver.InvalidRequestError) as ctx:
                     AgentClient(api_key="x", base_url=url)
@@ -171,6 +175,18 @@ class TestClientArguments(Base):
         for url in ("http://127.0.0.1:8080/", "https://api.example.com/prefix/", "http://[::1]:8080", "HTTP://h"):
             with self.subTest(url=url):
                 self.assertEqual(AgentClient(api_key="x", base_url=url).base_url, url.rstrip("/"))
+
+    def test_base_url_with_credentials_refused_without_showing_them(self) -> None:
+        for url in ("http://alice:s3cret@127.0.0.1:8080", "https://:s3cret@h/", "http://alice:s3cret@127.0.0.1:99999",
+                    "http://alice:s3cret@h x", "ftp://alice:s3cret@h", "http://alice:s3cret@h/?q"):
+            with self.subTest(url=url):
+                with self.assertRaises(quiver.InvalidRequestError) as ctx:
+                    AgentClient(api_key="x", base_url=url)
+                self.assertNotIn("s3cret", str(ctx.exception))
+                self.assertNotIn("s3cret", repr(ctx.exception))
+        with self.assertRaises(quiver.InvalidRequestError) as ctx:
+            AgentClient(api_key="x", base_url="http://alice:s3cret@h")
+        self.assertIn("credentials", str(ctx.exception))
 
     def test_empty_base_url_env_means_default(self) -> None:
         with mock.patch.dict(os.environ, {"QUIVER_BASE_URL": ""}):
@@ -194,10 +210,50 @@ class TestClientArguments(Base):
                     AgentClient(api_key="x", base_url=self.fake.url, max_retries=bad)
         self.assertIsNone(AgentClient(api_key="x", base_url=self.fake.url, timeout=None).timeout)
 
+    def test_arguments_and_user_response_must_be_mappings(self) -> None:
+        for bad in ([("a", 1)], [], "ab", 5, ("x",)):
+            with self.subTest(value=bad):
+                with self.assertRaises(TypeError) as ctx:
+                    self.client.tools.call(1, action="a", arguments=bad, idempotency_key="k")
+                self.assertIn("arguments must be a mapping", str(ctx.exception))
+                with self.assertRaises(TypeError) as ctx:
+                    self.client.tools.provide_config(1, user_response=bad)
+                self.assertIn("user_response must be a mapping", str(ctx.exception))
+        with self.assertRaises(TypeError):
+            self.client.tools.provide_config(1, user_response=None)  # type: ignore[arg-type]
+        self.assertEqual(self.fake.requests, [])
+        self.fake.push(200, {"call_id": "c", "tool": 1, "action": "a", "is_error": False, "result": {}})
+        self.client.tools.call(1, action="a", arguments=None)
+        self.assertEqual(self.body()["arguments"], {})
+        self.fake.push(200, {"id": 1})
+        self.client.tools.provide_config(1, user_response=types.MappingProxyType({"k": "v"}))  # any Mapping
+        self.assertEqual(self.body()["user_response"], {"k": "v"})
+
     def test_huge_timeout_works(self) -> None:
         client = AgentClient(api_key="x", base_url=self.fake.url, timeout=1e12)
         self.fake.push(200, {"id": 1})
         self.assertEqual(client.tools.get(1).id, 1)
+
+
+class TestProxies(Base):
+    """As the README says: HTTP_PROXY is used as urllib uses it, loopback included, except for NO_PROXY's hosts."""
+
+    def test_http_proxy_is_used_unless_no_proxy_names_the_host(self) -> None:
+        origin = ScriptedServer()
+        self.addCleanup(origin.close)
+        proxy = self.fake.url
+        with mock.patch.dict(os.environ, {"http_proxy": proxy, "HTTP_PROXY": proxy, "no_proxy": "", "NO_PROXY": ""}):
+            client = AgentClient(api_key="k-proxy", base_url=origin.url, max_retries=0)
+            self.fake.push(200, {"id": 1})
+            self.assertEqual(client.tools.get(1).id, 1)
+            self.assertEqual(origin.requests, [])
+            self.assertEqual(self.fake.requests[0]["path"], origin.url + "/api/v1/agents/custom-tools/1/")
+            self.assertEqual(self.fake.requests[0]["headers"]["X-API-KEY"], "k-proxy")  # the proxy sees the key
+            os.environ["no_proxy"] = os.environ["NO_PROXY"] = "127.0.0.1"
+            origin.push(200, {"id": 2})
+            self.assertEqual(client.tools.get(2).id, 2)
+        self.assertEqual(len(self.fake.requests), 1)
+        self.assertEqual(len(origin.requests), 1)
 
 
 if __name__ == "__main__":

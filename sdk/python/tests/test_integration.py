@@ -432,6 +432,23 @@ class TestIdempotency(Base):
             client.tools.create(mcp_tool="browser")
         self.assertEqual(proxy.count("POST", "/custom-tools/"), 1)
 
+    def test_delete_whose_answer_was_lost_succeeds(self) -> None:
+        proxy, client = self.proxied_client()
+        agent = client.agents.create(name="Deleted once", goal="g")
+        tool = client.tools.create(mcp_tool="browser")
+        for path, delete in (("/agents/%d/" % agent.id, lambda: client.agents.delete(agent.id)),
+                             ("/custom-tools/%d/" % tool.id, lambda: client.tools.delete(tool.id))):
+            with self.subTest(path=path):
+                proxy.drop("DELETE", path, when="after_response")  # the DELETE runs; its answer is lost
+                self.assertIsNone(delete())  # the retry's 404 means it is gone
+                self.assertEqual(proxy.count("DELETE", path), 2)
+                with self.assertRaises(quiver.NotFoundError):
+                    delete()  # a 404 on the first attempt is still an error
+        with self.assertRaises(quiver.NotFoundError):
+            self.client.agents.get(agent.id)
+        with self.assertRaises(quiver.NotFoundError):
+            self.client.tools.get(tool.id)
+
     def test_dot_keys_can_be_looked_up(self) -> None:
         for k in (".", ".."):
             with self.subTest(key=k):

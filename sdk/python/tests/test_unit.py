@@ -12,6 +12,7 @@ import unittest
 from unittest import mock
 
 import support  # noqa: F401  (sets sys.path and NO_PROXY)
+from support import ScriptedServer
 from unit_base import FakeServerTest
 
 import quiver
@@ -223,6 +224,25 @@ class TestErrors(Base):
             self.client.tools.call(1, action="search")
         self.assertEqual(ctx2.exception.next_configuration_step, step)
 
+    def test_not_configured_step_is_a_configuration_step_like_a_tools(self) -> None:
+        step = {"step": "oauth", "type": "oauth", "authorization_url": "https://auth.example/x",
+                "fields": [{"name": "scope"}]}
+        self.fake.push(409, {"error": "tool_not_configured", "message": "configure", "next_configuration_step": step})
+        with self.assertRaises(quiver.ToolNotConfiguredError) as ctx:
+            self.client.tools.call(1, action="search")
+        self.fake.push(200, {"id": 1, "is_configured": False, "next_configuration_step": step})
+        tool = self.client.tools.get(1)
+        from_error = ctx.exception.next_configuration_step
+        self.assertIs(type(from_error), type(tool.next_configuration_step))
+        self.assertIsInstance(from_error, quiver.ConfigurationStep)
+        self.assertEqual(from_error.step, "oauth")
+        self.assertEqual(from_error.authorization_url, "https://auth.example/x")
+        self.assertEqual(from_error.fields[0].name, "scope")
+        self.fake.push(409, {"error": "tool_not_configured", "message": "configure"})
+        with self.assertRaises(quiver.ToolNotConfiguredError) as ctx:
+            self.client.tools.call(1, action="search")
+        self.assertIsNone(ctx.exception.next_configuration_step)
+
     def test_retry_after_http_date(self) -> None:
         self.fake.push(429, {"error": "rate_limited", "message": "slow"}, {"Retry-After": "Wed, 21 Oct 2015 07:28:00 GMT"})
         client = self.make_client(max_retries=0)
@@ -341,6 +361,52 @@ class TestRetries(Base):
         self.fake.push(204)
         self.client.agents.delete(9)
         self.assertEqual(len(self.fake.requests), 5)
+
+    NOT_FOUND = {"error": "not_found", "message": "Agent 9 does not exist."}
+
+    def test_delete_whose_answer_was_lost_is_done(self) -> None:
+        # The first DELETE ran but its answer was lost: the retry's 404 means it is gone.
+        self.fake.push(200, "DROP")
+        self.fake.push(404, self.NOT_FOUND)
+        self.assertIsNone(self.client.agents.delete(9))
+        self.fake.push(502, b"<html>Bad Gateway</html>")  # a proxy's: the DELETE may have run behind it
+        self.fake.push(404, self.NOT_FOUND)
+        self.assertIsNone(self.client.tools.delete(9))
+        self.assertEqual([r["method"] for r in self.fake.requests], ["DELETE"] * 4)
+
+    def test_delete_404_is_an_error_unless_an_attempt_may_have_run(self) -> None:
+        self.fake.push(404, self.NOT_FOUND)  # the first attempt
+        with self.assertRaises(quiver.NotFoundError):
+            self.client.agents.delete(9)
+        self.fake.push(503, {"error": "unavailable", "message": "db down"})  # Quiver's word: nothing done
+        self.fake.push(404, self.NOT_FOUND)
+        with self.assertRaises(quiver.NotFoundError):
+            self.client.tools.delete(9)
+        self.fake.push(200, "DROP")
+        self.fake.push(404, {"message": "no such page"})  # a 404 without Quiver's code
+        with self.assertRaises(quiver.NotFoundError):
+            self.client.tools.delete(9)
+        self.fake.push(200, "DROP")  # only a DELETE: a GET's 404 stays an error
+        self.fake.push(404, self.NOT_FOUND)
+        with self.assertRaises(quiver.NotFoundError):
+            self.client.agents.get(9)
+        self.assertEqual(len(self.fake.requests), 7)
+
+    def test_delete_after_a_refused_connection_is_still_not_found(self) -> None:
+        port = support.free_port()
+        client = AgentClient(api_key="x", base_url=f"http://127.0.0.1:{port}", max_retries=1)
+        servers = []
+
+        def start_server(delay: float) -> None:  # between the refused attempt and the retry
+            server = ScriptedServer(port)
+            self.addCleanup(server.close)
+            server.push(404, self.NOT_FOUND)
+            servers.append(server)
+
+        client._transport.sleep = start_server
+        with self.assertRaises(quiver.NotFoundError):
+            client.agents.delete(9)  # nothing was sent the first time: the 404 is the truth
+        self.assertEqual(len(servers[0].requests), 1)
 
     def test_creates_not_retried_on_drop_or_500(self) -> None:
         self.fake.push(200, "DROP")
