@@ -185,20 +185,29 @@ func isJSONText(content mcp.Content) bool {
 	return ok && json.Valid([]byte(t.Text))
 }
 
-// isErrorPayload reports whether content is a JSON object with string
-// "error" and "message" fields.
+// isErrorPayload reports whether content is a JSON object whose "error"
+// member says there was one (API.md: "an {"error": …} payload"): a
+// non-empty string, a non-empty object or true. A null, false, empty or
+// numeric "error" is taken for a field of a result, not a report.
 func isErrorPayload(content json.RawMessage) bool {
 	if len(content) == 0 || content[0] != '{' {
 		return false
 	}
 	var p struct {
-		Error   *string `json:"error"`
-		Message *string `json:"message"`
+		Error json.RawMessage `json:"error"`
 	}
-	if json.Unmarshal(content, &p) != nil {
+	if json.Unmarshal(content, &p) != nil || len(p.Error) == 0 {
 		return false
 	}
-	return p.Error != nil && p.Message != nil
+	switch p.Error[0] {
+	case '"':
+		var s string
+		return json.Unmarshal(p.Error, &s) == nil && s != ""
+	case '{':
+		var m map[string]json.RawMessage
+		return json.Unmarshal(p.Error, &m) == nil && len(m) > 0
+	}
+	return string(p.Error) == "true"
 }
 
 // tooLarge is the error result of a tool whose answer exceeded the limit: it

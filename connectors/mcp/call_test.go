@@ -323,3 +323,28 @@ func TestCallPassesOnUnfamiliarContent(t *testing.T) {
 		t.Fatalf("result %+v: %s", res, res.Content)
 	}
 }
+
+// TestErrorPayloads: a result reports an error when its "error" member says
+// there was one, with or without a "message" (API.md: an {"error": …}
+// payload); before, only a string error beside a string message did.
+func TestErrorPayloads(t *testing.T) {
+	for content, want := range map[string]bool{
+		`{"error":"approval_required","message":"Ask first."}`: true,
+		`{"error":"x"}`: true,
+		`{"error":{"code":404,"message":"not found"}}`: true,
+		`{"error":"not_found","message":null}`:         true,
+		`{"error":true}`:                               true,
+		`{"error":null,"data":[1]}`:                    false,
+		`{"error":false}`:                              false,
+		`{"error":""}`:                                 false,
+		`{"error":{}}`:                                 false,
+		`{"error":0}`:                                  false,
+		`{"errors":["a"]}`:                             false,
+		`["error"]`:                                    false,
+		`"error"`:                                      false,
+	} {
+		if got := isErrorPayload(json.RawMessage(content)); got != want {
+			t.Errorf("%s: %v, want %v", content, got, want)
+		}
+	}
+}
