@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"unicode/utf8"
@@ -52,6 +53,39 @@ func main() {
 	}
 }
 
+const (
+	serveUsage      = "usage: quiver serve\n(it takes no arguments: it is configured by environment variables; see README.md)"
+	catalogUsage    = "usage: quiver catalog check"
+	keysUsage       = "usage: quiver keys create --account NAME [--read-only] | quiver keys revoke KEY"
+	keysCreateUsage = "usage: quiver keys create --account NAME [--read-only]"
+	keysRevokeUsage = "usage: quiver keys revoke KEY"
+)
+
+func isHelp(arg string) bool { return arg == "-h" || arg == "-help" || arg == "--help" }
+
+// commandHelp is the usage a command asked for help prints, or "" when it
+// was not asked: `quiver serve --help`, `quiver keys revoke -h`.
+func commandHelp(args []string) string {
+	if !slices.ContainsFunc(args[1:], isHelp) {
+		return ""
+	}
+	switch args[0] {
+	case "serve":
+		return serveUsage
+	case "migrate":
+		return migrateUsage
+	case "keys":
+		switch {
+		case len(args) > 1 && args[1] == "create":
+			return keysCreateUsage + "\n  --account NAME  the account's name (made if new)\n  --read-only     a key that reads, and calls only actions annotated read-only"
+		case len(args) > 1 && args[1] == "revoke":
+			return keysRevokeUsage
+		}
+		return keysUsage
+	}
+	return ""
+}
+
 // loggedError is an error already written to the JSON log: serve's, once
 // its logger exists, so that its stderr holds nothing but JSON lines.
 type loggedError struct{ error }
@@ -70,10 +104,18 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		fmt.Fprint(stdout, usage)
 		return nil
 	case "catalog":
+		if len(args) == 2 && isHelp(args[1]) {
+			fmt.Fprintln(stdout, catalogUsage)
+			return nil
+		}
 		if len(args) != 2 || args[1] != "check" {
-			return errors.New("usage: quiver catalog check")
+			return errors.New(catalogUsage)
 		}
 		return catalogCheck(stdout)
+	}
+	if u := commandHelp(args); u != "" {
+		fmt.Fprintln(stdout, u) // before the configuration is read: help needs none
+		return nil
 	}
 	cfg, err := config.FromEnv()
 	if err != nil {
@@ -92,7 +134,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return nil
 	case "migrate":
 		if len(args) != 2 {
-			return errors.New("usage: quiver migrate up|down|status")
+			return errors.New(migrateUsage)
 		}
 		return migrate(ctx, cfg, logger, args[1], stdout)
 	case "keys":
@@ -117,15 +159,9 @@ func serve(ctx context.Context, cfg *config.Config, logger *slog.Logger, stdout 
 	if cfg.Embedded() {
 		// The embedded database serves one process: a second serve on the
 		// folder would race the first for its migrations and first key.
-		if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
-			return fmt.Errorf("QUIVER_DATA_DIR: cannot create %s: %w", cfg.DataDir, err)
-		}
-		unlock, err := filelock.TryLock(filepath.Join(cfg.DataDir, "serve.lock"))
-		if errors.Is(err, filelock.ErrLocked) {
-			return fmt.Errorf("QUIVER_DATA_DIR %s is in use by another quiver serve: the embedded database serves one process (for several replicas, set DATABASE_URL)", cfg.DataDir)
-		}
+		unlock, err := lockDataDir(cfg, "another quiver serve: the embedded database serves one process (for several replicas, set DATABASE_URL)")
 		if err != nil {
-			return fmt.Errorf("QUIVER_DATA_DIR: %w", err)
+			return err
 		}
 		defer unlock()
 	}
@@ -162,6 +198,23 @@ func serve(ctx context.Context, cfg *config.Config, logger *slog.Logger, stdout 
 }
 
 func migrate(ctx context.Context, cfg *config.Config, logger *slog.Logger, verb string, stdout io.Writer) error {
+	switch verb {
+	case "up", "down", "status":
+	case "-h", "-help", "--help", "help":
+		fmt.Fprintln(stdout, migrateUsage)
+		return nil
+	default:
+		return errors.New(migrateUsage) // before the database is opened (or, embedded, made)
+	}
+	if cfg.Embedded() && verb != "status" {
+		// Not under a running serve: reverting its schema would leave it
+		// answering 500 to everything, and still ready.
+		unlock, err := lockDataDir(cfg, "a quiver serve: stop it before migrating")
+		if err != nil {
+			return err
+		}
+		defer unlock()
+	}
 	s, err := app.OpenStore(ctx, cfg, logger)
 	if err != nil {
 		return err
@@ -189,14 +242,35 @@ func migrate(ctx context.Context, cfg *config.Config, logger *slog.Logger, verb 
 		st, err := s.MigrationStatus(ctx)
 		for _, m := range st {
 			state := "pending"
-			if m.Applied {
+			switch {
+			case m.Unknown:
+				state = "applied (unknown to this binary: a newer one applied it)"
+			case m.Applied:
 				state = "applied"
 			}
 			fmt.Fprintf(stdout, "%03d_%s\t%s\n", m.Version, m.Name, state)
 		}
 		return err
 	}
-	return errors.New("usage: quiver migrate up|down|status")
+	return errors.New(migrateUsage)
+}
+
+const migrateUsage = "usage: quiver migrate up|down|status"
+
+// lockDataDir holds the embedded data folder for this process (the lock a
+// serve holds while it runs), or says by whom it is held.
+func lockDataDir(cfg *config.Config, holder string) (unlock func(), err error) {
+	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
+		return nil, fmt.Errorf("QUIVER_DATA_DIR: cannot create %s: %w", cfg.DataDir, err)
+	}
+	unlock, err = filelock.TryLock(filepath.Join(cfg.DataDir, "serve.lock"))
+	if errors.Is(err, filelock.ErrLocked) {
+		return nil, fmt.Errorf("QUIVER_DATA_DIR %s is in use by %s", cfg.DataDir, holder)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("QUIVER_DATA_DIR: %w", err)
+	}
+	return unlock, nil
 }
 
 // accountFlag is --account, which may be given once: a second one would
@@ -218,10 +292,6 @@ func (f *accountFlag) Set(v string) error {
 
 func keys(ctx context.Context, cfg *config.Config, logger *slog.Logger, args []string, stdout io.Writer) error {
 	if len(args) == 2 && args[0] == "revoke" {
-		if k := args[1]; k == "-h" || k == "-help" || k == "--help" {
-			fmt.Fprintln(stdout, "usage: quiver keys revoke KEY")
-			return nil
-		}
 		s, err := app.OpenStore(ctx, cfg, logger)
 		if err != nil {
 			return err
@@ -239,19 +309,14 @@ func keys(ctx context.Context, cfg *config.Config, logger *slog.Logger, args []s
 		return nil
 	}
 	if len(args) == 0 || args[0] != "create" {
-		return errors.New("usage: quiver keys create --account NAME | quiver keys revoke KEY")
+		return errors.New(keysUsage)
 	}
 	fs := flag.NewFlagSet("keys create", flag.ContinueOnError)
 	fs.SetOutput(io.Discard) // errors come back once, below; -h prints the flags
 	var name accountFlag
 	fs.Var(&name, "account", "account name")
 	readOnly := fs.Bool("read-only", false, "a key that reads, and calls only actions annotated read-only")
-	if err := fs.Parse(args[1:]); errors.Is(err, flag.ErrHelp) {
-		fmt.Fprintln(stdout, "usage: quiver keys create --account NAME [--read-only]")
-		fs.SetOutput(stdout)
-		fs.PrintDefaults()
-		return nil
-	} else if err != nil {
+	if err := fs.Parse(args[1:]); err != nil {
 		return fmt.Errorf("keys create: %w", err)
 	}
 	if fs.NArg() > 0 {

@@ -151,6 +151,16 @@ func New(ctx context.Context, cfg *config.Config, logger *slog.Logger) (*App, er
 	for _, m := range applied {
 		logger.Info("migration applied", "version", m.Version, "name", m.Name)
 	}
+	// A newer binary's migrations are left in place (they are written so
+	// that the binary before them still runs, for a rollback), but said.
+	if st, err := a.Store.MigrationStatus(ctx); err == nil {
+		for _, m := range st {
+			if m.Unknown {
+				logger.Warn("the database has a migration this binary does not know: a newer quiver applied it",
+					"version", m.Version, "name", m.Name)
+			}
+		}
+	}
 	if err := checkSecretKey(ctx, a.Store, box, cfg, madeKey); err != nil {
 		return nil, err
 	}

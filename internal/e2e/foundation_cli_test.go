@@ -6,6 +6,7 @@ import (
 	"context"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -169,6 +170,28 @@ func TestFoundationCLI(t *testing.T) {
 		}
 		if out, errOut, err := fdRun(t, env, "keys", "revoke", "--help"); err != nil || !strings.Contains(out, "usage: quiver keys revoke KEY") {
 			t.Errorf("keys revoke --help: %v %q %q", err, out, errOut)
+		}
+		// Every command's help is usage on stdout and exit 0, needs no
+		// configuration, and makes no database.
+		bare := map[string]string{"QUIVER_DATA_DIR": filepath.Join(t.TempDir(), "data"), "QUIVER_ADDR": "bogus"}
+		for _, args := range [][]string{
+			{"serve", "--help"}, {"migrate", "--help"}, {"migrate", "-h"}, {"keys", "--help"},
+			{"keys", "create", "--help"}, {"catalog", "--help"},
+		} {
+			if out, errOut, err := fdRun(t, bare, args...); err != nil || !strings.HasPrefix(out, "usage: quiver "+args[0]) {
+				t.Errorf("%v: %v, stdout %q, stderr %q", args, err, out, errOut)
+			}
+		}
+		if out, _, _ := fdRun(t, bare, "keys", "--help"); !strings.Contains(out, "--read-only") {
+			t.Errorf("keys --help leaves out --read-only: %q", out)
+		}
+		// A migrate verb it does not know is refused before the database
+		// is opened: the embedded one is not made.
+		if _, errOut, err := fdRun(t, map[string]string{"QUIVER_DATA_DIR": bare["QUIVER_DATA_DIR"]}, "migrate", "bogus"); err == nil || !strings.Contains(errOut, "usage: quiver migrate") {
+			t.Errorf("migrate bogus: %v %q", err, errOut)
+		}
+		if _, err := os.Stat(bare["QUIVER_DATA_DIR"]); !os.IsNotExist(err) {
+			t.Errorf("help or a usage error made the data dir: %v", err)
 		}
 		for _, tc := range []struct {
 			env  map[string]string

@@ -136,6 +136,16 @@ func TestFoundationOneServePerDataDir(t *testing.T) {
 	if err == nil || !strings.Contains(errOut, "is in use by another quiver serve") {
 		t.Fatalf("a second serve on the folder: %v %q; want a refusal", err, errOut)
 	}
+	// Nor does a migration change the schema under it (migrate down left
+	// it answering 500 to everything while ready); status only reads.
+	for _, verb := range []string{"down", "up"} {
+		if _, errOut, err := fdRun(t, env, "migrate", verb); err == nil || !strings.Contains(errOut, "stop it before migrating") {
+			t.Fatalf("migrate %s under a serve: %v %q; want a refusal", verb, err, errOut)
+		}
+	}
+	if out, errOut, err := fdRun(t, env, "migrate", "status"); err != nil || !strings.Contains(out, "applied") {
+		t.Fatalf("migrate status under a serve: %v %q %q", err, out, errOut)
+	}
 	for i, k := range keys {
 		if r := testserver.Do(t, base, k, "GET", "/api/v1/agents/", nil); r.Status != 200 {
 			t.Errorf("key %d made while racing: %d %s", i, r.Status, r.Body)

@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io/fs"
 	"path"
@@ -27,7 +28,16 @@ type Migration struct {
 type MigrationStatus struct {
 	Migration
 	Applied bool
+	// Unknown is set for a migration the database has applied that this
+	// binary does not have (a newer binary applied it); it has no Up or
+	// Down.
+	Unknown bool
 }
+
+// ErrUnknownMigration is MigrateDown's refusal when the newest migration
+// applied to the database is one this binary does not have: reverting its
+// own newest would undo one beneath it.
+var ErrUnknownMigration = errors.New("store: the newest applied migration is unknown to this binary")
 
 // migrationLockID is the Postgres advisory lock held while migrating, so
 // replicas starting together migrate one at a time.
@@ -111,15 +121,40 @@ func (s *Store) withMigrationLock(ctx context.Context, fn func(db *gorm.DB) erro
 }
 
 func applied(db *gorm.DB) (map[int]bool, error) {
-	var versions []int
-	if err := db.Raw("SELECT version FROM schema_migrations").Scan(&versions).Error; err != nil {
-		return nil, interpret(err)
+	rows, err := appliedRows(db)
+	if err != nil {
+		return nil, err
 	}
-	m := make(map[int]bool, len(versions))
-	for _, v := range versions {
-		m[v] = true
+	m := make(map[int]bool, len(rows))
+	for _, r := range rows {
+		m[r.Version] = true
 	}
 	return m, nil
+}
+
+// appliedRows is every migration the database records as applied, by
+// version.
+func appliedRows(db *gorm.DB) ([]Migration, error) {
+	var rows []Migration
+	if err := db.Raw("SELECT version, name FROM schema_migrations ORDER BY version").Scan(&rows).Error; err != nil {
+		return nil, interpret(err)
+	}
+	return rows, nil
+}
+
+// unknown returns the applied migrations (rows) that all does not have.
+func unknown(all, rows []Migration) []Migration {
+	known := make(map[int]bool, len(all))
+	for _, m := range all {
+		known[m.Version] = true
+	}
+	var out []Migration
+	for _, r := range rows {
+		if !known[r.Version] {
+			out = append(out, r)
+		}
+	}
+	return out
 }
 
 // MigrateUp applies every pending migration, each in its own transaction,
@@ -164,6 +199,16 @@ func (s *Store) MigrateDown(ctx context.Context) (*Migration, error) {
 	}
 	var reverted *Migration
 	err = s.withMigrationLock(ctx, func(db *gorm.DB) error {
+		rows, err := appliedRows(db)
+		if err != nil {
+			return err
+		}
+		if len(rows) > 0 {
+			if newest := rows[len(rows)-1]; len(unknown(all, rows[len(rows)-1:])) > 0 {
+				return fmt.Errorf("%w: %03d_%s; revert it with the binary that applied it",
+					ErrUnknownMigration, newest.Version, newest.Name)
+			}
+		}
 		have, err := applied(db)
 		if err != nil {
 			return err
@@ -186,7 +231,9 @@ func (s *Store) MigrateDown(ctx context.Context) (*Migration, error) {
 	return reverted, err
 }
 
-// MigrationStatus lists every migration and whether it is applied.
+// MigrationStatus lists every migration, this binary's and those the
+// database has applied that it does not know (Unknown), by version, and
+// whether each is applied.
 func (s *Store) MigrationStatus(ctx context.Context) ([]MigrationStatus, error) {
 	all, err := s.Migrations()
 	if err != nil {
@@ -194,13 +241,21 @@ func (s *Store) MigrationStatus(ctx context.Context) ([]MigrationStatus, error) 
 	}
 	var out []MigrationStatus
 	err = s.withMigrationLock(ctx, func(db *gorm.DB) error {
-		have, err := applied(db)
+		rows, err := appliedRows(db)
 		if err != nil {
 			return err
+		}
+		have := make(map[int]bool, len(rows))
+		for _, r := range rows {
+			have[r.Version] = true
 		}
 		for _, m := range all {
 			out = append(out, MigrationStatus{Migration: m, Applied: have[m.Version]})
 		}
+		for _, m := range unknown(all, rows) {
+			out = append(out, MigrationStatus{Migration: m, Applied: true, Unknown: true})
+		}
+		sort.SliceStable(out, func(i, j int) bool { return out[i].Version < out[j].Version })
 		return nil
 	})
 	return out, err

@@ -67,6 +67,26 @@ func TestMigrateUpDownUp(t *testing.T) {
 			if err != nil || len(st) != len(all) || !st[0].Applied {
 				t.Fatalf("status: %+v, %v", st, err)
 			}
+
+			// A newer binary applied a migration this one does not have:
+			// status shows it, and down refuses rather than revert the
+			// newest one it knows beneath it.
+			if err := s.DB().Exec("INSERT INTO schema_migrations (version, name) VALUES (999, 'future')").Error; err != nil {
+				t.Fatal(err)
+			}
+			st, err = s.MigrationStatus(ctx)
+			if last := st[len(st)-1]; err != nil || len(st) != len(all)+1 || last.Version != 999 || last.Name != "future" || !last.Unknown || !last.Applied {
+				t.Fatalf("status with a newer migration: %+v, %v", st, err)
+			}
+			if m, err := s.MigrateDown(ctx); !errors.Is(err, store.ErrUnknownMigration) || m != nil {
+				t.Fatalf("down under a newer migration: %v, %v", m, err)
+			}
+			if st, _ := s.MigrationStatus(ctx); !st[len(st)-2].Applied {
+				t.Fatal("down reverted a migration under the newer one")
+			}
+			if done, err := s.MigrateUp(ctx); err != nil || len(done) != 0 {
+				t.Fatalf("up with a newer migration: %v, %v", done, err)
+			}
 		})
 	}
 }
