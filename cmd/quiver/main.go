@@ -170,20 +170,23 @@ func serve(ctx context.Context, cfg *config.Config, logger *slog.Logger, stdout 
 		return err
 	}
 	defer a.Close()
-	if cfg.Embedded() {
-		has, err := a.Accounts.HasAccounts(ctx)
-		if err != nil {
-			return err
-		}
-		if !has {
-			key, _, err := a.Accounts.CreateKey(ctx, "default")
+	return a.Serve(ctx, func(addr string) error {
+		// The first key is made once the address is bound: a start that
+		// fails to listen shows no key, which the next start would not
+		// show again.
+		if cfg.Embedded() {
+			has, err := a.Accounts.HasAccounts(ctx)
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(stdout, "Created account \"default\". Its API key (shown once, keep it):\n%s\n", key)
+			if !has {
+				key, _, err := a.Accounts.CreateKey(ctx, "default")
+				if err != nil {
+					return err
+				}
+				fmt.Fprintf(stdout, "Created account \"default\". Its API key (shown once, keep it):\n%s\n", key)
+			}
 		}
-	}
-	return a.Serve(ctx, func(addr string) {
 		db := "postgres"
 		if cfg.Embedded() {
 			db = "sqlite (" + cfg.DataDir + ")"
@@ -194,6 +197,7 @@ func serve(ctx context.Context, cfg *config.Config, logger *slog.Logger, stdout 
 		}
 		logger.Info("quiver listening", "addr", addr, "database", db, "cache", cache)
 		fmt.Fprintf(stdout, "Quiver listening on %s\n", addr)
+		return nil
 	})
 }
 

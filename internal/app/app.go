@@ -61,7 +61,11 @@ type App struct {
 
 // OpenStore opens the configured database without migrating.
 func OpenStore(ctx context.Context, cfg *config.Config, logger *slog.Logger) (*store.Store, error) {
-	return store.Open(ctx, store.Options{DatabaseURL: cfg.DatabaseURL, DataDir: cfg.DataDir, Logger: logger})
+	s, err := store.Open(ctx, store.Options{DatabaseURL: cfg.DatabaseURL, DataDir: cfg.DataDir, Logger: logger})
+	if err != nil && cfg.DatabaseURL != "" && !strings.HasPrefix(err.Error(), "DATABASE_URL") {
+		err = fmt.Errorf("DATABASE_URL: %w", err)
+	}
+	return s, err
 }
 
 // SecretBox returns the box for QUIVER_SECRET_KEY, or for the key file in
@@ -311,12 +315,19 @@ func (a *App) HTTPServer() *httpserver.Server {
 func (a *App) RunBackground(ctx context.Context) { a.Engine.Run(ctx) }
 
 // Serve listens on cfg.Addr until ctx ends, then shuts down gracefully:
-// in-flight calls finish and are recorded.
-func (a *App) Serve(ctx context.Context, ready func(addr string)) error {
+// in-flight calls finish and are recorded. ready, if set, runs once the
+// address is bound and before anything is served; its error stops Serve.
+func (a *App) Serve(ctx context.Context, ready func(addr string) error) error {
 	srv := a.HTTPServer()
 	ln, err := listen(a.Config.Addr)
 	if err != nil {
-		return err
+		return fmt.Errorf("QUIVER_ADDR: %w", err)
+	}
+	if ready != nil {
+		if err := ready(ln.Addr().String()); err != nil {
+			ln.Close()
+			return err
+		}
 	}
 	if a.Config.PprofAddr != "" {
 		stop, err := servePprof(a.Config.PprofAddr, a.Logger)
@@ -329,9 +340,6 @@ func (a *App) Serve(ctx context.Context, ready func(addr string)) error {
 	bgCtx, stopBg := context.WithCancel(context.Background())
 	bgDone := make(chan struct{})
 	go func() { a.RunBackground(bgCtx); close(bgDone) }()
-	if ready != nil {
-		ready(ln.Addr().String())
-	}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	select {

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -192,6 +193,22 @@ func TestFoundationCLI(t *testing.T) {
 		}
 		if _, err := os.Stat(bare["QUIVER_DATA_DIR"]); !os.IsNotExist(err) {
 			t.Errorf("help or a usage error made the data dir: %v", err)
+		}
+		// A busy address is named, and a start that cannot listen makes no
+		// first key (it printed one the next start would not show again).
+		busy, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer busy.Close()
+		out, errOut, err := fdRun(t, map[string]string{"QUIVER_DATA_DIR": t.TempDir(), "QUIVER_ADDR": busy.Addr().String()}, "serve")
+		if err == nil || !strings.Contains(errOut, "QUIVER_ADDR: listen") || strings.Contains(out, "API key") {
+			t.Errorf("serve on a busy address: %v, stdout %q, stderr %q", err, out, errOut)
+		}
+		_, errOut, err = fdRun(t, map[string]string{"DATABASE_URL": "postgres://postgres@127.0.0.1:1/none?sslmode=disable",
+			"QUIVER_SECRET_KEY": testserver.TestSecretKey}, "migrate", "status")
+		if err == nil || !strings.Contains(errOut, "DATABASE_URL: ") {
+			t.Errorf("migrate status with a database that does not answer: %v %q", err, errOut)
 		}
 		for _, tc := range []struct {
 			env  map[string]string
