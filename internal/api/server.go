@@ -77,8 +77,12 @@ func New(d Deps) *Server {
 	r.NoRoute(s.authenticateAPI, func(c *gin.Context) { s.writeError(c, problem.New(problem.NotFound, "No such route.")) })
 	r.NoMethod(s.authenticateAPI, s.methodNotAllowed)
 
-	handle(r, "GET", "/healthz", func(c *gin.Context) { c.JSON(200, gin.H{"status": "ok"}) })
-	handle(r, "GET", "/readyz", s.readyz)
+	healthz := func(c *gin.Context) { c.JSON(200, gin.H{"status": "ok"}) }
+	// Load balancers probe with HEAD as often as with GET.
+	for _, m := range []string{"GET", "HEAD"} {
+		handle(r, m, "/healthz", healthz)
+		handle(r, m, "/readyz", s.readyz)
+	}
 	handle(r, "GET", "/metrics", gin.WrapH(d.Metrics.Handler()))
 	handle(r, "GET", "/openapi.json", s.openapi)
 

@@ -182,6 +182,12 @@ func fdTestAuth(t *testing.T, c *fdClient) {
 				t.Errorf("GET %s without a key: %d %s", p, r.Status, r.Body)
 			}
 		}
+		// Load balancers probe with HEAD too.
+		for _, p := range []string{"/healthz", "/readyz"} {
+			if r := testserver.Do(t, c.srv.URL, "", "HEAD", p, nil); r.Status != 200 || len(r.Body) != 0 {
+				t.Errorf("HEAD %s: %d %q", p, r.Status, r.Body)
+			}
+		}
 	})
 }
 
