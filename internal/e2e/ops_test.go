@@ -85,6 +85,15 @@ func grepLines(text, s string) string {
 // slowest (those that timed out) were missing from it.
 func TestMetricsTimeEveryOutcome(t *testing.T) {
 	e := setupCalls(t, testserver.Options{})
+	// A fresh server already shows every call series, at zero (they used
+	// to appear with their first event).
+	fresh := string(e.srv.Do("GET", "/metrics", nil).Body)
+	for _, series := range []string{`quiver_calls_total{outcome="rejected"} 0`, `quiver_call_conflicts_total{kind="request_in_progress"} 0`,
+		`quiver_call_duration_seconds_count{phase="replay"} 0`} {
+		if !strings.Contains(fresh, series+"\n") {
+			t.Errorf("a fresh server lacks %s", series)
+		}
+	}
 	for i, path := range []string{"/ok", "/fail", "/drop", "/hang"} {
 		e.call(callBody(e.id, path, i), fmt.Sprintf("k-metrics-%d", i))
 	}

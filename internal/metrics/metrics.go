@@ -70,6 +70,18 @@ func New() *Metrics {
 	}
 	r.MustRegister(m.HTTPRequests, m.HTTPDuration, m.Calls, m.Replays, m.Conflicts, m.InProgress,
 		m.CallDuration, m.Swept, m.CacheErrors, m.LogDropped)
+	// Every series of the call metrics exists from the start, at zero: a
+	// rate or an alert over a series that appears with its first event
+	// misses that event, and a fresh replica would show none of them.
+	for _, outcome := range []string{"succeeded", "tool_error", "outcome_unknown", "rejected"} {
+		m.Calls.WithLabelValues(outcome)
+	}
+	for _, kind := range []string{"idempotency_key_reused", "request_in_progress", "tool_outcome_unknown"} {
+		m.Conflicts.WithLabelValues(kind)
+	}
+	for _, phase := range []string{"first", "replay"} {
+		m.CallDuration.WithLabelValues(phase)
+	}
 	return m
 }
 
