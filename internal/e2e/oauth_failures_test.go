@@ -160,30 +160,6 @@ func TestOAuthShortLivedTokens(t *testing.T) {
 	}
 }
 
-// TestOAuthServerRefusingFreshTokens: a server that refuses every token
-// gets one refresh, not one per call: the calls answer 502
-// upstream_auth_failed, nothing runs, and the key is released.
-func TestOAuthServerRefusingFreshTokens(t *testing.T) {
-	p, counter, srv, id := oaConnected(t, time.Hour, time.Hour)
-	p.refuseAll.Store(true)
-	for i := range 4 {
-		r := oaCall(t, srv, id, "increment", "Idempotency-Key", fmt.Sprintf("refused-%d", i))
-		if r.Status != 502 || r.JSON()["error"] != "upstream_auth_failed" {
-			t.Fatalf("call %d: %d %s, want 502 upstream_auth_failed", i, r.Status, r.Body)
-		}
-	}
-	if n := p.refreshes.Load(); n != 1 {
-		t.Fatalf("%d refreshes for 4 refused calls, want 1", n)
-	}
-	if n := counter.Calls("increment"); n != 0 {
-		t.Fatalf("increment ran %d times", n)
-	}
-	p.refuseAll.Store(false)
-	if r := oaCall(t, srv, id, "increment", "Idempotency-Key", "refused-0"); r.Status != 200 || counter.Calls("increment") != 1 {
-		t.Fatalf("the server takes the token again: %d %s", r.Status, r.Body)
-	}
-}
-
 // oaAlwaysRefreshing connects github-mcp with access tokens that live a
 // second, and waits until the first is due for a refresh (halfway through
 // its life), so the next call refreshes first.

@@ -46,13 +46,11 @@ type oaProvider struct {
 	// refreshFails, when set, is the HTTP status refresh requests get
 	// (an outage at the provider), with error server_error, after
 	// refreshDelay; failedRefreshes counts them.
-	refreshFails    atomic.Int32
-	refreshDelay    atomic.Int64 // time.Duration
-	failedRefreshes atomic.Int64
+	refreshFails atomic.Int32
+	refreshDelay atomic.Int64 // time.Duration
 	// exchangeDelay holds every authorization code exchange (time.Duration).
-	exchangeDelay atomic.Int64
-	// refuseAll makes the MCP servers refuse every token, fresh or not.
-	refuseAll atomic.Bool
+	exchangeDelay   atomic.Int64
+	failedRefreshes atomic.Int64
 }
 
 type oaCode struct {
@@ -88,9 +86,6 @@ func (p *oaProvider) addClient(id, secret string) {
 
 // valid reports whether an access token is live: the MCP servers' check.
 func (p *oaProvider) valid(token string) bool {
-	if p.refuseAll.Load() {
-		return false
-	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	exp, ok := p.access[token]

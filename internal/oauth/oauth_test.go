@@ -293,23 +293,3 @@ func TestRefreshFailureAsksOnce(t *testing.T) {
 		t.Fatalf("basic: %v, basic %t", err, ts.basic.Load())
 	}
 }
-
-// TestRefreshRefusedAgain: a server that refuses the token a refresh for
-// its refusal has just given gets no other refresh for a while; every call
-// to it used to cost a refresh at the provider.
-func TestRefreshRefusedAgain(t *testing.T) {
-	ts := startTokenServer(t, "rt-first")
-	s := newSetup(t, ts.URL, &toolconfig.Token{AccessToken: "at-first", RefreshToken: "rt-first", Expiry: time.Now().Add(time.Hour)})
-	if _, err := s.flow.Refresh(context.Background(), s.tool.AccountID, s.tool.ID, "at-first"); err != nil || ts.refreshes.Load() != 1 {
-		t.Fatalf("first refusal: %v, %d refreshes", err, ts.refreshes.Load())
-	}
-	for range 3 {
-		row, err := s.flow.Refresh(context.Background(), s.tool.AccountID, s.tool.ID, "at-b")
-		if err != nil || ts.refreshes.Load() != 1 {
-			t.Fatalf("the new token refused: %v, %d refreshes", err, ts.refreshes.Load())
-		}
-		if tok, _ := toolconfig.OpenToken(s.box, row.OAuthToken); tok.AccessToken != "at-b" {
-			t.Fatalf("row holds %q", tok.AccessToken)
-		}
-	}
-}

@@ -40,11 +40,6 @@ func (f *Flow) Refresh(ctx context.Context, accountID, id int64, stale string) (
 		// that comes later tries again.
 		return nil, errRefreshFailed
 	}
-	if stale != "" && stale == g.answered && time.Since(g.answeredAt) < refusedAgainWait {
-		// The server refuses the token the last refresh for a refusal
-		// gave it: the stored row, unchanged, tells the caller so.
-		return f.opts.Store.GetTool(ctx, accountID, id)
-	}
 	// The refresh must finish once started, even if this caller leaves: a
 	// rotated refresh token that was spent and not stored is a dead grant.
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), DefaultRequestTimeout+5*time.Second)
@@ -110,9 +105,6 @@ func (f *Flow) Refresh(ctx context.Context, accountID, id int64, stale string) (
 		if err := save(t); err != nil {
 			return err
 		}
-		if stale != "" {
-			g.answered, g.answeredAt = next.AccessToken, time.Now()
-		}
 		f.opts.Logger.InfoContext(ctx, "oauth token refreshed", "tool", id, "provider", p.name, "version", t.Version)
 		return nil
 	})
@@ -144,16 +136,7 @@ func (f *Flow) revoke(t *store.Tool, save store.SaveToolFunc) error {
 type refreshGate struct {
 	mu       sync.Mutex
 	failedAt time.Time // when a refresh last failed at the provider; under mu
-	// answered is the access token the last refresh for a refusal gave,
-	// at answeredAt; under mu.
-	answered   string
-	answeredAt time.Time
 }
-
-// refusedAgainWait is how long a server that refuses the token a refresh
-// just gave it gets no other refresh: its refusals are not the token's
-// age, and a refresh per call would only load the provider.
-const refusedAgainWait = 30 * time.Second
 
 func (f *Flow) gate(id int64) *refreshGate {
 	g, _ := f.gates.LoadOrStore(id, &refreshGate{})

@@ -144,9 +144,8 @@ func (s *Service) fresh(ctx context.Context, r *Resolved) (*Resolved, error) {
 // Reauthorize answers a server's refusal of r's access token (HTTP 401):
 // one refresh, shared with every concurrent caller and skipped when another
 // call refreshed since r's token was issued. It returns nil, nil when the
-// tool has no OAuth grant to refresh, or no other token to try (the server
-// refused the token a refresh has just given it); a *problem.Error
-// tool_not_configured when the grant is dead.
+// tool has no OAuth grant to refresh; a *problem.Error tool_not_configured
+// when the grant is dead.
 func (s *Service) Reauthorize(ctx context.Context, r *Resolved) (*Resolved, error) {
 	if r == nil || r.Row == nil || r.Row.OAuthToken == "" || r.Tool.AccessToken == "" {
 		return nil, nil
@@ -154,11 +153,7 @@ func (s *Service) Reauthorize(ctx context.Context, r *Resolved) (*Resolved, erro
 	if _, ok := s.opts.OAuth.(TokenRefresher); !ok {
 		return nil, nil
 	}
-	next, err := s.refresh(ctx, r, r.Tool.AccessToken)
-	if err == nil && next.Tool.AccessToken == r.Tool.AccessToken {
-		return nil, nil // no other token to try: the refusal stands
-	}
-	return next, err
+	return s.refresh(ctx, r, r.Tool.AccessToken)
 }
 
 func (s *Service) refresh(ctx context.Context, r *Resolved, stale string) (*Resolved, error) {
