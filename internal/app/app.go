@@ -316,18 +316,13 @@ func (a *App) RunBackground(ctx context.Context) { a.Engine.Run(ctx) }
 
 // Serve listens on cfg.Addr until ctx ends, then shuts down gracefully:
 // in-flight calls finish and are recorded. ready, if set, runs once the
-// address is bound and before anything is served; its error stops Serve.
+// addresses are bound (the API's, and the profiles' if set) and before
+// anything is served; its error stops Serve.
 func (a *App) Serve(ctx context.Context, ready func(addr string) error) error {
 	srv := a.HTTPServer()
 	ln, err := listen(a.Config.Addr)
 	if err != nil {
 		return fmt.Errorf("QUIVER_ADDR: %w", err)
-	}
-	if ready != nil {
-		if err := ready(ln.Addr().String()); err != nil {
-			ln.Close()
-			return err
-		}
 	}
 	if a.Config.PprofAddr != "" {
 		stop, err := servePprof(a.Config.PprofAddr, a.Logger)
@@ -336,6 +331,12 @@ func (a *App) Serve(ctx context.Context, ready func(addr string) error) error {
 			return err
 		}
 		defer stop()
+	}
+	if ready != nil {
+		if err := ready(ln.Addr().String()); err != nil {
+			ln.Close()
+			return err
+		}
 	}
 	bgCtx, stopBg := context.WithCancel(context.Background())
 	bgDone := make(chan struct{})
