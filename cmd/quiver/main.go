@@ -45,6 +45,12 @@ DATABASE_URL, REDIS_URL, QUIVER_DATA_DIR, QUIVER_SECRET_KEY, ...
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	go func() {
+		// The first signal drains; a second one ends the process at once
+		// (the signals' default action), as an operator expects.
+		<-ctx.Done()
+		stop()
+	}()
 	if err := run(ctx, os.Args[1:], os.Stdout, os.Stderr); err != nil {
 		if !errors.As(err, new(loggedError)) {
 			fmt.Fprintln(os.Stderr, "quiver:", err)
@@ -326,7 +332,8 @@ func keys(ctx context.Context, cfg *config.Config, logger *slog.Logger, args []s
 	if fs.NArg() > 0 {
 		return fmt.Errorf("keys create: unexpected argument %q", fs.Arg(0))
 	}
-	if strings.TrimSpace(name.value) == "" {
+	name.value = strings.TrimSpace(name.value) // " alice" is alice, not a second account
+	if name.value == "" {
 		return errors.New("usage: quiver keys create --account NAME (a name that is not blank)")
 	}
 	if utf8.RuneCountInString(name.value) > 200 || strings.ContainsFunc(name.value, func(r rune) bool { return r < 0x20 || r == 0x7f }) {

@@ -208,6 +208,7 @@ func Parse(getenv func(string) string, environ []string) (*Config, error) {
 			}
 		}
 		if set == nil {
+			errs = append(errs, fmt.Errorf("%s: not a variable Quiver reads; the OAuth ones are QUIVER_OAUTH_<PROVIDER>_CLIENT_ID, _CLIENT_SECRET, _AUTH_URL, _TOKEN_URL and _TOKEN_AUTH", name))
 			continue
 		}
 		oc := c.OAuthClients[provider]
@@ -232,6 +233,14 @@ const (
 	MinCallTimeout = 100 * time.Millisecond
 	MaxCallTimeout = 12 * time.Hour
 	MaxLeaseGrace  = time.Hour
+)
+
+// MaxCacheTTL bounds QUIVER_CACHE_TTL, how long a revoked API key may still
+// be taken; MinCallRate bounds a QUIVER_CALL_RATE_LIMIT that is not 0, and
+// so the Retry-After it makes (an hour at most).
+const (
+	MaxCacheTTL = time.Minute
+	MinCallRate = 1.0 / 3600
 )
 
 // checkAddr checks the listen address in variable name: host:port, the
@@ -281,6 +290,15 @@ func (c *Config) Validate() error {
 	}
 	if c.LeaseGrace > MaxLeaseGrace {
 		errs = append(errs, fmt.Errorf("QUIVER_LEASE_GRACE: must be at most %s", MaxLeaseGrace))
+	}
+	if c.IdempotencyTTL <= c.Lease() {
+		errs = append(errs, fmt.Errorf("QUIVER_IDEMPOTENCY_TTL: must be longer than a call's lease (QUIVER_CALL_TIMEOUT + QUIVER_LEASE_GRACE = %s): a key must outlive its call", c.Lease()))
+	}
+	if c.CacheTTL > MaxCacheTTL {
+		errs = append(errs, fmt.Errorf("QUIVER_CACHE_TTL: must be at most %s (a revoked API key is refused by every replica within it)", MaxCacheTTL))
+	}
+	if c.CallRateLimit != 0 && c.CallRateLimit < MinCallRate {
+		errs = append(errs, fmt.Errorf("QUIVER_CALL_RATE_LIMIT: must be 0 (no limit) or at least %g (one call an hour)", MinCallRate))
 	}
 	if c.DataDir == "" {
 		errs = append(errs, errors.New("QUIVER_DATA_DIR: must not be empty"))

@@ -29,19 +29,23 @@ func TestDefaults(t *testing.T) {
 
 func TestErrorsNameTheVariable(t *testing.T) {
 	cases := map[string]map[string]string{
-		"QUIVER_CALL_TIMEOUT":         {"QUIVER_CALL_TIMEOUT": "soon"},
-		"QUIVER_SECRET_KEY":           {"DATABASE_URL": "postgres://localhost/q"},
-		"DATABASE_URL":                {"DATABASE_URL": "mysql://x", "QUIVER_SECRET_KEY": "k"},
-		"REDIS_URL":                   {"REDIS_URL": "http://x"},
-		"QUIVER_EGRESS_ALLOW_PRIVATE": {"QUIVER_EGRESS_ALLOW_PRIVATE": "maybe"},
-		"QUIVER_OAUTH_GITHUB":         {"QUIVER_OAUTH_GITHUB_CLIENT_ID": "id"},
-		"QUIVER_BODY_LIMIT":           {"QUIVER_BODY_LIMIT": "12"},
-		"QUIVER_CALL_RATE_LIMIT":      {"QUIVER_CALL_RATE_LIMIT": "-1"},
-		"QUIVER_CALL_RATE_BURST":      {"QUIVER_CALL_RATE_BURST": "lots"},
-		"QUIVER_ADDR":                 {"QUIVER_ADDR": ":99999"},
-		"QUIVER_PPROF_ADDR":           {"QUIVER_PPROF_ADDR": "localhost"},
-		"QUIVER_SWEEP_INTERVAL":       {"QUIVER_SWEEP_INTERVAL": "1ns"},
-		"QUIVER_LOG_LEVEL":            {"QUIVER_LOG_LEVEL": "loud"},
+		"QUIVER_CALL_TIMEOUT":          {"QUIVER_CALL_TIMEOUT": "soon"},
+		"QUIVER_SECRET_KEY":            {"DATABASE_URL": "postgres://localhost/q"},
+		"DATABASE_URL":                 {"DATABASE_URL": "mysql://x", "QUIVER_SECRET_KEY": "k"},
+		"REDIS_URL":                    {"REDIS_URL": "http://x"},
+		"QUIVER_EGRESS_ALLOW_PRIVATE":  {"QUIVER_EGRESS_ALLOW_PRIVATE": "maybe"},
+		"QUIVER_OAUTH_GITHUB":          {"QUIVER_OAUTH_GITHUB_CLIENT_ID": "id"},
+		"QUIVER_BODY_LIMIT":            {"QUIVER_BODY_LIMIT": "12"},
+		"QUIVER_CALL_RATE_LIMIT":       {"QUIVER_CALL_RATE_LIMIT": "-1"},
+		"QUIVER_CALL_RATE_LIMIT:":      {"QUIVER_CALL_RATE_LIMIT": "1e-300"},
+		"QUIVER_IDEMPOTENCY_TTL":       {"QUIVER_IDEMPOTENCY_TTL": "30s"},
+		"QUIVER_CACHE_TTL":             {"QUIVER_CACHE_TTL": "1h"},
+		"QUIVER_OAUTH_GITHUB_CLIENTID": {"QUIVER_OAUTH_GITHUB_CLIENTID": "x"},
+		"QUIVER_CALL_RATE_BURST":       {"QUIVER_CALL_RATE_BURST": "lots"},
+		"QUIVER_ADDR":                  {"QUIVER_ADDR": ":99999"},
+		"QUIVER_PPROF_ADDR":            {"QUIVER_PPROF_ADDR": "localhost"},
+		"QUIVER_SWEEP_INTERVAL":        {"QUIVER_SWEEP_INTERVAL": "1ns"},
+		"QUIVER_LOG_LEVEL":             {"QUIVER_LOG_LEVEL": "loud"},
 	}
 	for name, env := range cases {
 		t.Run(name, func(t *testing.T) {

@@ -467,7 +467,8 @@ func TestConcurrentDuplicatesRunOnce(t *testing.T) {
 
 func TestKeyTTL(t *testing.T) {
 	e := setupCalls(t, testserver.Options{Postgres: true, RedisURL: "redis://" + testdb.RedisAddr() + "/0",
-		Env: map[string]string{"QUIVER_IDEMPOTENCY_TTL": "1s"}})
+		// A key must outlive its call's lease, so the lease is short too.
+		Env: map[string]string{"QUIVER_IDEMPOTENCY_TTL": "1s", "QUIVER_CALL_TIMEOUT": "500ms", "QUIVER_LEASE_GRACE": "200ms"}})
 	body := callBody(e.id, "/ttl", 1)
 	first := e.call(body, "k-ttl")
 	if r := e.call(body, "k-ttl"); !bytes.Equal(r.Body, first.Body) {

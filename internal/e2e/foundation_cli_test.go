@@ -233,7 +233,7 @@ func TestFoundationCLI(t *testing.T) {
 	t.Run("keys create against a served data dir", func(t *testing.T) {
 		env := map[string]string{"QUIVER_DATA_DIR": t.TempDir()}
 		k1 := fdKeysCreate(t, env, "x")
-		k2 := fdKeysCreate(t, env, "x")
+		k2 := fdKeysCreate(t, env, " x ") // the same account: names are trimmed
 		if k1 == k2 {
 			t.Fatal("two keys create runs printed the same key")
 		}

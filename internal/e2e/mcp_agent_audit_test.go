@@ -405,7 +405,7 @@ func TestMCPAuditBodyLimit(t *testing.T) {
 // replica's own changes show at once: detaching, deleting the agent,
 // deleting, resetting and reconfiguring a tool.
 func TestMCPAuditListCacheInvalidation(t *testing.T) {
-	srv := testserver.Start(t, testserver.Options{Postgres: true, Env: map[string]string{"QUIVER_CACHE_TTL": "1h"}})
+	srv := testserver.Start(t, testserver.Options{Postgres: true, Env: map[string]string{"QUIVER_CACHE_TTL": "1m"}})
 	upA := mqaStart(t, mqaReadOnly("a_read"))
 	upB := mqaStart(t, mqaReadOnly("b_read"))
 	upC := mqaStart(t, mqaReadOnly("c_read"))

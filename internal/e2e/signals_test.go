@@ -1,0 +1,70 @@
+package e2e
+
+import (
+	"fmt"
+	"net/http"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/quiverhq/quiver/internal/testserver"
+)
+
+// TestSignals: the first SIGTERM lets a call in flight finish and then
+// stops the server cleanly; a second one ends the process at once, as an
+// operator who does not want to wait out the drain expects (it used to be
+// ignored).
+func TestSignals(t *testing.T) {
+	env := map[string]string{"QUIVER_DATA_DIR": t.TempDir(), "QUIVER_EGRESS_ALLOW_PRIVATE": "true"}
+	key := createKey(t, env, "signals")
+	tool := startToolServer(t)
+	slow := func(p *proc, id int64, ms string) <-chan *testserver.Response {
+		done := make(chan *testserver.Response, 1)
+		go func() {
+			done <- testserver.Do(t, p.URL, key, "POST", callPath, map[string]any{"tool": id, "action": "get",
+				"arguments": map[string]any{"path": "/slow", "query": map[string]any{"ms": ms}}})
+		}()
+		return done
+	}
+	exited := func(p *proc, within time.Duration) bool {
+		select {
+		case <-p.done:
+			return true
+		case <-time.After(within):
+			return false
+		}
+	}
+
+	p := startProc(t, env)
+	id := connectHTTPTool(t, p.URL, key, tool.URL)
+	done := slow(p, id, "1500")
+	testserver.Eventually(t, 5*time.Second, "the call to reach the tool", func() bool { return tool.count("/slow") == 1 })
+	p.cmd.Process.Signal(syscall.SIGTERM)
+	if r := <-done; r.Status != 200 {
+		t.Fatalf("the call in flight at the first signal: %d %s", r.Status, r.Body)
+	}
+	if !exited(p, 5*time.Second) || p.cmd.ProcessState.ExitCode() != 0 {
+		t.Fatalf("after the drain: exited %v, state %v", p.cmd.ProcessState != nil, p.cmd.ProcessState)
+	}
+
+	p = startProc(t, env)
+	go func() {
+		// Not testserver.Do: this call is cut off with the process.
+		body := fmt.Sprintf(`{"tool":%d,"action":"get","arguments":{"path":"/slow","query":{"ms":"20000"}}}`, id)
+		req, _ := http.NewRequest("POST", p.URL+callPath, strings.NewReader(body))
+		req.Header.Set("X-API-KEY", key)
+		if resp, err := http.DefaultClient.Do(req); err == nil {
+			resp.Body.Close()
+		}
+	}()
+	testserver.Eventually(t, 5*time.Second, "the call to reach the tool", func() bool { return tool.count("/slow") == 2 })
+	p.cmd.Process.Signal(syscall.SIGTERM)
+	if exited(p, 500*time.Millisecond) {
+		t.Fatal("the first signal did not wait for the call in flight")
+	}
+	p.cmd.Process.Signal(syscall.SIGTERM)
+	if !exited(p, 3*time.Second) {
+		t.Fatal("a second signal did not end the process")
+	}
+}
