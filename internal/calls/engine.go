@@ -94,6 +94,9 @@ type Engine struct {
 	limit          *limiter
 	log            *callLog
 	schemas        sync.Map // schema text → *compiledSchema
+	// sweepFailing counts the sweeps that failed in a row, so a database
+	// that is away is logged when the run begins and ends, not every tick.
+	sweepFailing atomic.Int64
 }
 
 // New returns an Engine. Start its background work with Run.

@@ -45,10 +45,13 @@ func (e *Engine) Run(ctx context.Context) {
 func (e *Engine) Sweep(ctx context.Context) {
 	swept, err := e.opts.Store.SweepExpiredLeases(ctx)
 	if err != nil {
-		if ctx.Err() == nil {
-			e.opts.Logger.Warn("sweeping expired leases failed", "error", err)
+		if ctx.Err() == nil && e.sweepFailing.Add(1) == 1 {
+			e.opts.Logger.Warn("sweeping expired leases failed; trying again on every tick", "error", err)
 		}
 		return
+	}
+	if n := e.sweepFailing.Swap(0); n > 0 {
+		e.opts.Logger.Info("sweeping expired leases works again", "failed_attempts", n)
 	}
 	for _, k := range swept {
 		e.opts.Metrics.Swept.Inc()
