@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"net"
 	"net/http"
@@ -463,44 +462,4 @@ func TestConcurrentDuplicatesRunOnce(t *testing.T) {
 			}
 		})
 	}
-}
-
-func TestKeyTTL(t *testing.T) {
-	e := setupCalls(t, testserver.Options{Postgres: true, RedisURL: "redis://" + testdb.RedisAddr() + "/0",
-		// A key must outlive its call's lease, so the lease is short too.
-		Env: map[string]string{"QUIVER_IDEMPOTENCY_TTL": "1s", "QUIVER_CALL_TIMEOUT": "500ms", "QUIVER_LEASE_GRACE": "200ms"}})
-	body := callBody(e.id, "/ttl", 1)
-	first := e.call(body, "k-ttl")
-	if r := e.call(body, "k-ttl"); !bytes.Equal(r.Body, first.Body) {
-		t.Fatal("no replay within the TTL")
-	}
-	time.Sleep(1200 * time.Millisecond) // the TTL itself is what is tested
-	r := e.call(body, "k-ttl")
-	if r.Status != 200 || bytes.Equal(r.Body, first.Body) || e.tool.count("/ttl") != 2 {
-		t.Fatalf("after the TTL the key should be new: %d, ran %d", r.Status, e.tool.count("/ttl"))
-	}
-}
-
-// resultLen is the size in bytes of a call response's result, as sent.
-func resultLen(t *testing.T, body []byte) int {
-	var m map[string]json.RawMessage
-	if err := json.Unmarshal(body, &m); err != nil {
-		t.Fatalf("call response: %v", err)
-	}
-	return len(m["result"])
-}
-
-func httpDeadURL(t *testing.T) string {
-	srv := startToolServer(t)
-	u := srv.URL
-	srv.Server.Close()
-	return u
-}
-
-func mustJSON(v any) string {
-	var b strings.Builder
-	if err := jsonEncode(&b, v); err != nil {
-		panic(err)
-	}
-	return b.String()
 }

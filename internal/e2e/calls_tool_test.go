@@ -129,3 +129,27 @@ func callBody(tool int64, path string, body any) map[string]any {
 const callPath = "/api/v1/agents/custom-tools/call/"
 
 func jsonEncode(w io.Writer, v any) error { return json.NewEncoder(w).Encode(v) }
+
+// resultLen is the size in bytes of a call response's result, as sent.
+func resultLen(t *testing.T, body []byte) int {
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(body, &m); err != nil {
+		t.Fatalf("call response: %v", err)
+	}
+	return len(m["result"])
+}
+
+func httpDeadURL(t *testing.T) string {
+	srv := startToolServer(t)
+	u := srv.URL
+	srv.Server.Close()
+	return u
+}
+
+func mustJSON(v any) string {
+	var b strings.Builder
+	if err := jsonEncode(&b, v); err != nil {
+		panic(err)
+	}
+	return b.String()
+}
