@@ -3,10 +3,10 @@ package connectors
 import (
 	"context"
 	"errors"
-	"io"
 	"net/http"
 	"net/http/httptrace"
 	"net/url"
+	"strings"
 	"sync/atomic"
 
 	"github.com/quiverhq/quiver/internal/egress"
@@ -102,38 +102,38 @@ func Send(client *http.Client, req *http.Request) (*http.Response, error) {
 // a second time on its own. The transport re-sends a request when a
 // kept-alive connection breaks before the answer comes, if it takes the
 // request for safe to repeat: a GET, HEAD, OPTIONS or TRACE, or a request
-// of any method with an Idempotency-Key or X-Idempotency-Key header whose
-// body it can make again (GetBody, or no body). Such a header in a call's
-// arguments is the upstream API's business, and the tool may have acted on
-// the first request: such a request keeps no GetBody (a 307 or 308
-// redirect then comes back as the answer rather than being followed), and
-// one without a body gets an empty body that cannot be made again (a POST,
-// PUT or PATCH then goes out chunked; a DELETE as before).
+// of any method with an Idempotency-Key or X-Idempotency-Key header (and
+// a body it can make again). Such a header in a call's arguments is the
+// upstream API's business, and the tool may have acted on the first
+// request. The transport looks for those two header keys spelt exactly so
+// (http.Header's canonical form); the copy carries them in lower case,
+// which is the same header on the wire (field names are case-insensitive,
+// and HTTP/2 sends them so anyway), and everything else as it was.
+// TestNotSentTwice, in connectors/httprequest, fails if a Go release
+// changes how the transport looks.
 func SentOnce(req *http.Request) *http.Request {
 	switch req.Method {
 	case "", http.MethodGet, http.MethodHead, http.MethodOptions, http.MethodTrace:
 		return req
 	}
-	_, key := req.Header["Idempotency-Key"]
-	_, xkey := req.Header["X-Idempotency-Key"]
-	bodiless := req.Body == nil || req.Body == http.NoBody
-	if (!key && !xkey) || (!bodiless && req.GetBody == nil) {
+	var out *http.Request
+	for _, name := range []string{"Idempotency-Key", "X-Idempotency-Key"} {
+		values, ok := req.Header[name]
+		if !ok {
+			continue
+		}
+		if out == nil {
+			out = req.Clone(req.Context())
+		}
+		lower := strings.ToLower(name)
+		out.Header[lower] = append(out.Header[lower], values...)
+		delete(out.Header, name)
+	}
+	if out == nil {
 		return req // not replayable as it is
 	}
-	out := *req
-	out.GetBody = nil
-	if bodiless {
-		out.Body, out.ContentLength = emptyBody{}, 0
-	}
-	return &out
+	return out
 }
-
-// emptyBody is a request body with nothing in it that net/http cannot
-// make again.
-type emptyBody struct{}
-
-func (emptyBody) Read([]byte) (int, error) { return 0, io.EOF }
-func (emptyBody) Close() error             { return nil }
 
 // redactURL rewrites the URL in a *url.Error (net/http's client wraps every
 // error in one) without its query and user information.
