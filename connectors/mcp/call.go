@@ -193,21 +193,25 @@ func isErrorPayload(content json.RawMessage) bool {
 	if len(content) == 0 || content[0] != '{' {
 		return false
 	}
-	var p struct {
-		Error json.RawMessage `json:"error"`
-	}
-	if json.Unmarshal(content, &p) != nil || len(p.Error) == 0 {
+	// A map, not a struct: a struct field would also take "Error" or
+	// "ERROR", which a result may well hold for other reasons.
+	var p map[string]json.RawMessage
+	if json.Unmarshal(content, &p) != nil {
 		return false
 	}
-	switch p.Error[0] {
+	e := p["error"]
+	if len(e) == 0 {
+		return false
+	}
+	switch e[0] {
 	case '"':
 		var s string
-		return json.Unmarshal(p.Error, &s) == nil && s != ""
+		return json.Unmarshal(e, &s) == nil && s != ""
 	case '{':
 		var m map[string]json.RawMessage
-		return json.Unmarshal(p.Error, &m) == nil && len(m) > 0
+		return json.Unmarshal(e, &m) == nil && len(m) > 0
 	}
-	return string(p.Error) == "true"
+	return string(e) == "true"
 }
 
 // tooLarge is the error result of a tool whose answer exceeded the limit: it

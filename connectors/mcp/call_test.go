@@ -340,6 +340,8 @@ func TestErrorPayloads(t *testing.T) {
 		`{"error":{}}`:                                 false,
 		`{"error":0}`:                                  false,
 		`{"errors":["a"]}`:                             false,
+		`{"Error":"x"}`:                                false,
+		`{"ERROR":"x","error":null}`:                   false,
 		`["error"]`:                                    false,
 		`"error"`:                                      false,
 	} {
