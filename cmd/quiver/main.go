@@ -110,7 +110,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		fmt.Fprint(stdout, usage)
 		return nil
 	case "catalog":
-		if len(args) == 2 && isHelp(args[1]) {
+		if slices.ContainsFunc(args[1:], isHelp) {
 			fmt.Fprintln(stdout, catalogUsage)
 			return nil
 		}

@@ -236,11 +236,15 @@ const (
 )
 
 // MaxCacheTTL bounds QUIVER_CACHE_TTL, how long a revoked API key may still
-// be taken; MinCallRate bounds a QUIVER_CALL_RATE_LIMIT that is not 0, and
-// so the Retry-After it makes (an hour at most).
+// be taken. MinCallRate bounds a QUIVER_CALL_RATE_LIMIT that is not 0, and
+// so the Retry-After it makes (an hour at most); MaxCallRate and
+// MaxCallBurst keep the bucket (twice the rate by default) a whole number
+// (1e300 overflowed it, and refused every call).
 const (
-	MaxCacheTTL = time.Minute
-	MinCallRate = 1.0 / 3600
+	MaxCacheTTL  = time.Minute
+	MinCallRate  = 1.0 / 3600
+	MaxCallRate  = 1e6
+	MaxCallBurst = 1 << 30
 )
 
 // checkAddr checks the listen address in variable name: host:port, the
@@ -297,8 +301,11 @@ func (c *Config) Validate() error {
 	if c.CacheTTL > MaxCacheTTL {
 		errs = append(errs, fmt.Errorf("QUIVER_CACHE_TTL: must be at most %s (a revoked API key is refused by every replica within it)", MaxCacheTTL))
 	}
-	if c.CallRateLimit != 0 && c.CallRateLimit < MinCallRate {
-		errs = append(errs, fmt.Errorf("QUIVER_CALL_RATE_LIMIT: must be 0 (no limit) or at least %g (one call an hour)", MinCallRate))
+	if c.CallRateLimit != 0 && (c.CallRateLimit < MinCallRate || c.CallRateLimit > MaxCallRate) {
+		errs = append(errs, fmt.Errorf("QUIVER_CALL_RATE_LIMIT: must be 0 (no limit) or from %g (one call an hour) to %g", MinCallRate, MaxCallRate))
+	}
+	if c.CallRateBurst > MaxCallBurst {
+		errs = append(errs, fmt.Errorf("QUIVER_CALL_RATE_BURST: must be at most %d", MaxCallBurst))
 	}
 	if c.DataDir == "" {
 		errs = append(errs, errors.New("QUIVER_DATA_DIR: must not be empty"))

@@ -177,7 +177,7 @@ func TestFoundationCLI(t *testing.T) {
 		bare := map[string]string{"QUIVER_DATA_DIR": filepath.Join(t.TempDir(), "data"), "QUIVER_ADDR": "bogus"}
 		for _, args := range [][]string{
 			{"serve", "--help"}, {"migrate", "--help"}, {"migrate", "-h"}, {"keys", "--help"},
-			{"keys", "create", "--help"}, {"catalog", "--help"},
+			{"keys", "create", "--help"}, {"catalog", "--help"}, {"catalog", "check", "--help"},
 		} {
 			if out, errOut, err := fdRun(t, bare, args...); err != nil || !strings.HasPrefix(out, "usage: quiver "+args[0]) {
 				t.Errorf("%v: %v, stdout %q, stderr %q", args, err, out, errOut)
