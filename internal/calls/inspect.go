@@ -59,9 +59,9 @@ func (e *Engine) Key(ctx context.Context, accountID int64, key string) (*KeyStat
 		CreatedAt: time.UnixMilli(r.CreatedAt).UTC().Truncate(time.Second), ExpiresAt: time.UnixMilli(r.ExpiresAt).UTC().Truncate(time.Second)}, nil
 }
 
-// Calls returns one page of the account's call log, in the order the calls
-// began, with every call this replica has answered (another replica's
-// calls without a key reach the log within logInterval).
+// Calls returns one page of the account's call log, in the order its
+// entries were written, with every call this replica has answered (another
+// replica's calls without a key reach the log within logInterval).
 func (e *Engine) Calls(ctx context.Context, accountID int64, toolID *int64, p store.Page) ([]store.CallLog, string, error) {
 	e.log.sync(ctx)
 	cs, next, err := e.opts.Store.ListCalls(ctx, accountID, toolID, p)

@@ -81,28 +81,19 @@ func callArgs(cs []CallLog) []any {
 }
 
 // ListCalls returns one page of the account's call log, optionally of one
-// tool, in the order the calls began (then by ID). That is not the order
-// of the rows: a keyed call's entry is written with its outcome, one
-// without a key in a batch a moment later, and a long call's when it ends.
+// tool, in the order the entries were written (by ID), so a page never
+// misses an entry written after an earlier page was read. A keyed call's
+// entry is written with its outcome; one without a key in a batch up to
+// logInterval later (calls.Engine.Calls writes its replica's batch first).
 func (s *Store) ListCalls(ctx context.Context, accountID int64, toolID *int64, p Page) ([]CallLog, string, error) {
-	q := s.db.WithContext(ctx).Where("account_id = ?", accountID)
+	q := s.db.WithContext(ctx).Where("account_id = ? AND id > ?", accountID, p.After)
 	if toolID != nil {
 		q = q.Where("tool_id = ?", *toolID)
 	}
-	if !p.AfterAt.IsZero() {
-		at := p.AfterAt.UTC() // SQLite compares these times as text
-		q = q.Where("(created_at > ? OR (created_at = ? AND id > ?))", at, at, p.After)
-	} else if p.After > 0 {
-		q = q.Where("id > ?", p.After) // a cursor from before the log was listed by time
-	}
 	var cs []CallLog
-	if err := q.Order("created_at, id").Limit(p.Limit + 1).Find(&cs).Error; err != nil {
+	if err := q.Order("id").Limit(p.Limit + 1).Find(&cs).Error; err != nil {
 		return nil, "", interpret(err)
 	}
-	if len(cs) <= p.Limit {
-		return cs, "", nil
-	}
-	cs = cs[:p.Limit]
-	last := cs[len(cs)-1]
-	return cs, encodeTimeCursor(last.CreatedAt, last.ID), nil
+	cs, next := trim(cs, p.Limit, func(c *CallLog) int64 { return c.ID })
+	return cs, next, nil
 }
