@@ -46,10 +46,15 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	go func() {
-		// The first signal drains; a second one ends the process at once
-		// (the signals' default action), as an operator expects.
+		// The first signal drains; a second one ends the process at once,
+		// as an operator expects, and says so.
 		<-ctx.Done()
+		again := make(chan os.Signal, 1)
+		signal.Notify(again, os.Interrupt, syscall.SIGTERM)
 		stop()
+		<-again
+		logging.New(os.Stderr, "error").Error("a second signal: stopping at once; requests in flight are cut off")
+		os.Exit(1)
 	}()
 	if err := run(ctx, os.Args[1:], os.Stdout, os.Stderr); err != nil {
 		if !errors.As(err, new(loggedError)) {

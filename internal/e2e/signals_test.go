@@ -67,4 +67,7 @@ func TestSignals(t *testing.T) {
 	if !exited(p, 3*time.Second) {
 		t.Fatal("a second signal did not end the process")
 	}
+	if logs := p.logText(); !strings.Contains(logs, "a second signal: stopping at once") {
+		t.Errorf("the second signal was not logged:\n%s", logs)
+	}
 }
