@@ -193,6 +193,11 @@ func isErrorPayload(content json.RawMessage) bool {
 	if len(content) == 0 || content[0] != '{' {
 		return false
 	}
+	// Most results hold no such member, and JSON can spell the key only as
+	// "error" or with \u escapes: without either there is nothing to decode.
+	if !bytes.Contains(content, []byte("error")) && !bytes.Contains(content, []byte(`\u`)) {
+		return false
+	}
 	// A map, not a struct: a struct field would also take "Error" or
 	// "ERROR", which a result may well hold for other reasons.
 	var p map[string]json.RawMessage

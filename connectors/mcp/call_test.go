@@ -341,6 +341,8 @@ func TestErrorPayloads(t *testing.T) {
 		`{"error":0}`:                                  false,
 		`{"errors":["a"]}`:                             false,
 		`{"Error":"x"}`:                                false,
+		`{"\u0065rror":"x"}`:                           true,
+		`{"count":1}`:                                  false,
 		`{"ERROR":"x","error":null}`:                   false,
 		`["error"]`:                                    false,
 		`"error"`:                                      false,
