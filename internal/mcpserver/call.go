@@ -102,6 +102,52 @@ func (s *Server) invoke(account, toolID int64, action, key string) invoker {
 	}
 }
 
+// invokeListed is invoke for a listed tool whose {tool_name} part comes
+// from base. Names move when the agent's tools change (the lowest ID of
+// tools with one base keeps the plain name: names.go), so a retry may name
+// a tool other than the one its key was first used with. When the engine
+// answers idempotency_key_reused, and the key was first used for this
+// action of another tool of the same base (or of one that can no longer
+// be read), the call goes to that tool: the REST call the key was first
+// used with, which replays if the arguments are the same. It costs a key
+// lookup on that 409 only.
+func (s *Server) invokeListed(account, toolID int64, base, action, key string) invoker {
+	inv := s.invoke(account, toolID, action, key)
+	if key == "" {
+		return inv // retryable: no key to have been first used elsewhere
+	}
+	return func(ctx context.Context, args json.RawMessage) (*calls.Response, error) {
+		resp, err := inv(ctx, args)
+		if p, ok := problem.As(err); !ok || p.Code != problem.IdempotencyKeyReused {
+			return resp, err
+		}
+		_, k, found, kerr := takeKey(args, key)
+		if kerr != nil || !found {
+			return resp, err
+		}
+		ks, kerr := s.opts.Calls.Key(ctx, account, k)
+		if kerr != nil || ks.Tool == toolID || ks.Action != action || !s.hadBase(ctx, account, ks.Tool, base) {
+			return resp, err
+		}
+		return s.invoke(account, ks.Tool, action, key)(ctx, args)
+	}
+}
+
+// hadBase reports whether tool id's name could have given the {tool_name}
+// part base: it sanitizes to base, or the tool can no longer be read
+// (deleted, reset), so its name cannot be told.
+func (s *Server) hadBase(ctx context.Context, account, id int64, base string) bool {
+	rt, err := s.opts.Tools.Resolve(ctx, account, id)
+	if err != nil || rt.Row == nil {
+		return true
+	}
+	name := rt.Row.Name
+	if name == "" && rt.Entry != nil {
+		name = rt.Entry.Name
+	}
+	return sanitize(name) == base
+}
+
 // keyRequired words the engine's idempotency_key_required for MCP, where
 // the key is an argument, not a header.
 func keyRequired(err error, key string) error {

@@ -249,7 +249,7 @@ func (s *Server) build(ctx context.Context, ts *toolset, account, agentID int64,
 				s.log.WarnContext(ctx, "mcp: action left out", "agent", agentID, "tool", t.id, "action", a.Name, "error", err)
 				continue
 			}
-			inv := s.invoke(account, t.id, a.Name, key)
+			inv := s.invokeListed(account, t.id, t.base, a.Name, key)
 			srv.AddTool(tool, s.handle(inv))
 			fast[name] = fastTool{invoke: inv, headerBound: headerBound(tool)}
 		}

@@ -1,0 +1,66 @@
+package e2e
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"testing"
+
+	"github.com/quiverhq/quiver/internal/testserver"
+)
+
+// TestMCPAgentNameMovesKeyReplays: an agent's tool names move when its
+// tools change (of two tools named alike, the lower ID keeps the plain
+// name), so a retried tools/call may name another tool than its key was
+// first used with. It replays the first call, as a REST retry does; it
+// used to answer idempotency_key_reused. Nothing runs twice.
+func TestMCPAgentNameMovesKeyReplays(t *testing.T) {
+	srv := testserver.Start(t, testserver.Options{Env: map[string]string{"QUIVER_EGRESS_ALLOW_PRIVATE": "true"}})
+	older, newer := startToolServer(t), startToolServer(t)
+	first := connectHTTPTool(t, srv.URL, srv.Key, older.URL) // both named http-request
+	second := connectHTTPTool(t, srv.URL, srv.Key, newer.URL)
+	r := srv.Do("POST", "/api/v1/agents/", map[string]any{"name": "moves", "tools": []int64{first, second}})
+	if r.Status != 201 {
+		t.Fatalf("agent: %d %s", r.Status, r.Body)
+	}
+	agent := int64(r.JSON()["id"].(float64))
+	endpoint := fmt.Sprintf("/api/v1/agents/%d/mcp", agent)
+	call := func(name, key string) json.RawMessage {
+		t.Helper()
+		body := fmt.Sprintf(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":%q,"arguments":{"path":"/moves","idempotency_key":%q}}}`, name, key)
+		r := srv.Do("POST", endpoint, body, "Accept", "application/json, text/event-stream")
+		var m struct {
+			Result struct {
+				Content []struct{ Text string } `json:"content"`
+				IsError bool                    `json:"isError"`
+			} `json:"result"`
+		}
+		if r.Status != 200 || json.Unmarshal(r.Body, &m) != nil || len(m.Result.Content) != 1 {
+			t.Fatalf("tools/call %s: %d %s", name, r.Status, r.Body)
+		}
+		if m.Result.IsError {
+			t.Fatalf("tools/call %s with key %s: %s", name, key, m.Result.Content[0].Text)
+		}
+		return json.RawMessage(m.Result.Content[0].Text)
+	}
+
+	once := call("http-request__post", "moves-1") // the first tool's plain name
+	if older.count("/moves") != 1 || newer.count("/moves") != 0 {
+		t.Fatalf("first call ran %d / %d times", older.count("/moves"), newer.count("/moves"))
+	}
+	if r := srv.Do("PATCH", fmt.Sprintf("/api/v1/agents/%d/", agent), map[string]any{"tools": []int64{second}}); r.Status != 200 {
+		t.Fatalf("detach: %d %s", r.Status, r.Body)
+	}
+	// The plain name is the second tool's now; the retry replays.
+	if again := call("http-request__post", "moves-1"); !bytes.Equal(again, once) {
+		t.Fatalf("retry after the name moved: %s, want %s", again, once)
+	}
+	if older.count("/moves") != 1 || newer.count("/moves") != 0 {
+		t.Fatalf("after the retry the tools ran %d / %d times", older.count("/moves"), newer.count("/moves"))
+	}
+	// A new key runs on the tool the name now names.
+	call("http-request__post", "moves-2")
+	if newer.count("/moves") != 1 {
+		t.Fatalf("a new key ran on the second tool %d times", newer.count("/moves"))
+	}
+}
