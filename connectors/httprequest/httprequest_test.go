@@ -439,3 +439,32 @@ func TestNotSentTwice(t *testing.T) {
 		}
 	}
 }
+
+// TestTextInItsCharset: text in a declared charset comes back as text, in
+// UTF-8 (it came back as base64); bytes that are not text come back as
+// base64, marked so.
+func TestTextInItsCharset(t *testing.T) {
+	t.Parallel()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/latin1" {
+			w.Header().Set("Content-Type", "text/plain; charset=iso-8859-1")
+			w.Write([]byte("caf\xe9"))
+			return
+		}
+		w.Header().Set("Content-Type", "application/octet-stream")
+		w.Write([]byte{0xff, 0xfe, 0x00, 0x01})
+	}))
+	t.Cleanup(srv.Close)
+	for path, want := range map[string]httprequest.Response{
+		"/latin1": {Body: "café"},
+		"/binary": {Body: "//4AAQ==", BodyEncoding: "base64"},
+	} {
+		res, err := open().Call(context.Background(), tool(srv.URL), "get", json.RawMessage(`{"path":"`+path+`"}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r := decode(t, res); r.Body != want.Body || r.BodyEncoding != want.BodyEncoding {
+			t.Errorf("%s: body %#v (%q), want %#v (%q)", path, r.Body, r.BodyEncoding, want.Body, want.BodyEncoding)
+		}
+	}
+}

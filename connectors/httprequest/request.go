@@ -1,9 +1,11 @@
 package httprequest
 
 import (
+	"bytes"
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"io"
 	"mime"
 	"net/http"
 	"net/url"
@@ -11,6 +13,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"golang.org/x/net/html/charset"
 	"golang.org/x/net/http/httpguts"
 
 	"github.com/quiverhq/quiver/connectors"
@@ -243,12 +246,20 @@ func flatten(h http.Header) map[string]string {
 	return out
 }
 
-// decodeBody is the parsed JSON for a JSON response, else the text, else
-// base64 for bytes that are not UTF-8.
+// decodeBody is the parsed JSON for a JSON response, else the text (in
+// UTF-8, decoded from the charset the response declares), else base64 for
+// bytes that are not text.
 func decodeBody(data []byte, contentType string) (any, string) {
-	mediaType, _, _ := mime.ParseMediaType(contentType)
+	mediaType, params, _ := mime.ParseMediaType(contentType)
 	if (mediaType == "application/json" || strings.HasSuffix(mediaType, "+json")) && json.Valid(data) {
 		return json.RawMessage(data), ""
+	}
+	if label := strings.ToLower(params["charset"]); label != "" && label != "utf-8" && label != "utf8" {
+		if r, err := charset.NewReaderLabel(label, bytes.NewReader(data)); err == nil {
+			if text, err := io.ReadAll(r); err == nil && utf8.Valid(text) {
+				return string(text), ""
+			}
+		}
 	}
 	if utf8.Valid(data) {
 		return string(data), ""
