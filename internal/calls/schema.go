@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math/big"
+	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -165,8 +167,34 @@ func trimMessage(m string) string {
 	m = strings.TrimPrefix(m, "validating root: ")
 	// The validator prints a JSON null as the zero reflect.Value.
 	m = strings.ReplaceAll(m, "<invalid reflect.Value>", "null")
+	// And a bound's value as a fraction, its limit with %f:
+	// "maximum: 21/1 is greater than 20.000000" says "21 … 20".
+	m = boundRE.ReplaceAllStringFunc(m, func(b string) string {
+		g := boundRE.FindStringSubmatch(b)
+		value, ok := new(big.Rat).SetString(g[2])
+		if !ok {
+			return b
+		}
+		return g[1] + ": " + decimal(value) + " is " + g[3] + " " + strings.TrimSuffix(strings.TrimRight(g[4], "0"), ".")
+	})
 	if len(m) > 300 {
 		m = m[:300] + "…"
 	}
 	return m
+}
+
+// boundRE is the validator's message for a number out of a bound.
+var boundRE = regexp.MustCompile(`(maximum|minimum|exclusiveMaximum|exclusiveMinimum): (-?\d+/\d+) is ((?:greater|less) than(?: or equal to)?) (-?\d+\.\d+)`)
+
+// decimal writes r as a decimal: exactly when it has one of at most 40
+// places, else as the nearest float64.
+func decimal(r *big.Rat) string {
+	if r.IsInt() {
+		return r.Num().String()
+	}
+	if places, exact := r.FloatPrec(); exact && places <= 40 {
+		return r.FloatString(places)
+	}
+	f, _ := r.Float64()
+	return strconv.FormatFloat(f, 'g', -1, 64)
 }
