@@ -215,7 +215,7 @@ func serve(ctx context.Context, cfg *config.Config, logger *slog.Logger, stdout 
 func migrate(ctx context.Context, cfg *config.Config, logger *slog.Logger, verb string, stdout io.Writer) error {
 	switch verb {
 	case "up", "down", "status":
-	case "-h", "-help", "--help", "help":
+	case "help": // the -h forms are commandHelp's, before the configuration is read
 		fmt.Fprintln(stdout, migrateUsage)
 		return nil
 	default:

@@ -134,9 +134,11 @@ func page(c *gin.Context) (store.Page, error) {
 			p.Limit = n
 		}
 	}
-	if err := store.DecodeCursor(c.Query("cursor"), &p); err != nil {
+	after, err := store.DecodeCursor(c.Query("cursor"))
+	if err != nil {
 		bad["cursor"] = "is not a cursor this server made"
 	}
+	p.After = after
 	if len(bad) > 0 {
 		return p, problem.Validation("The list parameters are not valid.", bad)
 	}

@@ -35,6 +35,8 @@ const (
 	logBuffer   = 8192
 	logBatch    = 256
 	logInterval = 100 * time.Millisecond
+	// writeTimeout bounds the writing of one batch.
+	writeTimeout = 10 * time.Second
 )
 
 func newCallLog(s Store, l *slog.Logger, m *metrics.Metrics) *callLog {
@@ -91,15 +93,25 @@ func (l *callLog) putBack(failed []store.CallLog) {
 func (l *callLog) sync(ctx context.Context) {
 	l.writing.Lock()
 	defer l.writing.Unlock()
-	batch := l.take(nil)
+	_ = l.write(ctx, l.take(nil))
+}
+
+// write writes batch in pieces of logBatch, each within writeTimeout, and
+// on a failure puts what is left back in the queue and returns the error.
+// The caller holds writing.
+func (l *callLog) write(ctx context.Context, batch []store.CallLog) error {
 	for len(batch) > 0 {
 		n := min(len(batch), logBatch)
-		if err := l.store.InsertCalls(ctx, batch[:n]); err != nil {
+		wctx, cancel := context.WithTimeout(ctx, writeTimeout)
+		err := l.store.InsertCalls(wctx, batch[:n])
+		cancel()
+		if err != nil {
 			l.putBack(batch)
-			return
+			return err
 		}
 		batch = batch[n:]
 	}
+	return nil
 }
 
 // run writes batches until ctx ends, then flushes what is queued.
@@ -117,19 +129,11 @@ func (l *callLog) run(ctx context.Context) {
 		l.writing.Lock()
 		defer l.writing.Unlock()
 		batch = l.take(batch)
-		for len(batch) > 0 {
-			n := min(len(batch), logBatch)
-			fctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-			err := l.store.InsertCalls(fctx, batch[:n])
-			cancel()
-			if err != nil {
-				if failing++; failing == 1 {
-					l.logger.Error("writing the call log failed; trying again on every tick", "entries", len(batch), "error", err)
-				}
-				l.putBack(batch)
-				return false
+		if err := l.write(context.Background(), batch); err != nil {
+			if failing++; failing == 1 {
+				l.logger.Error("writing the call log failed; trying again on every tick", "entries", len(batch), "error", err)
 			}
-			batch = batch[n:]
+			return false
 		}
 		if failing > 0 {
 			l.logger.Info("the call log is written again", "failed_attempts", failing)

@@ -138,14 +138,7 @@ func (s *Server) invokeListed(account, toolID int64, base, action, key string) i
 // (deleted, reset), so its name cannot be told.
 func (s *Server) hadBase(ctx context.Context, account, id int64, base string) bool {
 	rt, err := s.opts.Tools.Resolve(ctx, account, id)
-	if err != nil || rt.Row == nil {
-		return true
-	}
-	name := rt.Row.Name
-	if name == "" && rt.Entry != nil {
-		name = rt.Entry.Name
-	}
-	return sanitize(name) == base
+	return err != nil || sanitize(resolvedName(rt)) == base
 }
 
 // keyRequired words the engine's idempotency_key_required for MCP, where

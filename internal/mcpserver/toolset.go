@@ -14,6 +14,7 @@ import (
 
 	"github.com/quiverhq/quiver/connectors"
 	"github.com/quiverhq/quiver/internal/problem"
+	"github.com/quiverhq/quiver/internal/toolconfig"
 )
 
 // maxNameLen is the longest tool name MCP allows.
@@ -280,6 +281,19 @@ func sameParts(a, b []agentTool) bool {
 	return true
 }
 
+// resolvedName is a resolved tool's name: the one it was given, else its
+// catalog entry's.
+func resolvedName(rt *toolconfig.Resolved) string {
+	name := ""
+	if rt.Row != nil {
+		name = rt.Row.Name
+	}
+	if name == "" && rt.Entry != nil {
+		name = rt.Entry.Name
+	}
+	return name
+}
+
 // discover resolves one attached tool and lists its actions; nil actions
 // mean it is left out.
 func (s *Server) discover(ctx context.Context, account, id int64, last []connectors.Action, failedAt time.Time) agentTool {
@@ -290,14 +304,7 @@ func (s *Server) discover(ctx context.Context, account, id int64, last []connect
 		}
 		return agentTool{id: id}
 	}
-	name := ""
-	if rt.Row != nil {
-		name = rt.Row.Name
-	}
-	if name == "" && rt.Entry != nil {
-		name = rt.Entry.Name
-	}
-	t := agentTool{id: id, base: sanitize(name)}
+	t := agentTool{id: id, base: sanitize(resolvedName(rt))}
 	if !failedAt.IsZero() && time.Since(failedAt) < retryDiscovery {
 		t.actions, t.failedAt = last, failedAt
 		return t

@@ -21,22 +21,20 @@ func EncodeCursor(id int64) string {
 	return base64.RawURLEncoding.EncodeToString([]byte("id:" + strconv.FormatInt(id, 10)))
 }
 
-// DecodeCursor reads a cursor made by EncodeCursor into p.After; empty
-// means the start.
-func DecodeCursor(c string, p *Page) error {
+// DecodeCursor reads a cursor made by EncodeCursor; empty means the start.
+func DecodeCursor(c string) (int64, error) {
 	if c == "" {
-		return nil
+		return 0, nil
 	}
 	b, err := base64.RawURLEncoding.DecodeString(c)
 	if err != nil || len(b) < 4 || string(b[:3]) != "id:" {
-		return ErrBadCursor
+		return 0, ErrBadCursor
 	}
 	id, err := strconv.ParseInt(string(b[3:]), 10, 64)
 	if err != nil || id < 0 {
-		return ErrBadCursor
+		return 0, ErrBadCursor
 	}
-	p.After = id
-	return nil
+	return id, nil
 }
 
 // trim cuts a page fetched with Limit+1 rows back to Limit and returns the

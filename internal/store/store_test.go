@@ -367,9 +367,11 @@ func TestInsertCallsRoundTrip(t *testing.T) {
 				if err != nil || len(page) != 1 || page[0].CallID != want[i].CallID || (next == "") != (i == len(want)-1) {
 					t.Fatalf("page %d: %v %+v next %q", i, err, page, next)
 				}
-				if err := store.DecodeCursor(next, &p); err != nil {
+				after, err := store.DecodeCursor(next)
+				if err != nil {
 					t.Fatal(err)
 				}
+				p.After = max(p.After, after) // "" (the end) decodes to 0
 			}
 		})
 	}
