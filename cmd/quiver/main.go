@@ -43,6 +43,9 @@ DATABASE_URL, REDIS_URL, QUIVER_DATA_DIR, QUIVER_SECRET_KEY, ...
 `
 
 func main() {
+	if len(os.Args) == 2 && os.Args[1] == "serve" {
+		reexecServe()
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	go func() {

@@ -105,6 +105,7 @@ func mqSetup(b *testing.B) []mqVariant {
 		"QUIVER_PPROF_ADDR":           os.Getenv("QUIVER_BENCH_PPROF_ADDR"), // to profile Quiver during a run
 		"GOGC":                        os.Getenv("QUIVER_BENCH_GOGC"),       // the Quiver under test's alone
 		"GOMAXPROCS":                  os.Getenv("QUIVER_BENCH_GOMAXPROCS"), // likewise
+		"GODEBUG":                     os.Getenv("QUIVER_BENCH_GODEBUG"),    // likewise
 	}
 	key := createKey(b, env, "bench")
 	quiver := startProc(b, env)
