@@ -20,7 +20,9 @@ import (
 // as soon as a thread stays in a system call long enough to need it.
 // schedtrace also has the runtime write a scheduler line to stderr every
 // so many milliseconds; at the largest value that is once every 24.8 days
-// of the host's uptime (and once at start on a host up longer than that).
+// of the host's uptime (and once at start on a host up longer than that),
+// and a scheduler dump ahead of the stack traces when the process dies of
+// a panic.
 //
 // serveGODEBUG is what serve sets when GODEBUG does not name schedtrace.
 const serveGODEBUG = "schedtrace=2147483647"
