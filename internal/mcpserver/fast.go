@@ -206,7 +206,10 @@ func parseCall(body []byte, version string) (*fastRequest, bool) {
 	req := &fastRequest{id: id, name: name, arguments: params.arguments}
 	var meta map[string]json.RawMessage
 	if raw := params.meta; raw != nil {
-		if raw[0] != '{' || json.Unmarshal(raw, &meta) != nil {
+		// The SDK reads _meta as a map[string]any and refuses the call when
+		// it cannot (a number beyond a float64, such as 1e400, anywhere in
+		// it): such a request goes to the SDK for that answer.
+		if raw[0] != '{' || json.Unmarshal(raw, &meta) != nil || json.Unmarshal(raw, new(map[string]any)) != nil {
 			return nil, false
 		}
 	}

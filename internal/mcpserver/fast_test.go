@@ -184,6 +184,8 @@ func TestMCPFastPathMatchesSDK(t *testing.T) {
 		{"wrong version tag", nil, `{"jsonrpc":"1.0","id":1,"method":"tools/call","params":{"name":"My_Mail__read"}}`},
 		{"text/plain", map[string]string{"Content-Type": "text/plain"}, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"My_Mail__read"}}`},
 		{"Accept JSON only", map[string]string{"Accept": "application/json"}, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"My_Mail__read"}}`},
+		{"a progress token beyond float64", nil, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"My_Mail__send","arguments":{"to":"a","idempotency_key":"k"},"_meta":{"progressToken":1e400}}}`},
+		{"2026-07-28, a _meta number beyond float64", newHeaders, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"My_Mail__read","_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{},"x":{"y":[-1e999]}}}}`},
 		{"too deep", nil, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"My_Mail__read","arguments":{"a":` + strings.Repeat("[", 1001) + strings.Repeat("]", 1001) + `}}}`},
 	}
 	f.mu.Lock()
