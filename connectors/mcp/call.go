@@ -118,6 +118,17 @@ func (c *Connector) callOn(ctx context.Context, s *slot, action string, args jso
 	if err := json.Unmarshal(raw, &res); err != nil {
 		return c.unfamiliar(raw, err)
 	}
+	if res.StructuredContent != nil && !(len(res.Content) == 1 && isJSONText(res.Content[0])) {
+		// The SDK holds structured content as an any, whose float64s would
+		// round numbers past 2^53 and whose maps would reorder keys: the
+		// result is the server's own JSON instead.
+		var sc struct {
+			StructuredContent json.RawMessage `json:"structuredContent"`
+		}
+		if json.Unmarshal(raw, &sc) == nil && len(sc.StructuredContent) > 0 {
+			return c.checked(connectors.Result{IsError: res.IsError, Content: sc.StructuredContent})
+		}
+	}
 	return c.result(&res)
 }
 

@@ -20,6 +20,9 @@ const (
 	codeRejectedByTransport = -32005
 	codeServerClosing       = -32004
 	codeClientClosing       = -32003
+	// codeUnsupportedMethod is the SDK client's answer to a request for
+	// something it was given no handler for (sampling).
+	codeUnsupportedMethod = -31001
 )
 
 // classify turns a failed MCP request into a *connectors.Error from what its

@@ -18,9 +18,11 @@ package mcp
 // standalone stream, closing) stays with the SDK.
 //
 // It keeps the client's side of the contract that the SDK keeps:
-//   - requests the server makes on the call's stream are answered: ping
-//     with an empty result, anything else with "method not found" (Quiver
-//     offers the server no capabilities);
+//   - requests the server makes on the call's stream are answered as the
+//     SDK client answers them (replyTo): ping and roots/list (the SDK
+//     offers the roots capability; Quiver has no roots) with a result,
+//     sampling and elicitation (no handlers) and anything else with an
+//     error;
 //   - notifications/tools/list_changed drops the discovery cache; other
 //     notifications are ignored;
 //   - a stream that ends before the answer is resumed from its last event
@@ -167,7 +169,11 @@ func (f *fastSession) answer(ctx context.Context, resp *http.Response, id int64)
 		}
 		var m wireMessage
 		if err := json.Unmarshal(data, &m); err != nil {
-			return nil, fmt.Errorf("tools/call: the answer is not JSON-RPC: %w", err)
+			// The SDK reads the first JSON value of the body and ignores
+			// what follows it; so does this, when there is more.
+			if json.NewDecoder(bytes.NewReader(data)).Decode(&m) != nil {
+				return nil, fmt.Errorf("tools/call: the answer is not JSON-RPC: %w", err)
+			}
 		}
 		if !sameID(m.ID, id) {
 			return nil, fmt.Errorf("tools/call: the answer is for another request (id %s)", m.ID)
@@ -189,9 +195,20 @@ func (m *wireMessage) outcome() (json.RawMessage, error) {
 	return m.Result, nil
 }
 
+// sameID reports whether raw is the number id, however the server spelled
+// it: one that keeps IDs as doubles may write 1099511627777 back as
+// 1099511627777.0 or 1.099511627777E+12, which the SDK reads as the same
+// ID. Our IDs are below 2^53, so a float64 holds them exactly.
 func sameID(raw json.RawMessage, id int64) bool {
-	n, err := strconv.ParseInt(string(bytes.TrimSpace(raw)), 10, 64)
-	return err == nil && n == id
+	text := string(bytes.TrimSpace(raw))
+	if n, err := strconv.ParseInt(text, 10, 64); err == nil {
+		return n == id
+	}
+	if text == "" || (text[0] != '-' && (text[0] < '0' || text[0] > '9')) {
+		return false // a string, null, an object: not a number
+	}
+	f, err := strconv.ParseFloat(text, 64)
+	return err == nil && f == float64(id)
 }
 
 // errStreamEnded is a call's event stream ending without its answer.
@@ -266,10 +283,13 @@ func (f *fastSession) resume(ctx context.Context, lastID string) (io.ReadCloser,
 
 // events reads one event stream (text/event-stream) and handles its
 // messages; done is set once the answer to id came. It reads the format as
-// the SDK does: lines end with CRLF, LF or a lone CR, a byte order mark
-// at the start is ignored, and an event whose data is empty (a "priming"
-// event, which servers send to give the stream an ID to resume from) is
-// not a message.
+// the SDK does (mcp/event.go): a field's value is trimmed of white space,
+// an event whose data is empty (a "priming" event, which servers send to
+// give the stream an ID to resume from) is not a message, and an event the
+// stream ends in without its closing blank line still counts. It is more
+// lenient than the SDK in two ways, each of which would otherwise make a
+// call that ran an unknown outcome: a lone CR ends a line, and a byte order
+// mark at the start is ignored.
 func (f *fastSession) events(body io.Reader, id int64, lastID *string) (result json.RawMessage, done bool, err error) {
 	buf := scanBufs.Get().(*[]byte)
 	defer scanBufs.Put(buf)
@@ -279,22 +299,27 @@ func (f *fastSession) events(body io.Reader, id int64, lastID *string) (result j
 	var data []byte
 	var hasData bool
 	event := ""
+	// end handles the event read so far and starts the next.
+	end := func() (json.RawMessage, bool, error) {
+		defer func() { data, hasData, event = data[:0], false, "" }()
+		if hasData && (event == "" || event == "message") && len(bytes.TrimSpace(data)) > 0 {
+			return f.message(data, id)
+		}
+		return nil, false, nil
+	}
 	for first := true; sc.Scan(); first = false {
 		line := sc.Bytes()
 		if first {
 			line = bytes.TrimPrefix(line, []byte("\xEF\xBB\xBF"))
 		}
 		if len(line) == 0 { // the end of an event
-			if hasData && (event == "" || event == "message") && len(bytes.TrimSpace(data)) > 0 {
-				if result, done, err = f.message(data, id); done {
-					return result, done, err
-				}
+			if result, done, err = end(); done {
+				return result, done, err
 			}
-			data, hasData, event = data[:0], false, ""
 			continue
 		}
 		field, value, _ := bytes.Cut(line, []byte{':'})
-		value = bytes.TrimPrefix(value, []byte{' '})
+		value = bytes.TrimSpace(value)
 		switch string(field) {
 		case "data":
 			if hasData {
@@ -307,7 +332,10 @@ func (f *fastSession) events(body io.Reader, id int64, lastID *string) (result j
 			event = string(value)
 		}
 	}
-	return nil, false, sc.Err()
+	if err := sc.Err(); err != nil {
+		return nil, false, err
+	}
+	return end() // the stream's last event, if it had no blank line after it
 }
 
 // eventLines splits an event stream into lines, which end with CRLF, LF or
@@ -369,14 +397,27 @@ func (f *fastSession) message(data []byte, id int64) (json.RawMessage, bool, err
 func (f *fastSession) reply(id json.RawMessage, method string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	var body []byte
-	if method == "ping" {
-		body = fmt.Appendf(nil, `{"jsonrpc":"2.0","id":%s,"result":{}}`, id)
-	} else {
-		body = fmt.Appendf(nil, `{"jsonrpc":"2.0","id":%s,"error":{"code":%d,"message":"method not supported by this client"}}`,
-			id, jsonrpc.CodeMethodNotFound)
+	f.notify(ctx, replyTo(id, method))
+}
+
+// replyTo is the SDK client's answer to a request a server makes, as
+// Quiver's sessions are set up: the SDK's default capabilities (roots, with
+// none to list) and no sampling or elicitation handler.
+func replyTo(id json.RawMessage, method string) []byte {
+	failed := func(code int64, message string) []byte {
+		return fmt.Appendf(nil, `{"jsonrpc":"2.0","id":%s,"error":{"code":%d,"message":%q}}`, id, code, message)
 	}
-	f.notify(ctx, body)
+	switch method {
+	case "ping":
+		return fmt.Appendf(nil, `{"jsonrpc":"2.0","id":%s,"result":{}}`, id)
+	case "roots/list":
+		return fmt.Appendf(nil, `{"jsonrpc":"2.0","id":%s,"result":{"roots":[]}}`, id)
+	case "sampling/createMessage":
+		return failed(codeUnsupportedMethod, "client does not support CreateMessage")
+	case "elicitation/create":
+		return failed(jsonrpc.CodeInvalidParams, "client does not support elicitation")
+	}
+	return failed(jsonrpc.CodeMethodNotFound, "method not supported by this client")
 }
 
 // cancelled tells the server a call was abandoned, as the SDK does.

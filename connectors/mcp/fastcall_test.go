@@ -254,10 +254,11 @@ func TestFastCallFallsBackWhenItCannotConnect(t *testing.T) {
 	}
 }
 
-// An event stream is read as the SDK reads it: a priming event (an ID and
-// empty data, which servers send first so the stream can be resumed), lone
-// CR line ends, a byte order mark, a CR that ends one write and its LF the
-// next. Before, each of these made a call that had run an unknown outcome.
+// Event stream forms the fast path reads: a priming event (an ID and empty
+// data, which servers send first so the stream can be resumed) and a CR
+// that ends one write and its LF the next, as the SDK reads them; lone CR
+// line ends and a byte order mark, which the SDK (v1.8.0) fails on. Before,
+// each of these made a call that had run an unknown outcome.
 func TestFastCallReadsEveryEventStreamForm(t *testing.T) {
 	t.Parallel()
 	answer := func(id string) string {

@@ -1,0 +1,185 @@
+package mcp
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/quiverhq/quiver/connectors"
+)
+
+// handWritten is an MCP server written byte by byte, for answers the SDK's
+// server never gives: each tools/call is answered by answer(id), where id
+// is the request's ID as sent; reply, when set, first asks the client
+// something on the call's stream and waits for its reply.
+type handWritten struct {
+	answer func(id string) (contentType, body string)
+	reply  string // a server request's method
+
+	mu      sync.Mutex
+	calls   int
+	replies chan string
+}
+
+func (s *handWritten) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodPost {
+		w.WriteHeader(http.StatusMethodNotAllowed)
+		return
+	}
+	b, _ := io.ReadAll(r.Body)
+	var m struct {
+		ID     json.RawMessage `json:"id"`
+		Method string          `json:"method"`
+		Params struct {
+			ProtocolVersion string `json:"protocolVersion"`
+		} `json:"params"`
+	}
+	_ = json.Unmarshal(b, &m)
+	w.Header().Set("Mcp-Session-Id", "s-1")
+	switch {
+	case m.Method == "initialize":
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"result":{"protocolVersion":%q,"capabilities":{"tools":{}},"serverInfo":{"name":"hand","version":"1"}}}`,
+			m.ID, m.Params.ProtocolVersion)
+	case m.Method == "tools/list":
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"result":{"tools":[{"name":"act","inputSchema":{"type":"object"}}]}}`, m.ID)
+	case m.Method == "tools/call":
+		s.mu.Lock()
+		s.calls++
+		s.mu.Unlock()
+		if s.reply != "" {
+			w.Header().Set("Content-Type", "text/event-stream")
+			fmt.Fprintf(w, "data: {\"jsonrpc\":\"2.0\",\"id\":\"ask-1\",\"method\":%q}\n\n", s.reply)
+			w.(http.Flusher).Flush()
+			var got string
+			select {
+			case got = <-s.replies:
+			case <-time.After(5 * time.Second):
+			}
+			text, _ := json.Marshal(got)
+			fmt.Fprintf(w, "data: {\"jsonrpc\":\"2.0\",\"id\":%s,\"result\":{\"content\":[{\"type\":\"text\",\"text\":%s}]}}\n\n", m.ID, text)
+			return
+		}
+		ct, body := s.answer(string(m.ID))
+		w.Header().Set("Content-Type", ct)
+		io.WriteString(w, body)
+	case len(m.ID) == 0 || m.Method == "": // a notification, or the client's reply
+		if m.Method == "" {
+			s.replies <- string(b)
+		}
+		w.WriteHeader(http.StatusAccepted)
+	default:
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"error":{"code":-32601,"message":"no"}}`, m.ID)
+	}
+}
+
+func (s *handWritten) start(t *testing.T) *connectors.Tool {
+	t.Helper()
+	s.replies = make(chan string, 1)
+	hs := httptest.NewServer(s)
+	t.Cleanup(hs.Close)
+	return &connectors.Tool{ID: 1, AccountID: 1, Entry: customEntry, Config: map[string]string{"url": hs.URL}, Version: 1}
+}
+
+// TestFastCallReadsTheAnswerAsTheSDKDoes: answers the SDK's client reads
+// as the tool's result, read the same on the fast path. Before, each was an
+// unknown outcome (or, for structured content, a number rounded) although
+// the tool had run.
+func TestFastCallReadsTheAnswerAsTheSDKDoes(t *testing.T) {
+	t.Parallel()
+	const text = `{\"ok\":true}`
+	jsonAnswer := func(id string) string {
+		return `{"jsonrpc":"2.0","id":` + id + `,"result":{"content":[{"type":"text","text":"` + text + `"}]}}`
+	}
+	// asDouble writes id back as a server that keeps IDs as doubles may.
+	asDouble := func(format string) func(string) (string, string) {
+		return func(id string) (string, string) {
+			n, _ := strconv.ParseInt(id, 10, 64)
+			return "application/json", jsonAnswer(strconv.FormatFloat(float64(n), format[0], -1, 64) + format[1:])
+		}
+	}
+	for name, c := range map[string]struct {
+		answer func(id string) (string, string)
+		want   string
+	}{
+		"ID with a decimal point": {func(id string) (string, string) { return "application/json", jsonAnswer(id + ".0") }, `{"ok":true}`},
+		"ID in exponent form":     {asDouble("E"), `{"ok":true}`},
+		"ID with an exponent":     {func(id string) (string, string) { return "application/json", jsonAnswer(id + "e0") }, `{"ok":true}`},
+		"data after the answer":   {func(id string) (string, string) { return "application/json", jsonAnswer(id) + " xyz" }, `{"ok":true}`},
+		"last event without a blank line": {func(id string) (string, string) {
+			return "text/event-stream", "data: " + jsonAnswer(id) + "\n"
+		}, `{"ok":true}`},
+		"last event without a line end": {func(id string) (string, string) {
+			return "text/event-stream", "event: message\ndata: " + jsonAnswer(id)
+		}, `{"ok":true}`},
+		"event name with trailing space": {func(id string) (string, string) {
+			return "text/event-stream", "event: message \t\ndata: " + jsonAnswer(id) + "\n\n"
+		}, `{"ok":true}`},
+		"structured content, exactly": {func(id string) (string, string) {
+			return "application/json", `{"jsonrpc":"2.0","id":` + id + `,"result":{"content":[{"type":"text","text":"prose"}],` +
+				`"structuredContent":{"z":12345678901234567890,"a":"<b>"}}}`
+		}, `{"z":12345678901234567890,"a":"<b>"}`},
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			srv := &handWritten{answer: c.answer}
+			tool := srv.start(t)
+			conn := setup(t, nil)
+			res, err := conn.Call(ctxFor(t, 10*time.Second), tool, "act", json.RawMessage(`{}`))
+			if err != nil || res.IsError || string(res.Content) != c.want {
+				t.Fatalf("result %s (error %v), %v; want %s", res.Content, res.IsError, err, c.want)
+			}
+			if fastSessions(conn) != 1 || srv.calls != 1 {
+				t.Fatalf("fast sessions %d, calls %d", fastSessions(conn), srv.calls)
+			}
+		})
+	}
+}
+
+// TestFastCallRepliesAsTheSDKDoes: a request the server makes on a call's
+// stream gets the SDK client's reply: the SDK offers roots, so roots/list
+// has a result (an error there can fail a server that relies on it).
+func TestFastCallRepliesAsTheSDKDoes(t *testing.T) {
+	t.Parallel()
+	for method, want := range map[string]string{
+		"ping":                   `"result":{}`,
+		"roots/list":             `"result":{"roots":[]}`,
+		"sampling/createMessage": `"error":{"code":-31001,"message":"client does not support CreateMessage"}`,
+		"elicitation/create":     `"error":{"code":-32602,"message":"client does not support elicitation"}`,
+		"something/else":         `"error":{"code":-32601,`,
+	} {
+		t.Run(method, func(t *testing.T) {
+			t.Parallel()
+			srv := &handWritten{reply: method}
+			tool := srv.start(t)
+			conn := setup(t, nil)
+			// The server answers with the reply it got, which is JSON.
+			got := string(mustCall(t, conn, tool, "act", `{}`).Content)
+			if !strings.Contains(got, `"id":"ask-1"`) || !strings.Contains(got, want) {
+				t.Fatalf("the client replied %s; want %s", got, want)
+			}
+		})
+	}
+}
+
+func TestSameID(t *testing.T) {
+	const id = 1<<40 + 1
+	for raw, want := range map[string]bool{
+		"1099511627777": true, " 1099511627777 ": true, "1099511627777.0": true, "1.099511627777E+12": true,
+		"1099511627777e0": true, "1099511627778": false, "1099511627777.5": false, `"1099511627777"`: false,
+		"null": false, "": false, "1e400": false, "-1099511627777": false,
+	} {
+		if got := sameID(json.RawMessage(raw), id); got != want {
+			t.Errorf("sameID(%s) = %v, want %v", raw, got, want)
+		}
+	}
+}
