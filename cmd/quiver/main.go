@@ -101,7 +101,8 @@ func commandHelp(args []string) string {
 }
 
 // loggedError is an error already written to the JSON log: serve's, once
-// its logger exists, so that its stderr holds nothing but JSON lines.
+// its logger exists, so that its stderr holds nothing but JSON lines (and
+// the Go runtime's own output: see sysmon.go).
 type loggedError struct{ error }
 
 func (e loggedError) Unwrap() error { return e.error }
@@ -140,6 +141,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	case "serve":
 		if len(args) > 1 {
 			return fmt.Errorf("serve takes no arguments (got %q); it is configured by environment variables", args[1])
+		}
+		if sysmonNote != "" {
+			logger.Info("serving without GODEBUG "+serveGODEBUG+", which saves CPU per call (README, Performance)", "reason", sysmonNote)
 		}
 		if err := serve(ctx, cfg, logger, stdout); err != nil {
 			logger.Error("quiver serve failed", "error", err.Error())

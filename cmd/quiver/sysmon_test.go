@@ -14,7 +14,10 @@ func TestServeEnv(t *testing.T) {
 		{[]string{"GODEBUG=", "A=1"}, []string{"GODEBUG=" + serveGODEBUG, "A=1"}},
 		{[]string{"GODEBUG=gctrace=1"}, []string{"GODEBUG=gctrace=1," + serveGODEBUG}},
 		{[]string{"GODEBUG=schedtrace=0"}, nil},
-		{[]string{"GODEBUG=gctrace=1, schedtrace=1000"}, nil},
+		{[]string{"GODEBUG=gctrace=1,schedtrace=1000"}, nil},
+		// The runtime reads neither a spaced field nor a bare name.
+		{[]string{"GODEBUG=gctrace=1, schedtrace=1000"}, []string{"GODEBUG=gctrace=1, schedtrace=1000," + serveGODEBUG}},
+		{[]string{"GODEBUG=schedtrace"}, []string{"GODEBUG=schedtrace," + serveGODEBUG}},
 		{[]string{"GODEBUG=" + serveGODEBUG}, nil}, // after the exec
 		{[]string{"GODEBUG=schedtracex=1"}, []string{"GODEBUG=schedtracex=1," + serveGODEBUG}},
 	} {

@@ -87,13 +87,20 @@ func freeAddr(t testing.TB) string {
 // startProc runs quiver serve with env on a free port.
 func startProc(t testing.TB, env map[string]string) *proc {
 	t.Helper()
+	return startProcAs(t, env, quiverBinary(t), "serve")
+}
+
+// startProcAs is startProc running name with args, which are to start
+// quiver serve: the binary by another path, or under another program.
+func startProcAs(t testing.TB, env map[string]string, name string, args ...string) *proc {
+	t.Helper()
 	addr := freeAddr(t)
 	e := map[string]string{"QUIVER_ADDR": addr}
 	for k, v := range env {
 		e[k] = v
 	}
 	p := &proc{t: t, URL: "http://" + addr, env: envList(e), logs: &strings.Builder{}, done: make(chan struct{})}
-	p.cmd = exec.Command(quiverBinary(t), "serve")
+	p.cmd = exec.Command(name, args...)
 	p.cmd.Env = p.env
 	stdout, _ := p.cmd.StdoutPipe()
 	stderr, _ := p.cmd.StderrPipe()
