@@ -51,7 +51,7 @@ func (l *limiter) allow(account int64) error {
 	r := b.Reserve()
 	if d := r.Delay(); d > 0 {
 		r.Cancel()
-		p := problem.New(problem.RateLimited, "Too many calls for this account; retry after the Retry-After delay.")
+		p := problem.New(problem.RateLimited, "Too many calls for this account; try again after the delay in Retry-After (retry_after in an MCP tool error).")
 		p.RetryAfter = int(math.Ceil(d.Seconds()))
 		if p.RetryAfter < 1 {
 			p.RetryAfter = 1
