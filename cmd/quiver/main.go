@@ -143,7 +143,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			return fmt.Errorf("serve takes no arguments (got %q); it is configured by environment variables", args[1])
 		}
 		if sysmonNote != "" {
-			logger.Info("serving without GODEBUG "+serveGODEBUG+", which saves CPU per call (README, Performance)", "reason", sysmonNote)
+			logger.Info("serving without adding GODEBUG "+serveGODEBUG+" (the setting saves CPU on every call: README, Performance)", "reason", sysmonNote)
 		}
 		if err := serve(ctx, cfg, logger, stdout); err != nil {
 			logger.Error("quiver serve failed", "error", err.Error())
