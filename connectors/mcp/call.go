@@ -122,11 +122,11 @@ func (c *Connector) callOn(ctx context.Context, s *slot, action string, args jso
 		// The SDK holds structured content as an any, whose float64s would
 		// round numbers past 2^53 and whose maps would reorder keys: the
 		// result is the server's own JSON instead.
-		var sc struct {
-			StructuredContent json.RawMessage `json:"structuredContent"`
-		}
-		if json.Unmarshal(raw, &sc) == nil && len(sc.StructuredContent) > 0 {
-			return c.checked(connectors.Result{IsError: res.IsError, Content: sc.StructuredContent})
+		// A map, not a struct, to take the member as the SDK does: by its
+		// exact name (a struct field would also take "StructuredContent").
+		var members map[string]json.RawMessage
+		if json.Unmarshal(raw, &members) == nil && len(members["structuredContent"]) > 0 {
+			return c.checked(connectors.Result{IsError: res.IsError, Content: members["structuredContent"]})
 		}
 	}
 	return c.result(&res)

@@ -168,12 +168,8 @@ func (f *fastSession) answer(ctx context.Context, resp *http.Response, id int64)
 			return nil, err
 		}
 		var m wireMessage
-		if err := json.Unmarshal(data, &m); err != nil {
-			// The SDK reads the first JSON value of the body and ignores
-			// what follows it; so does this, when there is more.
-			if json.NewDecoder(bytes.NewReader(data)).Decode(&m) != nil {
-				return nil, fmt.Errorf("tools/call: the answer is not JSON-RPC: %w", err)
-			}
+		if err := decodeFirst(data, &m); err != nil {
+			return nil, fmt.Errorf("tools/call: the answer is not JSON-RPC: %w", err)
 		}
 		if !sameID(m.ID, id) {
 			return nil, fmt.Errorf("tools/call: the answer is for another request (id %s)", m.ID)
@@ -335,7 +331,23 @@ func (f *fastSession) events(body io.Reader, id int64, lastID *string) (result j
 	if err := sc.Err(); err != nil {
 		return nil, false, err
 	}
-	return end() // the stream's last event, if it had no blank line after it
+	// The stream's last event, if it had no blank line after it, counts
+	// when its data is whole; one cut off in the middle (the server went
+	// away) is dropped, and the stream resumed as any that ended early.
+	if hasData && decodeFirst(data, new(json.RawMessage)) != nil {
+		return nil, false, nil
+	}
+	return end()
+}
+
+// decodeFirst decodes the first JSON value of data into v, ignoring what
+// follows it, as the SDK reads a message.
+func decodeFirst(data []byte, v any) error {
+	err := json.Unmarshal(data, v)
+	if err != nil && json.NewDecoder(bytes.NewReader(data)).Decode(v) == nil {
+		return nil
+	}
+	return err
 }
 
 // eventLines splits an event stream into lines, which end with CRLF, LF or
@@ -376,7 +388,7 @@ var scanBufs = sync.Pool{New: func() any { b := make([]byte, 4096); return &b }}
 // message handles one message of a call's stream.
 func (f *fastSession) message(data []byte, id int64) (json.RawMessage, bool, error) {
 	var m wireMessage
-	if err := json.Unmarshal(data, &m); err != nil {
+	if err := decodeFirst(data, &m); err != nil {
 		return nil, true, fmt.Errorf("tools/call: an event is not JSON-RPC: %w", err)
 	}
 	switch {

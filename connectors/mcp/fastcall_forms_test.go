@@ -124,6 +124,13 @@ func TestFastCallReadsTheAnswerAsTheSDKDoes(t *testing.T) {
 		"event name with trailing space": {func(id string) (string, string) {
 			return "text/event-stream", "event: message \t\ndata: " + jsonAnswer(id) + "\n\n"
 		}, `{"ok":true}`},
+		"event data followed by more data": {func(id string) (string, string) {
+			return "text/event-stream", "data: " + jsonAnswer(id) + " xyz\n\n"
+		}, `{"ok":true}`},
+		"structured content by its exact name": {func(id string) (string, string) {
+			return "application/json", `{"jsonrpc":"2.0","id":` + id + `,"result":{"content":[{"type":"text","text":"prose"}],` +
+				`"structuredContent":{"v":"lower"},"StructuredContent":{"v":"UPPER"}}}`
+		}, `{"v":"lower"}`},
 		"structured content, exactly": {func(id string) (string, string) {
 			return "application/json", `{"jsonrpc":"2.0","id":` + id + `,"result":{"content":[{"type":"text","text":"prose"}],` +
 				`"structuredContent":{"z":12345678901234567890,"a":"<b>"}}}`

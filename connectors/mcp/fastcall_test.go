@@ -139,6 +139,9 @@ type scriptedServer struct {
 	resumedAt []string // Last-Event-ID of each GET
 	pending   json.RawMessage
 	noIDs     bool // send events without IDs: nothing to resume from
+	// cutAnswer ends the stream in the middle of the answer's event, with
+	// no blank line after it (the server went away).
+	cutAnswer bool
 }
 
 func (s *scriptedServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -164,6 +167,9 @@ func (s *scriptedServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			id = ""
 		}
 		fmt.Fprint(w, id+"event: message\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\",\"params\":{\"progressToken\":\"t\",\"progress\":1}}\n\n")
+		if s.cutAnswer {
+			fmt.Fprintf(w, "data: {\"jsonrpc\":\"2.0\",\"id\":%s,\"res", m.ID)
+		}
 		s.pending = m.ID
 	case http.MethodGet:
 		s.resumedAt = append(s.resumedAt, r.Header.Get("Last-Event-ID"))
@@ -195,6 +201,22 @@ func TestFastCallResumesACutStream(t *testing.T) {
 	}
 	if !strings.Contains(string(raw), `\"resumed\":true`) {
 		t.Fatalf("result = %s", raw)
+	}
+	if len(srv.posts) != 1 || len(srv.resumedAt) != 1 || srv.resumedAt[0] != "e1" {
+		t.Fatalf("posts %d, resumed at %q", len(srv.posts), srv.resumedAt)
+	}
+}
+
+// TestFastCallResumesAStreamCutInAnEvent: a stream that ends in the middle
+// of the answer's event is resumed too (an event the stream ends in counts
+// only when its data is whole).
+func TestFastCallResumesAStreamCutInAnEvent(t *testing.T) {
+	t.Parallel()
+	srv := &scriptedServer{cutAnswer: true}
+	f := scriptedSession(t, srv)
+	raw, err := f.call(ctxFor(t, 5*time.Second), "x", json.RawMessage(`{}`))
+	if err != nil || !strings.Contains(string(raw), `\"resumed\":true`) {
+		t.Fatalf("result %s, %v", raw, err)
 	}
 	if len(srv.posts) != 1 || len(srv.resumedAt) != 1 || srv.resumedAt[0] != "e1" {
 		t.Fatalf("posts %d, resumed at %q", len(srv.posts), srv.resumedAt)
