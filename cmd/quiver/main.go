@@ -86,6 +86,8 @@ func commandHelp(args []string) string {
 	switch args[0] {
 	case "serve":
 		return serveUsage
+	case "catalog":
+		return catalogUsage
 	case "migrate":
 		return migrateUsage
 	case "keys":
@@ -110,27 +112,19 @@ func (e loggedError) Unwrap() error { return e.error }
 var errUsage = errors.New("unknown command; see `quiver help`")
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	if len(args) == 0 {
+	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
 		fmt.Fprint(stdout, usage)
 		return nil
-	}
-	switch args[0] {
-	case "help", "-h", "--help":
-		fmt.Fprint(stdout, usage)
-		return nil
-	case "catalog":
-		if slices.ContainsFunc(args[1:], isHelp) {
-			fmt.Fprintln(stdout, catalogUsage)
-			return nil
-		}
-		if len(args) != 2 || args[1] != "check" {
-			return errors.New(catalogUsage)
-		}
-		return catalogCheck(stdout)
 	}
 	if u := commandHelp(args); u != "" {
 		fmt.Fprintln(stdout, u) // before the configuration is read: help needs none
 		return nil
+	}
+	if args[0] == "catalog" { // needs no configuration either
+		if len(args) != 2 || args[1] != "check" {
+			return errors.New(catalogUsage)
+		}
+		return catalogCheck(stdout)
 	}
 	cfg, err := config.FromEnv()
 	if err != nil {
@@ -260,7 +254,7 @@ func migrate(ctx context.Context, cfg *config.Config, logger *slog.Logger, verb 
 			fmt.Fprintln(stdout, "nothing to revert")
 		}
 		return err
-	case "status":
+	default: // status
 		st, err := s.MigrationStatus(ctx)
 		for _, m := range st {
 			state := "pending"
@@ -274,7 +268,6 @@ func migrate(ctx context.Context, cfg *config.Config, logger *slog.Logger, verb 
 		}
 		return err
 	}
-	return errors.New(migrateUsage)
 }
 
 const migrateUsage = "usage: quiver migrate up|down|status"

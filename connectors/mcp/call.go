@@ -93,7 +93,7 @@ func (c *Connector) callOn(ctx context.Context, s *slot, action string, args jso
 		if err != nil {
 			return connectors.Result{}, err
 		}
-		return c.result(res)
+		return c.result(res, nil)
 	}
 	raw, err := fast.call(ctx, action, args)
 	if err != nil {
@@ -118,18 +118,18 @@ func (c *Connector) callOn(ctx context.Context, s *slot, action string, args jso
 	if err := json.Unmarshal(raw, &res); err != nil {
 		return c.unfamiliar(raw, err)
 	}
-	if res.StructuredContent != nil && !(len(res.Content) == 1 && isJSONText(res.Content[0])) {
-		// The SDK holds structured content as an any, whose float64s would
-		// round numbers past 2^53 and whose maps would reorder keys: the
-		// result is the server's own JSON instead.
-		// A map, not a struct, to take the member as the SDK does: by its
-		// exact name (a struct field would also take "StructuredContent").
-		var members map[string]json.RawMessage
-		if json.Unmarshal(raw, &members) == nil && len(members["structuredContent"]) > 0 {
-			return c.checked(connectors.Result{IsError: res.IsError, Content: members["structuredContent"]})
-		}
+	return c.result(&res, structuredContent(raw))
+}
+
+// structuredContent is the structuredContent member of a raw result, or nil.
+// It is taken by its exact name, as the SDK takes it (a struct field would
+// also take "StructuredContent").
+func structuredContent(raw json.RawMessage) json.RawMessage {
+	var members map[string]json.RawMessage
+	if json.Unmarshal(raw, &members) != nil {
+		return nil
 	}
-	return c.result(&res)
+	return members["structuredContent"]
 }
 
 // unfamiliar maps a result the SDK cannot decode, such as one holding a
@@ -138,14 +138,13 @@ func (c *Connector) callOn(ctx context.Context, s *slot, action string, args jso
 // an answer that is not a result at all is an unknown outcome.
 func (c *Connector) unfamiliar(raw json.RawMessage, err error) (connectors.Result, error) {
 	var loose struct {
-		Content           []json.RawMessage `json:"content"`
-		StructuredContent json.RawMessage   `json:"structuredContent"`
-		IsError           bool              `json:"isError"`
+		Content []json.RawMessage `json:"content"`
+		IsError bool              `json:"isError"`
 	}
 	if json.Unmarshal(raw, &loose) != nil || loose.Content == nil {
 		return connectors.Result{}, connectors.Errorf(connectors.KindOutcomeUnknown, err, "the tool's result could not be read")
 	}
-	out := connectors.Result{IsError: loose.IsError, Content: loose.StructuredContent}
+	out := connectors.Result{IsError: loose.IsError, Content: structuredContent(raw)}
 	if len(out.Content) == 0 || string(out.Content) == "null" {
 		out.Content, _ = json.Marshal(loose.Content) // raw messages: cannot fail
 	}
@@ -153,16 +152,20 @@ func (c *Connector) unfamiliar(raw json.RawMessage, err error) (connectors.Resul
 }
 
 // result maps a tools/call result: a single text block holding JSON is that
-// JSON; otherwise structured content if there is some, else the content
-// array. An isError result, or a JSON object with string "error" and
+// JSON; otherwise structured content if there is some (structured, the
+// server's own JSON of it, when known: the SDK holds it as an any, whose
+// float64s round numbers past 2^53 and whose maps reorder keys), else the
+// content array. An isError result, or a JSON object with string "error" and
 // "message" fields (such as an approval_required payload), is an error
 // result with its payload intact.
-func (c *Connector) result(res *mcp.CallToolResult) (connectors.Result, error) {
+func (c *Connector) result(res *mcp.CallToolResult, structured json.RawMessage) (connectors.Result, error) {
 	out := connectors.Result{IsError: res.IsError}
 	var err error
 	switch {
 	case len(res.Content) == 1 && isJSONText(res.Content[0]):
 		out.Content = json.RawMessage(bytes.TrimSpace([]byte(res.Content[0].(*mcp.TextContent).Text)))
+	case res.StructuredContent != nil && len(structured) > 0:
+		out.Content = structured
 	case res.StructuredContent != nil:
 		out.Content, err = json.Marshal(res.StructuredContent)
 	default:

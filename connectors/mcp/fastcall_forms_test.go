@@ -2,92 +2,20 @@ package mcp
 
 import (
 	"encoding/json"
-	"fmt"
-	"io"
-	"net/http"
-	"net/http/httptest"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/quiverhq/quiver/connectors"
+	"github.com/quiverhq/quiver/internal/mcptest"
 )
 
-// handWritten is an MCP server written byte by byte, for answers the SDK's
-// server never gives: each tools/call is answered by answer(id), where id
-// is the request's ID as sent; reply, when set, first asks the client
-// something on the call's stream and waits for its reply.
-type handWritten struct {
-	answer func(id string) (contentType, body string)
-	reply  string // a server request's method
-
-	mu      sync.Mutex
-	calls   int
-	replies chan string
-}
-
-func (s *handWritten) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if r.Method != http.MethodPost {
-		w.WriteHeader(http.StatusMethodNotAllowed)
-		return
-	}
-	b, _ := io.ReadAll(r.Body)
-	var m struct {
-		ID     json.RawMessage `json:"id"`
-		Method string          `json:"method"`
-		Params struct {
-			ProtocolVersion string `json:"protocolVersion"`
-		} `json:"params"`
-	}
-	_ = json.Unmarshal(b, &m)
-	w.Header().Set("Mcp-Session-Id", "s-1")
-	switch {
-	case m.Method == "initialize":
-		w.Header().Set("Content-Type", "application/json")
-		fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"result":{"protocolVersion":%q,"capabilities":{"tools":{}},"serverInfo":{"name":"hand","version":"1"}}}`,
-			m.ID, m.Params.ProtocolVersion)
-	case m.Method == "tools/list":
-		w.Header().Set("Content-Type", "application/json")
-		fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"result":{"tools":[{"name":"act","inputSchema":{"type":"object"}}]}}`, m.ID)
-	case m.Method == "tools/call":
-		s.mu.Lock()
-		s.calls++
-		s.mu.Unlock()
-		if s.reply != "" {
-			w.Header().Set("Content-Type", "text/event-stream")
-			fmt.Fprintf(w, "data: {\"jsonrpc\":\"2.0\",\"id\":\"ask-1\",\"method\":%q}\n\n", s.reply)
-			w.(http.Flusher).Flush()
-			var got string
-			select {
-			case got = <-s.replies:
-			case <-time.After(5 * time.Second):
-			}
-			text, _ := json.Marshal(got)
-			fmt.Fprintf(w, "data: {\"jsonrpc\":\"2.0\",\"id\":%s,\"result\":{\"content\":[{\"type\":\"text\",\"text\":%s}]}}\n\n", m.ID, text)
-			return
-		}
-		ct, body := s.answer(string(m.ID))
-		w.Header().Set("Content-Type", ct)
-		io.WriteString(w, body)
-	case len(m.ID) == 0 || m.Method == "": // a notification, or the client's reply
-		if m.Method == "" {
-			s.replies <- string(b)
-		}
-		w.WriteHeader(http.StatusAccepted)
-	default:
-		w.Header().Set("Content-Type", "application/json")
-		fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"error":{"code":-32601,"message":"no"}}`, m.ID)
-	}
-}
-
-func (s *handWritten) start(t *testing.T) *connectors.Tool {
+// handTool starts srv and returns a tool (ID 1) pointing at it.
+func handTool(t *testing.T, srv *mcptest.HandWritten) *connectors.Tool {
 	t.Helper()
-	s.replies = make(chan string, 1)
-	hs := httptest.NewServer(s)
-	t.Cleanup(hs.Close)
-	return &connectors.Tool{ID: 1, AccountID: 1, Entry: customEntry, Config: map[string]string{"url": hs.URL}, Version: 1}
+	mcptest.StartHandWritten(t, srv)
+	return &connectors.Tool{ID: 1, AccountID: 1, Entry: customEntry, Config: map[string]string{"url": srv.URL}, Version: 1}
 }
 
 // TestFastCallReadsTheAnswerAsTheSDKDoes: answers the SDK's client reads
@@ -138,15 +66,15 @@ func TestFastCallReadsTheAnswerAsTheSDKDoes(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			srv := &handWritten{answer: c.answer}
-			tool := srv.start(t)
+			srv := &mcptest.HandWritten{Answer: c.answer}
+			tool := handTool(t, srv)
 			conn := setup(t, nil)
 			res, err := conn.Call(ctxFor(t, 10*time.Second), tool, "act", json.RawMessage(`{}`))
 			if err != nil || res.IsError || string(res.Content) != c.want {
 				t.Fatalf("result %s (error %v), %v; want %s", res.Content, res.IsError, err, c.want)
 			}
-			if fastSessions(conn) != 1 || srv.calls != 1 {
-				t.Fatalf("fast sessions %d, calls %d", fastSessions(conn), srv.calls)
+			if fastSessions(conn) != 1 || srv.Calls() != 1 {
+				t.Fatalf("fast sessions %d, calls %d", fastSessions(conn), srv.Calls())
 			}
 		})
 	}
@@ -166,8 +94,7 @@ func TestFastCallRepliesAsTheSDKDoes(t *testing.T) {
 	} {
 		t.Run(method, func(t *testing.T) {
 			t.Parallel()
-			srv := &handWritten{reply: method}
-			tool := srv.start(t)
+			tool := handTool(t, &mcptest.HandWritten{Ask: method})
 			conn := setup(t, nil)
 			// The server answers with the reply it got, which is JSON.
 			got := string(mustCall(t, conn, tool, "act", `{}`).Content)
