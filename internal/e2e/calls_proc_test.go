@@ -175,7 +175,13 @@ func (p *proc) kill() {
 // createKey runs quiver keys create against env's database.
 func createKey(t testing.TB, env map[string]string, account string) string {
 	t.Helper()
-	cmd := exec.Command(quiverBinary(t), "keys", "create", "--account", account)
+	return createKeyWith(t, quiverBinary(t), env, account)
+}
+
+// createKeyWith is createKey run by the quiver binary at bin.
+func createKeyWith(t testing.TB, bin string, env map[string]string, account string) string {
+	t.Helper()
+	cmd := exec.Command(bin, "keys", "create", "--account", account)
 	cmd.Env = envList(env)
 	out, err := cmd.Output()
 	if err != nil {

@@ -94,37 +94,8 @@ type mqVariant struct {
 // variants, each called once (sessions, discovery and caches warm).
 func mqSetup(b *testing.B) []mqVariant {
 	b.Helper()
-	// Quiver runs as its own process, as in production, so its CPU time is
-	// its own: the caller and the MCP server share this process.
-	env := map[string]string{
-		"DATABASE_URL":                testdb.Postgres(b, "mcpbench"),
-		"QUIVER_SECRET_KEY":           testserver.TestSecretKey,
-		"QUIVER_DATA_DIR":             b.TempDir(),
-		"QUIVER_EGRESS_ALLOW_PRIVATE": "true",
-		"QUIVER_LOG_LEVEL":            "warn",
-		"QUIVER_PPROF_ADDR":           os.Getenv("QUIVER_BENCH_PPROF_ADDR"), // to profile Quiver during a run
-		"GOGC":                        os.Getenv("QUIVER_BENCH_GOGC"),       // the Quiver under test's alone
-		"GOMAXPROCS":                  os.Getenv("QUIVER_BENCH_GOMAXPROCS"), // likewise
-		"GODEBUG":                     os.Getenv("QUIVER_BENCH_GODEBUG"),    // likewise
-	}
-	key := createKey(b, env, "bench")
-	quiver := startProc(b, env)
 	counter := mcptest.Start(b, mcptest.Counter, mcptest.Options{})
-	r := testserver.Do(b, quiver.URL, key, "POST", "/api/v1/agents/custom-tools/", map[string]any{"mcp_tool": "custom-mcp", "name": "counter"})
-	if r.Status != 201 {
-		b.Fatalf("create: %d %s", r.Status, r.Body)
-	}
-	id := int64(r.JSON()["id"].(float64))
-	r = testserver.Do(b, quiver.URL, key, "POST", fmt.Sprintf("/api/v1/agents/custom-tools/%d/provide-config/", id),
-		map[string]any{"user_response": map[string]any{"url": counter.URL}})
-	if r.Status != 200 {
-		b.Fatalf("configure: %d %s", r.Status, r.Body)
-	}
-	r = testserver.Do(b, quiver.URL, key, "POST", "/api/v1/agents/", map[string]any{"name": "bench", "tools": []int64{id}})
-	if r.Status != 201 {
-		b.Fatalf("agent: %d %s", r.Status, r.Body)
-	}
-	agentID := int64(r.JSON()["id"].(float64))
+	quiver, key, id, agentID := mqQuiver(b, quiverBinary(b), "mcpbench", counter.URL)
 
 	// One pooled transport for every variant, wide enough for 16 callers.
 	transport := &http.Transport{MaxIdleConns: 64, MaxIdleConnsPerHost: 64}
@@ -148,7 +119,7 @@ func mqSetup(b *testing.B) []mqVariant {
 	// viaHTTP posts body to url with net/http's client; ok checks the
 	// answer's body.
 	httpClient := &http.Client{Transport: transport}
-	viaHTTP := func(name, url string, body func() []byte, ok func([]byte) bool, headers ...string) func(tb testing.TB) {
+	viaHTTPKey := func(key, name, url string, body func() []byte, ok func([]byte) bool, headers ...string) func(tb testing.TB) {
 		return func(tb testing.TB) {
 			req, _ := http.NewRequest("POST", url, bytes.NewReader(body()))
 			req.Header.Set("X-API-KEY", key)
@@ -166,6 +137,9 @@ func mqSetup(b *testing.B) []mqVariant {
 				tb.Fatalf("%s: %d %s", name, resp.StatusCode, b)
 			}
 		}
+	}
+	viaHTTP := func(name, url string, body func() []byte, ok func([]byte) bool, headers ...string) func(tb testing.TB) {
+		return viaHTTPKey(key, name, url, body, ok, headers...)
 	}
 	// callBody is a tools/call of tool, each with an ID of its own (a
 	// session may refuse an ID still in flight), far from the SDK client's.
@@ -201,10 +175,63 @@ func mqSetup(b *testing.B) []mqVariant {
 		{"agent-mcp", viaSDK(agent, "counter__read_count"), quiver},
 		{"agent-http", agentHTTP, quiver},
 	}
+	// A baseline build, when given, answers rest, agent-mcp and agent-http
+	// too, in turns with this build's, so a change is measured against what
+	// it changes in the same stretch of time.
+	if bin := os.Getenv("QUIVER_BENCH_BASELINE"); bin != "" {
+		base, key, id, agentID := mqQuiver(b, bin, "mcpbenchbase", counter.URL)
+		agentURL := fmt.Sprintf("%s/api/v1/agents/%d/mcp", base.URL, agentID)
+		restBody := fmt.Appendf(nil, `{"tool":%d,"action":"read_count","arguments":{}}`, id)
+		variants = append(variants,
+			mqVariant{"rest-base", viaHTTPKey(key, "rest-base", base.URL+mqCallPath, func() []byte { return restBody }, func([]byte) bool { return true }), base},
+			mqVariant{"agent-mcp-base", viaSDK(mqBenchSession(b, agentURL, key, transport), "counter__read_count"), base},
+			mqVariant{"agent-http-base", viaHTTPKey(key, "agent-http-base", agentURL, callBody("counter__read_count"), mcpOK, mcpHeaders...), base},
+		)
+	}
 	for _, v := range variants {
 		v.call(b)
 	}
 	return variants
+}
+
+// mqQuiver starts bin as quiver serve on a database of its own, connects
+// the MCP server at counterURL to it as a tool attached to an agent, and
+// returns the process, an API key, the tool's ID and the agent's.
+func mqQuiver(b *testing.B, bin, db, counterURL string) (quiver *proc, key string, id, agentID int64) {
+	b.Helper()
+	// Quiver runs as its own process, as in production, so its CPU time is
+	// its own: the caller and the MCP server share this process.
+	env := map[string]string{
+		"DATABASE_URL":                testdb.Postgres(b, db),
+		"QUIVER_SECRET_KEY":           testserver.TestSecretKey,
+		"QUIVER_DATA_DIR":             b.TempDir(),
+		"QUIVER_EGRESS_ALLOW_PRIVATE": "true",
+		"QUIVER_LOG_LEVEL":            "warn",
+		"QUIVER_PPROF_ADDR":           os.Getenv("QUIVER_BENCH_PPROF_ADDR"), // to profile Quiver during a run
+		"GOGC":                        os.Getenv("QUIVER_BENCH_GOGC"),       // the Quiver under test's alone
+		"GOMAXPROCS":                  os.Getenv("QUIVER_BENCH_GOMAXPROCS"), // likewise
+		"GODEBUG":                     os.Getenv("QUIVER_BENCH_GODEBUG"),    // likewise
+	}
+	if bin != quiverBinary(b) {
+		env["QUIVER_PPROF_ADDR"] = "" // the address is the build under test's
+	}
+	key = createKeyWith(b, bin, env, "bench")
+	quiver = startProcAs(b, env, bin, "serve")
+	r := testserver.Do(b, quiver.URL, key, "POST", "/api/v1/agents/custom-tools/", map[string]any{"mcp_tool": "custom-mcp", "name": "counter"})
+	if r.Status != 201 {
+		b.Fatalf("create: %d %s", r.Status, r.Body)
+	}
+	id = int64(r.JSON()["id"].(float64))
+	r = testserver.Do(b, quiver.URL, key, "POST", fmt.Sprintf("/api/v1/agents/custom-tools/%d/provide-config/", id),
+		map[string]any{"user_response": map[string]any{"url": counterURL}})
+	if r.Status != 200 {
+		b.Fatalf("configure: %d %s", r.Status, r.Body)
+	}
+	r = testserver.Do(b, quiver.URL, key, "POST", "/api/v1/agents/", map[string]any{"name": "bench", "tools": []int64{id}})
+	if r.Status != 201 {
+		b.Fatalf("agent: %d %s", r.Status, r.Body)
+	}
+	return quiver, key, id, int64(r.JSON()["id"].(float64))
 }
 
 // proxyTargetEnv, when set, makes this test binary a bare reverse proxy to

@@ -30,6 +30,9 @@ import (
 //	go test ./internal/e2e/ -run '^$' -bench MCPInterleaved -benchtime 1x
 //
 // QUIVER_BENCH_ROUNDS sets the number of rounds (default 24).
+// QUIVER_BENCH_BASELINE names another quiver binary (a build of the commit
+// a change starts from) to measure in the same turns: rest, agent-mcp and
+// agent-http against it too, and this build's figures over its.
 func BenchmarkMCPInterleaved(b *testing.B) {
 	variants := mqSetup(b)
 	rounds := 24
@@ -63,7 +66,7 @@ func BenchmarkMCPInterleaved(b *testing.B) {
 		"x direct", "same client", "CPU 1 µs", "CPU 16 µs")
 	for i, v := range variants {
 		same := direct
-		if strings.HasSuffix(v.name, "-http") || v.name == "rest" {
+		if strings.Contains(v.name, "-http") || strings.HasPrefix(v.name, "rest") {
 			same = directHTTP
 		}
 		over, overSame := seq[i].p50()-seq[direct].p50(), seq[i].p50()-seq[same].p50()
@@ -81,6 +84,17 @@ func BenchmarkMCPInterleaved(b *testing.B) {
 			b.ReportMetric(mus(cpu1), v.name+"-cpu1-µs")
 			b.ReportMetric(mus(cpu16), v.name+"-cpu16-µs")
 		}
+	}
+	// Against a baseline build (QUIVER_BENCH_BASELINE): each variant it
+	// answers, this build's figure over the baseline's.
+	for i, v := range variants {
+		base := slices.IndexFunc(variants, func(w mqVariant) bool { return w.name == v.name+"-base" })
+		if base < 0 {
+			continue
+		}
+		fmt.Fprintf(&t, "%-12s p50 %+7.1f µs over baseline, throughput %.2fx, CPU %.2fx / %.2fx (1 / 16 callers)\n", v.name,
+			mus(seq[i].p50()-seq[base].p50()), par[i].rate()/par[base].rate(),
+			float64(seq[i].cpuPerCall())/float64(seq[base].cpuPerCall()), float64(par[i].cpuPerCall())/float64(par[base].cpuPerCall()))
 	}
 	b.Log("\n" + t.String())
 }
