@@ -46,15 +46,20 @@ func (c *call) dispatch(ctx context.Context, rt *toolconfig.Resolved, action *co
 		}
 	}
 	dur := time.Since(began)
-	// Recording must happen even if the client is gone.
-	rctx, rcancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-	defer rcancel()
-	if refused != nil {
-		return c.rejected(rctx, rt, action, callID, dur, refused)
+	// Recording must happen even if the client is gone, on a context made
+	// only where something is recorded before the answer: a keyless call's
+	// success is queued for the log, and a timer it does not need would cost
+	// it CPU (a new earliest timer may wake a thread to watch it).
+	recording := func() (context.Context, context.CancelFunc) {
+		return context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	}
-	if err != nil {
-		kind := connectors.KindOf(err)
-		if kind == connectors.KindOutcomeUnknown {
+	if refused != nil || err != nil {
+		rctx, rcancel := recording()
+		defer rcancel()
+		switch {
+		case refused != nil:
+			return c.rejected(rctx, rt, action, callID, dur, refused)
+		case connectors.KindOf(err) == connectors.KindOutcomeUnknown:
 			return c.unknown(rctx, rt, action, callID, dur, err)
 		}
 		return c.rejected(rctx, rt, action, callID, dur, err)
@@ -74,6 +79,8 @@ func (c *call) dispatch(ctx context.Context, rt *toolconfig.Resolved, action *co
 		// entry is written with the outcome, so a crash right after cannot
 		// lose it.
 		entry := c.entry(rt, action, callID, outcome, dur)
+		rctx, rcancel := recording()
+		defer rcancel()
 		cctx, ccancel := context.WithDeadline(rctx, c.leaseUntil)
 		ok, err := e.opts.Store.Complete(cctx, c.req.AccountID, c.req.Key, c.token, 200, ContentType, respBody, &entry)
 		ccancel()

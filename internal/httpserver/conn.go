@@ -2,6 +2,7 @@ package httpserver
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -191,7 +192,13 @@ func (c *conn) readRequest() (*http.Request, error) {
 	if !c.state.CompareAndSwap(stateIdle, stateActive) {
 		return nil, net.ErrClosed // shut down while idle
 	}
-	c.rwc.SetReadDeadline(time.Now().Add(opts.ReadHeaderTimeout))
+	// A deadline is set only for what may have to be waited for: each
+	// moves a runtime timer, and one moved earlier than the rest wakes a
+	// thread to watch it. A small request arrives whole, so reading it
+	// never waits, and the idle deadline, moved later each time, stays.
+	if !headBuffered(c.br) {
+		c.rwc.SetReadDeadline(time.Now().Add(opts.ReadHeaderTimeout))
+	}
 	c.limit.N = int64(opts.MaxHeaderBytes) + bufferSize
 	req, err := http.ReadRequest(c.br)
 	exhausted := c.limit.N <= 0
@@ -213,7 +220,7 @@ func (c *conn) readRequest() (*http.Request, error) {
 		}
 		return nil, parseRefusal(err)
 	}
-	if req.Body != http.NoBody {
+	if req.Body != http.NoBody && (req.ContentLength < 0 || int64(c.br.Buffered()) < req.ContentLength) {
 		c.rwc.SetReadDeadline(time.Now().Add(opts.BodyTimeout))
 	} // else nothing reads the connection before the next request's deadline
 	if err := check(req); err != nil {
@@ -221,6 +228,14 @@ func (c *conn) readRequest() (*http.Request, error) {
 	}
 	req.RemoteAddr = c.remote
 	return req.WithContext(c.ctx), nil
+}
+
+// headBuffered reports whether br holds a whole request head (its line and
+// headers, up to the empty line), so that reading it cannot wait. A head
+// whose lines end in a bare LF is not recognised, and gets a deadline.
+func headBuffered(br *bufio.Reader) bool {
+	b, _ := br.Peek(br.Buffered())
+	return bytes.Contains(b, []byte("\r\n\r\n"))
 }
 
 // check refuses what net/http's server refuses after parsing.

@@ -281,6 +281,39 @@ func TestReadHeaderTimeout(t *testing.T) {
 	}
 }
 
+// A request that arrives whole is read without a deadline of its own;
+// what follows it on the connection is still bounded: a head that stalls
+// behind it by ReadHeaderTimeout, a body that stalls by BodyTimeout.
+func TestStallAfterAWholeRequest(t *testing.T) {
+	t.Parallel()
+	const timeout = 100 * time.Millisecond
+	opts := &httpserver.Options{ReadHeaderTimeout: timeout, BodyTimeout: timeout, IdleTimeout: time.Hour}
+	for name, stall := range map[string]string{
+		"head": "GET /two HTTP/1.1\r\nHost: x\r\n",
+		"body": "POST /two HTTP/1.1\r\nHost: x\r\nContent-Length: 10\r\n\r\nhalf!",
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			ts := setup(t, echo, opts)
+			rc := dial(t, ts.addr)
+			rc.send(get) // the connection's idle deadline is now IdleTimeout's
+			rc.read("GET")
+			start := time.Now()
+			rc.send("POST /one HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\n\r\none" + stall)
+			if _, body := rc.read("POST"); body != "one" {
+				t.Fatalf("got %q, want %q", body, "one")
+			}
+			if name == "body" {
+				rc.read("POST") // the handler's read fails; the answer says so
+			}
+			rc.expectClosed()
+			if d := time.Since(start); d < timeout {
+				t.Fatalf("closed after %v, before the timeout", d)
+			}
+		})
+	}
+}
+
 // A new connection owes its first request within ReadHeaderTimeout: one
 // that sends nothing is not kept for the (longer) IdleTimeout.
 func TestSilentNewConnection(t *testing.T) {
