@@ -22,9 +22,11 @@ test-sdk: build ## the Python and JavaScript SDK suites against a real quiver se
 	cd sdk/python && QUIVER_BIN=$(CURDIR)/bin/quiver python3 -m unittest discover -s tests
 	cd sdk/js && QUIVER_BIN=$(CURDIR)/bin/quiver node --test test/
 
-lint: ## gofmt, go vet and staticcheck
+lint: ## gofmt, go vet, staticcheck, and the binary's build for macOS and Windows
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
+	GOOS=darwin $(GO) build -o /dev/null ./cmd/quiver
+	GOOS=windows $(GO) build -o /dev/null ./cmd/quiver
 	$(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2 ./...
 
 bench: ## load test of the call endpoint vs an echo baseline, and MCP calls direct, via baseline proxies and via Quiver
