@@ -24,7 +24,9 @@ type fdRoute struct{ method, path string }
 // document must hold exactly these, and the server must answer each.
 var fdRoutes = []fdRoute{
 	{"GET", "/healthz"},
+	{"HEAD", "/healthz"},
 	{"GET", "/readyz"},
+	{"HEAD", "/readyz"},
 	{"GET", "/metrics"},
 	{"GET", "/openapi.json"},
 	{"GET", "/api/v1/agents/tools/available/"},

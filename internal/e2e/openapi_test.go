@@ -294,7 +294,9 @@ func TestOpenAPIResponses(t *testing.T) {
 
 	// Operations.
 	send(anon, 200, "GET", "/healthz", "/healthz", nil)
+	send(anon, 200, "HEAD", "/healthz", "/healthz", nil)
 	send(anon, 200, "GET", "/readyz", "/readyz", nil)
+	send(anon, 200, "HEAD", "/readyz", "/readyz", nil)
 	send(anon, 200, "GET", "/metrics", "/metrics", nil)
 	if r := send(anon, 200, "GET", "/openapi.json", "/openapi.json", nil); !bytes.Equal(r.Body, s.raw) {
 		t.Error("GET /openapi.json does not serve internal/api/openapi.json byte for byte")
