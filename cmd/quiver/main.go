@@ -139,7 +139,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		if sysmonNote != "" {
 			logger.Info("serving without adding GODEBUG "+serveGODEBUG+" (the setting saves CPU on every call: README, Performance)", "reason", sysmonNote)
 		}
-		if err := serve(ctx, cfg, logger, stdout); err != nil {
+		err := serve(ctx, cfg, logger, stdout)
+		var stopped stoppedStarting
+		switch {
+		case errors.As(err, &stopped):
+			logger.Info("stopped by a signal before serving", "interrupted", stopped.err.Error())
+		case err != nil:
 			logger.Error("quiver serve failed", "error", err.Error())
 			return loggedError{err}
 		}
@@ -167,6 +172,12 @@ func catalogCheck(stdout io.Writer) error {
 	return nil
 }
 
+// stoppedStarting is a start a signal cut short (while the database did
+// not answer, say): asked to stop, serve stopped, and exits 0.
+type stoppedStarting struct{ err error }
+
+func (s stoppedStarting) Error() string { return "stopped while starting: " + s.err.Error() }
+
 func serve(ctx context.Context, cfg *config.Config, logger *slog.Logger, stdout io.Writer) error {
 	if cfg.Embedded() {
 		// The embedded database serves one process: a second serve on the
@@ -179,6 +190,9 @@ func serve(ctx context.Context, cfg *config.Config, logger *slog.Logger, stdout 
 	}
 	a, err := app.New(ctx, cfg, logger)
 	if err != nil {
+		if ctx.Err() != nil {
+			return stoppedStarting{err}
+		}
 		return err
 	}
 	defer a.Close()

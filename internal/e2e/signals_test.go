@@ -2,7 +2,9 @@ package e2e
 
 import (
 	"fmt"
+	"net"
 	"net/http"
+	"os/exec"
 	"strings"
 	"syscall"
 	"testing"
@@ -69,5 +71,65 @@ func TestSignals(t *testing.T) {
 	}
 	if logs := p.logText(); !strings.Contains(logs, "a second signal: stopping at once") {
 		t.Errorf("the second signal was not logged:\n%s", logs)
+	}
+}
+
+// A SIGTERM while serve waits for a database that does not answer (a host
+// that drops packets, here a listener that never speaks) stops it at once,
+// cleanly: GORM's ping at open used to hold it, deaf to the signal, for as
+// long as the connection lasted.
+func TestSignalWhileTheDatabaseDoesNotAnswer(t *testing.T) {
+	t.Parallel()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	connected := make(chan net.Conn, 8)
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			connected <- c // held open, never answered
+		}
+	}()
+	defer func() {
+		for len(connected) > 0 {
+			(<-connected).Close()
+		}
+	}()
+
+	var stderr strings.Builder
+	cmd := exec.Command(quiverBinary(t), "serve")
+	cmd.Env = envList(map[string]string{
+		"DATABASE_URL":      "postgres://quiver@" + ln.Addr().String() + "/quiver",
+		"QUIVER_SECRET_KEY": testserver.TestSecretKey,
+		"QUIVER_ADDR":       freeAddr(t),
+	})
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case c := <-connected:
+		connected <- c
+	case <-time.After(10 * time.Second):
+		cmd.Process.Kill()
+		t.Fatal("serve never connected to the database")
+	}
+	cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		cmd.Process.Kill()
+		<-done
+		t.Fatalf("serve did not stop within 5 s of SIGTERM:\n%s", stderr.String())
+	}
+	if code := cmd.ProcessState.ExitCode(); code != 0 || !strings.Contains(stderr.String(), "stopped by a signal before serving") {
+		t.Fatalf("exit code %d, want 0 and the stop logged:\n%s", code, stderr.String())
 	}
 }

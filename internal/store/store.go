@@ -72,11 +72,20 @@ type Options struct {
 	Logger      *slog.Logger
 }
 
+// OpenTimeout bounds Open's first round trip to Postgres.
+const OpenTimeout = 30 * time.Second
+
 // Open connects to the database. It does not migrate.
 func Open(ctx context.Context, opts Options) (*Store, error) {
 	gcfg := &gorm.Config{Logger: logger.New(discardWriter{}, logger.Config{LogLevel: logger.Silent}), TranslateError: false}
 	if opts.DatabaseURL != "" {
-		db, err := gorm.Open(postgres.New(postgres.Config{DSN: opts.DatabaseURL}), gcfg)
+		// GORM's own ping at open takes no context: a database host that
+		// drops packets would hold the process, deaf to SIGTERM, for as
+		// long as the kernel keeps trying. Ours below has the caller's
+		// context and a bound.
+		pgcfg := *gcfg
+		pgcfg.DisableAutomaticPing = true
+		db, err := gorm.Open(postgres.New(postgres.Config{DSN: opts.DatabaseURL}), &pgcfg)
 		if err != nil {
 			return nil, fmt.Errorf("store: open postgres: %w", err)
 		}
@@ -89,7 +98,13 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 		sqlDB.SetConnMaxIdleTime(5 * time.Minute)
 		s := &Store{db: db, sql: sqlDB, dialect: Postgres, nowMS: "(extract(epoch from clock_timestamp()) * 1000)::bigint"}
 		s.idem = newIdemSQL(s.dialect, s.nowMS)
-		return s, s.Ping(ctx)
+		pctx, cancel := context.WithTimeout(ctx, OpenTimeout)
+		defer cancel()
+		err = s.Ping(pctx)
+		if err != nil && ctx.Err() == nil && pctx.Err() != nil {
+			err = fmt.Errorf("no answer within %s (connect_timeout in the URL bounds each attempt): %w", OpenTimeout, err)
+		}
+		return s, err
 	}
 	if err := os.MkdirAll(opts.DataDir, 0o700); err != nil {
 		return nil, fmt.Errorf("QUIVER_DATA_DIR: cannot create %s: %w", opts.DataDir, err)
