@@ -46,16 +46,18 @@ func main() {
 	if len(os.Args) == 2 && os.Args[1] == "serve" {
 		reexecServe()
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	// The first signal drains; a second one ends the process at once, as
+	// an operator expects, and says so. One channel, with room for both,
+	// takes them from the start: a second signal sent right behind the
+	// first is not lost while the first is being handled.
+	signals := make(chan os.Signal, 2)
+	signal.Notify(signals, os.Interrupt, syscall.SIGTERM)
+	ctx, stop := context.WithCancel(context.Background())
 	defer stop()
 	go func() {
-		// The first signal drains; a second one ends the process at once,
-		// as an operator expects, and says so.
-		<-ctx.Done()
-		again := make(chan os.Signal, 1)
-		signal.Notify(again, os.Interrupt, syscall.SIGTERM)
+		<-signals
 		stop()
-		<-again
+		<-signals
 		logging.New(os.Stderr, "error").Error("a second signal: stopping at once; requests in flight are cut off")
 		os.Exit(1)
 	}()

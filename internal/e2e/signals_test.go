@@ -72,6 +72,25 @@ func TestSignals(t *testing.T) {
 	if logs := p.logText(); !strings.Contains(logs, "a second signal: stopping at once") {
 		t.Errorf("the second signal was not logged:\n%s", logs)
 	}
+
+	// Two signals sent back to back: the second is not lost while the
+	// first is handled (it was, every time). Two different ones, as the
+	// kernel merges a signal sent while the same one is still pending.
+	p = startProc(t, env)
+	go func() {
+		body := fmt.Sprintf(`{"tool":%d,"action":"get","arguments":{"path":"/slow","query":{"ms":"20000"}}}`, id)
+		req, _ := http.NewRequest("POST", p.URL+callPath, strings.NewReader(body))
+		req.Header.Set("X-API-KEY", key)
+		if resp, err := http.DefaultClient.Do(req); err == nil {
+			resp.Body.Close()
+		}
+	}()
+	testserver.Eventually(t, 5*time.Second, "the call to reach the tool", func() bool { return tool.count("/slow") == 3 })
+	p.cmd.Process.Signal(syscall.SIGINT)
+	p.cmd.Process.Signal(syscall.SIGTERM)
+	if !exited(p, 3*time.Second) {
+		t.Fatal("two signals back to back did not end the process at once")
+	}
 }
 
 // A SIGTERM while serve waits for a database that does not answer (a host
