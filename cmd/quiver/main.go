@@ -174,6 +174,24 @@ func catalogCheck(stdout io.Writer) error {
 	return nil
 }
 
+// firstKey makes the embedded database's first account and prints its API
+// key, once: when no account exists yet. A signal does not cut it short
+// (it is two quick local writes): cut between them, it left an account no
+// start would make a key for again.
+func firstKey(ctx context.Context, accts *accounts.Service, stdout io.Writer) error {
+	ctx = context.WithoutCancel(ctx)
+	has, err := accts.HasAccounts(ctx)
+	if err != nil || has {
+		return err
+	}
+	key, _, err := accts.CreateKey(ctx, "default")
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "Created account \"default\". Its API key (shown once, keep it):\n%s\n", key)
+	return nil
+}
+
 // stoppedStarting is a start a signal cut short (while the database did
 // not answer, say): asked to stop, serve stopped, and exits 0.
 type stoppedStarting struct{ err error }
@@ -203,16 +221,8 @@ func serve(ctx context.Context, cfg *config.Config, logger *slog.Logger, stdout 
 		// fails to listen shows no key, which the next start would not
 		// show again.
 		if cfg.Embedded() {
-			has, err := a.Accounts.HasAccounts(ctx)
-			if err != nil {
+			if err := firstKey(ctx, a.Accounts, stdout); err != nil {
 				return err
-			}
-			if !has {
-				key, _, err := a.Accounts.CreateKey(ctx, "default")
-				if err != nil {
-					return err
-				}
-				fmt.Fprintf(stdout, "Created account \"default\". Its API key (shown once, keep it):\n%s\n", key)
 			}
 		}
 		db := "postgres"
