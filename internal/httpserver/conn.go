@@ -52,6 +52,7 @@ type conn struct {
 
 	limit io.LimitedReader // under br: bounds the header block
 	br    *bufio.Reader
+	w     writer // under bw
 	bw    *bufio.Writer
 	out   []byte // a response's held body, reused across requests
 
@@ -64,8 +65,33 @@ func newConn(s *Server, rwc net.Conn) *conn {
 	c.ctx = context.WithValue(context.Background(), http.LocalAddrContextKey, rwc.LocalAddr())
 	c.limit = io.LimitedReader{R: rwc, N: math.MaxInt64}
 	c.br = bufio.NewReaderSize(&c.limit, bufferSize)
-	c.bw = bufio.NewWriterSize(rwc, bufferSize)
+	c.w = writer{conn: rwc, timeout: s.opts.WriteTimeout}
+	c.bw = bufio.NewWriterSize(&c.w, bufferSize)
 	return c
+}
+
+// writer is the connection as the server writes to it: each piece of at
+// most writeChunk bytes must be taken within timeout. The write deadline
+// moves later with every piece, which never makes its runtime timer the
+// earliest (no thread wakeup per answer, unlike a deadline set earlier).
+type writer struct {
+	conn    net.Conn
+	timeout time.Duration
+}
+
+// writeChunk is how much of an answer each write deadline covers.
+const writeChunk = 64 << 10
+
+func (w *writer) Write(p []byte) (n int, err error) {
+	for len(p) > 0 && err == nil {
+		piece := p[:min(len(p), writeChunk)]
+		w.conn.SetWriteDeadline(time.Now().Add(w.timeout))
+		var m int
+		m, err = w.conn.Write(piece)
+		n += m
+		p = p[m:]
+	}
+	return n, err
 }
 
 // serve answers requests on the connection until it closes, fails, stops
@@ -297,7 +323,7 @@ func (c *conn) serveRequest(req *http.Request) bool {
 // connection then closes.
 func (c *conn) refuse(r *Refusal) {
 	ctype, body := c.srv.opts.ErrorBody(*r)
-	c.rwc.SetWriteDeadline(time.Now().Add(time.Second))
+	c.w.timeout = time.Second // a refusal is small; the connection closes after it
 	fmt.Fprintf(c.bw, "HTTP/1.1 %d %s\r\nContent-Type: %s\r\nContent-Length: %d\r\nConnection: close\r\n",
 		r.Status, http.StatusText(r.Status), ctype, len(body))
 	if c.srv.opts.OnRefusal != nil {

@@ -47,6 +47,7 @@ const (
 	DefaultReadHeaderTimeout = 10 * time.Second
 	DefaultIdleTimeout       = 120 * time.Second
 	DefaultBodyTimeout       = 60 * time.Second
+	DefaultWriteTimeout      = 30 * time.Second
 	DefaultMaxHeaderBytes    = 1 << 20
 )
 
@@ -62,6 +63,13 @@ type Options struct {
 	// headers, so a client trickling a body cannot hold a connection (and
 	// a handler) forever. A read past it fails and the connection closes.
 	BodyTimeout time.Duration
+	// WriteTimeout bounds how long the client may take to accept each
+	// piece of an answer (up to 64 KiB) the server writes, so a client
+	// that stops reading cannot hold its connection, its handler and a
+	// graceful stop forever. A write past it fails and the connection
+	// closes. It bounds progress, not the whole answer: a long stream or
+	// a large body on a slow link is fine while it moves.
+	WriteTimeout time.Duration
 	// MaxHeaderBytes bounds a request's line and headers; more gets 431.
 	MaxHeaderBytes int
 	// ErrorBody renders the body of a request the server refuses before any
@@ -88,6 +96,9 @@ func (o *Options) withDefaults() Options {
 	}
 	if out.BodyTimeout <= 0 {
 		out.BodyTimeout = DefaultBodyTimeout
+	}
+	if out.WriteTimeout <= 0 {
+		out.WriteTimeout = DefaultWriteTimeout
 	}
 	if out.MaxHeaderBytes <= 0 {
 		out.MaxHeaderBytes = DefaultMaxHeaderBytes
