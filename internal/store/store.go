@@ -181,10 +181,23 @@ func interpretWrite(err error) error {
 	if !errors.Is(out, ErrUnavailable) {
 		return out
 	}
-	if notConnected(err) {
+	if notConnected(err) || outOfResources(err) {
 		return out
 	}
 	return fmt.Errorf("%w (%w): %v", ErrUnavailable, ErrInterrupted, err)
+}
+
+// outOfResources reports whether the database refused a statement for want
+// of disk, memory or connections (Postgres class 53; SQLite's full disk or a
+// failed disk I/O). The database answered, so a change was not applied; it
+// cannot take requests until an operator frees what ran out.
+func outOfResources(err error) bool {
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) {
+		return strings.HasPrefix(pgErr.Code, "53")
+	}
+	msg := err.Error()
+	return strings.Contains(msg, "database or disk is full") || strings.Contains(msg, "disk I/O error")
 }
 
 // notConnected reports whether err is a connection that could not be made
@@ -211,7 +224,7 @@ func interpret(err error) error {
 			return fmt.Errorf("%w: %s", ErrConflict, pgErr.ConstraintName)
 		case pgErr.Code == "23503":
 			return fmt.Errorf("%w: %s", ErrForeignKey, pgErr.ConstraintName)
-		case strings.HasPrefix(pgErr.Code, "08"), pgErr.Code == "57P01", pgErr.Code == "57P02", pgErr.Code == "57P03", pgErr.Code == "53300":
+		case strings.HasPrefix(pgErr.Code, "08"), pgErr.Code == "57P01", pgErr.Code == "57P02", pgErr.Code == "57P03", outOfResources(err):
 			return fmt.Errorf("%w: %v", ErrUnavailable, err)
 		}
 		return err
@@ -224,7 +237,7 @@ func interpret(err error) error {
 		return fmt.Errorf("%w: %s", ErrForeignKey, msg)
 	}
 	var netErr net.Error
-	if notConnected(err) || errors.Is(err, context.DeadlineExceeded) || errors.As(err, &netErr) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) ||
+	if notConnected(err) || outOfResources(err) || errors.Is(err, context.DeadlineExceeded) || errors.As(err, &netErr) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) ||
 		strings.Contains(msg, "conn closed") || strings.Contains(msg, "broken pipe") {
 		return fmt.Errorf("%w: %v", ErrUnavailable, err)
 	}

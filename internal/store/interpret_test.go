@@ -1,0 +1,36 @@
+package store
+
+import (
+	"errors"
+	"fmt"
+	"testing"
+
+	"github.com/jackc/pgx/v5/pgconn"
+)
+
+// A database that ran out of disk, memory or connections answered, and
+// applied nothing: unavailable (503), not a bug (500), and for a write not
+// "interrupted" (a change that may have been applied).
+func TestInterpretOutOfResources(t *testing.T) {
+	for name, tc := range map[string]struct {
+		err         error
+		unavailable bool
+		interrupted bool // for a write
+	}{
+		"postgres disk full":            {&pgconn.PgError{Code: "53100"}, true, false},
+		"postgres out of memory":        {&pgconn.PgError{Code: "53200"}, true, false},
+		"postgres too many connections": {&pgconn.PgError{Code: "53300"}, true, false},
+		"sqlite disk full":              {fmt.Errorf("exec: %w", errors.New("database or disk is full (13)")), true, false},
+		"sqlite disk I/O":               {errors.New("disk I/O error (10)"), true, false},
+		"postgres unique violation":     {&pgconn.PgError{Code: "23505"}, false, false},
+		"a connection lost mid-write":   {errors.New("conn closed"), true, true},
+	} {
+		err, werr := interpret(tc.err), interpretWrite(tc.err)
+		if errors.Is(err, ErrUnavailable) != tc.unavailable || errors.Is(werr, ErrUnavailable) != tc.unavailable {
+			t.Errorf("%s: interpret = %v, interpretWrite = %v; unavailable should be %v", name, err, werr, tc.unavailable)
+		}
+		if errors.Is(werr, ErrInterrupted) != tc.interrupted {
+			t.Errorf("%s: interpretWrite = %v; interrupted should be %v", name, werr, tc.interrupted)
+		}
+	}
+}
