@@ -107,8 +107,18 @@ func (s *Store) withMigrationLock(ctx context.Context, fn func(db *gorm.DB) erro
 	}
 	return s.db.WithContext(ctx).Connection(func(db *gorm.DB) error {
 		if s.dialect == Postgres {
-			if err := db.Exec("SELECT pg_advisory_lock(?)", int64(migrationLockID)).Error; err != nil {
+			// Another process migrating holds the lock, perhaps for long (or
+			// hung): say so, so that a start that waits is not silent.
+			var got bool
+			if err := db.Raw("SELECT pg_try_advisory_lock(?)", int64(migrationLockID)).Scan(&got).Error; err != nil {
 				return interpret(err)
+			}
+			if !got {
+				s.log.Warn("waiting for the migration lock: another process is migrating this database (quiver migrate, or another replica starting); this one goes on when it is done")
+				if err := db.Exec("SELECT pg_advisory_lock(?)", int64(migrationLockID)).Error; err != nil {
+					return interpret(err)
+				}
+				s.log.Info("got the migration lock")
 			}
 			defer db.Exec("SELECT pg_advisory_unlock(?)", int64(migrationLockID))
 		}

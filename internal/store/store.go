@@ -62,6 +62,7 @@ type Store struct {
 	// migrateLock is the file whose lock SQLite's migrations hold, so that
 	// two processes starting on one data folder do not both apply them.
 	migrateLock string
+	log         *slog.Logger // never nil
 }
 
 // Options configures Open.
@@ -70,6 +71,14 @@ type Options struct {
 	DatabaseURL string
 	DataDir     string
 	Logger      *slog.Logger
+}
+
+// logTo is l, or a logger that discards.
+func logTo(l *slog.Logger) *slog.Logger {
+	if l == nil {
+		return slog.New(slog.DiscardHandler)
+	}
+	return l
 }
 
 // OpenTimeout bounds Open's first round trip to Postgres.
@@ -96,7 +105,7 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 		sqlDB.SetMaxOpenConns(32)
 		sqlDB.SetMaxIdleConns(32)
 		sqlDB.SetConnMaxIdleTime(5 * time.Minute)
-		s := &Store{db: db, sql: sqlDB, dialect: Postgres, nowMS: "(extract(epoch from clock_timestamp()) * 1000)::bigint"}
+		s := &Store{db: db, sql: sqlDB, dialect: Postgres, nowMS: "(extract(epoch from clock_timestamp()) * 1000)::bigint", log: logTo(opts.Logger)}
 		s.idem = newIdemSQL(s.dialect, s.nowMS)
 		pctx, cancel := context.WithTimeout(ctx, OpenTimeout)
 		defer cancel()
@@ -131,7 +140,7 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 	// "database is locked" errors. No transaction is held across a tool call.
 	sqlDB.SetMaxOpenConns(1)
 	s := &Store{db: db, sql: sqlDB, dialect: SQLite, nowMS: "CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER)",
-		migrateLock: path + ".migrate-lock"}
+		migrateLock: path + ".migrate-lock", log: logTo(opts.Logger)}
 	s.idem = newIdemSQL(s.dialect, s.nowMS)
 	return s, s.Ping(ctx)
 }
