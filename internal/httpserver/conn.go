@@ -52,6 +52,7 @@ type conn struct {
 
 	limit io.LimitedReader // under br: bounds the header block
 	br    *bufio.Reader
+	in    reader // under limit, under br
 	w     writer // under bw
 	bw    *bufio.Writer
 	out   []byte // a response's held body, reused across requests
@@ -63,11 +64,28 @@ type conn struct {
 func newConn(s *Server, rwc net.Conn) *conn {
 	c := &conn{srv: s, rwc: rwc, remote: rwc.RemoteAddr().String()}
 	c.ctx = context.WithValue(context.Background(), http.LocalAddrContextKey, rwc.LocalAddr())
-	c.limit = io.LimitedReader{R: rwc, N: math.MaxInt64}
+	c.in = reader{r: rwc}
+	c.limit = io.LimitedReader{R: &c.in, N: math.MaxInt64}
 	c.br = bufio.NewReaderSize(&c.limit, bufferSize)
 	c.w = writer{conn: rwc, timeout: s.opts.WriteTimeout}
 	c.bw = bufio.NewWriterSize(&c.w, bufferSize)
 	return c
+}
+
+// reader is the connection as the server reads it, keeping its last
+// error: bufio's ReadLine hands a line cut by a timeout or a close over
+// as if whole, and http.ReadRequest then calls it malformed.
+type reader struct {
+	r   io.Reader
+	err error
+}
+
+func (r *reader) Read(p []byte) (int, error) {
+	n, err := r.r.Read(p)
+	if err != nil {
+		r.err = err
+	}
+	return n, err
 }
 
 // writer is the connection as the server writes to it: each piece of at
@@ -226,6 +244,7 @@ func (c *conn) readRequest() (*http.Request, error) {
 		c.rwc.SetReadDeadline(time.Now().Add(opts.ReadHeaderTimeout))
 	}
 	c.limit.N = int64(opts.MaxHeaderBytes) + bufferSize
+	c.in.err = nil
 	req, err := http.ReadRequest(c.br)
 	exhausted := c.limit.N <= 0
 	c.limit.N = math.MaxInt64
@@ -243,6 +262,10 @@ func (c *conn) readRequest() (*http.Request, error) {
 			return nil, refuse(http.StatusBadRequest, "The request's target is malformed: %v.", target.Err)
 		case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF), isNetError(err):
 			return nil, err
+		case c.in.err != nil:
+			// The head was cut short (a stall past the deadline, a
+			// close), not malformed: nothing to answer.
+			return nil, c.in.err
 		}
 		return nil, parseRefusal(err)
 	}

@@ -180,6 +180,8 @@ func TestClientGoneMidRequest(t *testing.T) {
 		"GET / HTTP/1.1\r\n",
 		"GET / HTTP/1.1\r\nHost: x\r\n",
 		"GET / HTTP/1.1\r\nHost: x\r\nX-Half: v",
+		"GET / HT",                          // cut inside the request line
+		"GET / HTTP/1.1\r\nHost: x\r\nX-Ha", // inside a header's name
 	} {
 		t.Run(fmt.Sprintf("%q", partial), func(t *testing.T) {
 			t.Parallel()

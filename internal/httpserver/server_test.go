@@ -13,6 +13,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
@@ -268,17 +269,22 @@ func TestIdleTimeout(t *testing.T) {
 }
 
 // ReadHeaderTimeout closes a connection whose header block stalls, with no
-// response.
+// response: a stall inside a line is not a malformed request.
 func TestReadHeaderTimeout(t *testing.T) {
 	t.Parallel()
 	const timeout = 100 * time.Millisecond
-	ts := setup(t, echo, &httpserver.Options{ReadHeaderTimeout: timeout})
-	rc := dial(t, ts.addr)
-	start := time.Now()
-	rc.send("GET / HTTP/1.1\r\nHost: x\r\n")
-	rc.expectClosed()
-	if d := time.Since(start); d < timeout {
-		t.Fatalf("closed after %v, before the timeout", d)
+	for _, partial := range []string{"GET / HTTP/1.1\r\nHost: x\r\n", "GET / HT", "GET / HTTP/1.1\r\nHo"} {
+		t.Run(fmt.Sprintf("%q", partial), func(t *testing.T) {
+			t.Parallel()
+			ts := setup(t, echo, &httpserver.Options{ReadHeaderTimeout: timeout})
+			rc := dial(t, ts.addr)
+			start := time.Now()
+			rc.send(partial)
+			rc.expectClosed()
+			if d := time.Since(start); d < timeout {
+				t.Fatalf("closed after %v, before the timeout", d)
+			}
+		})
 	}
 }
 
