@@ -41,6 +41,11 @@ const (
 	// maxDrain is how much of a body the handler left unread is read and
 	// dropped to keep the connection; past it the connection closes.
 	maxDrain = 256 << 10
+	// drainWait bounds how long the server waits for the rest of a body
+	// the handler left unread: a client still sending it promptly keeps
+	// its connection; a slow one gets its answer and the connection
+	// closes, rather than wait out BodyTimeout for bytes nobody reads.
+	drainWait = time.Second
 )
 
 type conn struct {
@@ -436,6 +441,9 @@ func (b *body) drain() bool {
 		// More is announced than is worth reading: answer now and close,
 		// rather than wait for a body that may be slow or never come.
 		return false
+	}
+	if b.left < 0 || b.left > int64(b.w.c.br.Buffered()) {
+		b.w.c.rwc.SetReadDeadline(time.Now().Add(min(drainWait, b.w.c.srv.opts.BodyTimeout)))
 	}
 	n, err := io.CopyN(io.Discard, b.r, maxDrain+1)
 	return n <= maxDrain && err == io.EOF

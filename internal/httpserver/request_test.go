@@ -496,3 +496,35 @@ func TestBodyTimeout(t *testing.T) {
 	}
 	rc.expectClosed()
 }
+
+// A handler that answers without reading the body (a 401 before the body,
+// say) is not held back by a client sending that body slowly: the server
+// waits about a second for the rest, then answers and closes, rather than
+// wait out BodyTimeout for bytes nobody reads.
+func TestSlowUnreadBodyDoesNotHoldTheAnswer(t *testing.T) {
+	t.Parallel()
+	ts := setup(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusUnauthorized)
+	}), &httpserver.Options{BodyTimeout: 30 * time.Second})
+	rc := dial(t, ts.addr)
+	rc.send("POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n0123456789")
+	stop := make(chan struct{})
+	defer close(stop)
+	go func() { // the rest, a byte every 200 ms: 18 s in all
+		for range 90 {
+			select {
+			case <-stop:
+				return
+			case <-time.After(200 * time.Millisecond):
+				if _, err := rc.c.Write([]byte("x")); err != nil {
+					return
+				}
+			}
+		}
+	}()
+	start := time.Now()
+	resp, _ := rc.read("POST")
+	if took := time.Since(start); resp.StatusCode != http.StatusUnauthorized || !resp.Close || took > 3*time.Second {
+		t.Fatalf("status %d, close %v after %s; want 401 and close within about a second", resp.StatusCode, resp.Close, took)
+	}
+}
