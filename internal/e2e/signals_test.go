@@ -50,17 +50,23 @@ func TestSignals(t *testing.T) {
 		t.Fatalf("after the drain: exited %v, state %v", p.cmd.ProcessState != nil, p.cmd.ProcessState)
 	}
 
+	// hang starts a call of 20 s on p, the nth to reach the tool, and
+	// waits until it has.
+	hang := func(p *proc, nth int) {
+		go func() {
+			// Not testserver.Do: this call is cut off with the process.
+			body := fmt.Sprintf(`{"tool":%d,"action":"get","arguments":{"path":"/slow","query":{"ms":"20000"}}}`, id)
+			req, _ := http.NewRequest("POST", p.URL+callPath, strings.NewReader(body))
+			req.Header.Set("X-API-KEY", key)
+			if resp, err := http.DefaultClient.Do(req); err == nil {
+				resp.Body.Close()
+			}
+		}()
+		testserver.Eventually(t, 5*time.Second, "the call to reach the tool", func() bool { return tool.count("/slow") == nth })
+	}
+
 	p = startProc(t, env)
-	go func() {
-		// Not testserver.Do: this call is cut off with the process.
-		body := fmt.Sprintf(`{"tool":%d,"action":"get","arguments":{"path":"/slow","query":{"ms":"20000"}}}`, id)
-		req, _ := http.NewRequest("POST", p.URL+callPath, strings.NewReader(body))
-		req.Header.Set("X-API-KEY", key)
-		if resp, err := http.DefaultClient.Do(req); err == nil {
-			resp.Body.Close()
-		}
-	}()
-	testserver.Eventually(t, 5*time.Second, "the call to reach the tool", func() bool { return tool.count("/slow") == 2 })
+	hang(p, 2)
 	p.cmd.Process.Signal(syscall.SIGTERM)
 	if exited(p, 500*time.Millisecond) {
 		t.Fatal("the first signal did not wait for the call in flight")
@@ -77,15 +83,7 @@ func TestSignals(t *testing.T) {
 	// first is handled (it was, every time). Two different ones, as the
 	// kernel merges a signal sent while the same one is still pending.
 	p = startProc(t, env)
-	go func() {
-		body := fmt.Sprintf(`{"tool":%d,"action":"get","arguments":{"path":"/slow","query":{"ms":"20000"}}}`, id)
-		req, _ := http.NewRequest("POST", p.URL+callPath, strings.NewReader(body))
-		req.Header.Set("X-API-KEY", key)
-		if resp, err := http.DefaultClient.Do(req); err == nil {
-			resp.Body.Close()
-		}
-	}()
-	testserver.Eventually(t, 5*time.Second, "the call to reach the tool", func() bool { return tool.count("/slow") == 3 })
+	hang(p, 3)
 	p.cmd.Process.Signal(syscall.SIGINT)
 	p.cmd.Process.Signal(syscall.SIGTERM)
 	if !exited(p, 3*time.Second) {
