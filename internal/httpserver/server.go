@@ -67,8 +67,9 @@ type Options struct {
 	// piece of an answer (up to 64 KiB) the server writes, so a client
 	// that stops reading cannot hold its connection, its handler and a
 	// graceful stop forever. A write past it fails and the connection
-	// closes. It bounds progress, not the whole answer: a long stream or
-	// a large body on a slow link is fine while it moves.
+	// closes. It bounds each piece, not the whole answer: a long stream,
+	// or a large body read at 64 KiB per WriteTimeout or faster (beyond
+	// what the socket buffers hold), goes through.
 	WriteTimeout time.Duration
 	// MaxHeaderBytes bounds a request's line and headers; more gets 431.
 	MaxHeaderBytes int

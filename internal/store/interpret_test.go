@@ -10,20 +10,22 @@ import (
 
 // A database that ran out of disk, memory or connections answered, and
 // applied nothing: unavailable (503), not a bug (500), and for a write not
-// "interrupted" (a change that may have been applied).
+// "interrupted" (a change that may have been applied). A failed disk I/O
+// may have applied a write.
 func TestInterpretOutOfResources(t *testing.T) {
 	for name, tc := range map[string]struct {
 		err         error
 		unavailable bool
 		interrupted bool // for a write
 	}{
-		"postgres disk full":            {&pgconn.PgError{Code: "53100"}, true, false},
-		"postgres out of memory":        {&pgconn.PgError{Code: "53200"}, true, false},
-		"postgres too many connections": {&pgconn.PgError{Code: "53300"}, true, false},
-		"sqlite disk full":              {fmt.Errorf("exec: %w", errors.New("database or disk is full (13)")), true, false},
-		"sqlite disk I/O":               {errors.New("disk I/O error (10)"), true, false},
-		"postgres unique violation":     {&pgconn.PgError{Code: "23505"}, false, false},
-		"a connection lost mid-write":   {errors.New("conn closed"), true, true},
+		"postgres disk full":                  {&pgconn.PgError{Code: "53100"}, true, false},
+		"postgres out of memory":              {&pgconn.PgError{Code: "53200"}, true, false},
+		"postgres too many connections":       {&pgconn.PgError{Code: "53300"}, true, false},
+		"sqlite disk full":                    {fmt.Errorf("exec: %w", errors.New("database or disk is full (13)")), true, false},
+		"sqlite disk I/O":                     {errors.New("disk I/O error (10)"), true, true},
+		"postgres one statement over a limit": {&pgconn.PgError{Code: "53400"}, false, false},
+		"postgres unique violation":           {&pgconn.PgError{Code: "23505"}, false, false},
+		"a connection lost mid-write":         {errors.New("conn closed"), true, true},
 	} {
 		err, werr := interpret(tc.err), interpretWrite(tc.err)
 		if errors.Is(err, ErrUnavailable) != tc.unavailable || errors.Is(werr, ErrUnavailable) != tc.unavailable {

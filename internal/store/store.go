@@ -197,16 +197,17 @@ func interpretWrite(err error) error {
 }
 
 // outOfResources reports whether the database refused a statement for want
-// of disk, memory or connections (Postgres class 53; SQLite's full disk or a
-// failed disk I/O). The database answered, so a change was not applied; it
-// cannot take requests until an operator frees what ran out.
+// of disk, memory or connections (Postgres's disk_full, out_of_memory and
+// too_many_connections; SQLite's full disk). The database answered, so a
+// change was not applied; it cannot take requests until an operator frees
+// what ran out. (Postgres's configuration_limit_exceeded, one statement
+// over a limit, is the statement's fault and stays an error.)
 func outOfResources(err error) bool {
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) {
-		return strings.HasPrefix(pgErr.Code, "53")
+		return pgErr.Code == "53100" || pgErr.Code == "53200" || pgErr.Code == "53300"
 	}
-	msg := err.Error()
-	return strings.Contains(msg, "database or disk is full") || strings.Contains(msg, "disk I/O error")
+	return strings.Contains(err.Error(), "database or disk is full")
 }
 
 // notConnected reports whether err is a connection that could not be made
@@ -246,7 +247,9 @@ func interpret(err error) error {
 		return fmt.Errorf("%w: %s", ErrForeignKey, msg)
 	}
 	var netErr net.Error
-	if notConnected(err) || outOfResources(err) || errors.Is(err, context.DeadlineExceeded) || errors.As(err, &netErr) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) ||
+	// A failed disk I/O may or may not have rolled a change back (SQLite's
+	// words): unavailable, and for a write interrupted.
+	if notConnected(err) || outOfResources(err) || strings.Contains(msg, "disk I/O error") || errors.Is(err, context.DeadlineExceeded) || errors.As(err, &netErr) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) ||
 		strings.Contains(msg, "conn closed") || strings.Contains(msg, "broken pipe") {
 		return fmt.Errorf("%w: %v", ErrUnavailable, err)
 	}
