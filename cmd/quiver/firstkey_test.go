@@ -44,3 +44,29 @@ func TestFirstKeyOutlivesASignal(t *testing.T) {
 		t.Fatalf("a second start: %v, printed %q; want nothing", err, out.String())
 	}
 }
+
+// A first start cut between the account and its key (a crash) left an
+// account without a key; the next start makes the key and shows it.
+func TestFirstKeyAfterAStartCutShort(t *testing.T) {
+	env := map[string]string{"QUIVER_DATA_DIR": t.TempDir()}
+	cfg, err := config.Parse(func(k string) string { return env[k] }, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := app.New(context.Background(), cfg, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	if _, err := a.Store.EnsureAccount(context.Background(), "default"); err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	if err := firstKey(context.Background(), a.Accounts, &out); err != nil {
+		t.Fatalf("firstKey: %v", err)
+	}
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	if _, err := a.Accounts.Resolve(context.Background(), lines[len(lines)-1]); err != nil {
+		t.Fatalf("no working key shown (%q): %v", out.String(), err)
+	}
+}

@@ -175,12 +175,12 @@ func catalogCheck(stdout io.Writer) error {
 }
 
 // firstKey makes the embedded database's first account and prints its API
-// key, once: when no account exists yet. A signal does not cut it short
-// (it is two quick local writes): cut between them, it left an account no
-// start would make a key for again.
+// key, once: while no API key was ever made. A signal does not cut it
+// short (it is two quick local writes); a crash between them leaves an
+// account without a key, and the next start makes the key.
 func firstKey(ctx context.Context, accts *accounts.Service, stdout io.Writer) error {
 	ctx = context.WithoutCancel(ctx)
-	has, err := accts.HasAccounts(ctx)
+	has, err := accts.HasKeys(ctx)
 	if err != nil || has {
 		return err
 	}

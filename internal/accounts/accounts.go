@@ -32,7 +32,7 @@ var ErrUnknownKey = errors.New("accounts: unknown API key")
 // Store is the persistence accounts needs.
 type Store interface {
 	EnsureAccount(ctx context.Context, name string) (*store.Account, error)
-	CountAccounts(ctx context.Context) (int64, error)
+	CountAPIKeys(ctx context.Context) (int64, error)
 	CreateAPIKey(ctx context.Context, k *store.APIKey) error
 	KeyByHash(ctx context.Context, hash string) (accountID int64, scope string, err error)
 	RevokeAPIKey(ctx context.Context, hash string) error
@@ -145,9 +145,9 @@ func (s *Service) createKey(ctx context.Context, accountName, scope string) (key
 	return key, account, err
 }
 
-// HasAccounts reports whether any account exists.
-func (s *Service) HasAccounts(ctx context.Context) (bool, error) {
-	n, err := s.store.CountAccounts(ctx)
+// HasKeys reports whether any API key was ever made (revoked ones count).
+func (s *Service) HasKeys(ctx context.Context) (bool, error) {
+	n, err := s.store.CountAPIKeys(ctx)
 	return n > 0, err
 }
 

@@ -42,10 +42,10 @@ func (s *Store) EnsureAccount(ctx context.Context, name string) (*Account, error
 	return &got, nil
 }
 
-// CountAccounts returns how many accounts exist.
-func (s *Store) CountAccounts(ctx context.Context) (int64, error) {
+// CountAPIKeys counts the API keys ever made, revoked ones included.
+func (s *Store) CountAPIKeys(ctx context.Context) (int64, error) {
 	var n int64
-	err := s.db.WithContext(ctx).Model(&Account{}).Count(&n).Error
+	err := s.db.WithContext(ctx).Model(&APIKey{}).Count(&n).Error
 	return n, interpret(err)
 }
 
