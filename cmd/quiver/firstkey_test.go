@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"io"
 	"log/slog"
 	"strings"
 	"testing"
@@ -16,16 +15,7 @@ import (
 // ended the context: cut between its two writes, it left an account that
 // no later start made a key for.
 func TestFirstKeyOutlivesASignal(t *testing.T) {
-	env := map[string]string{"QUIVER_DATA_DIR": t.TempDir()}
-	cfg, err := config.Parse(func(k string) string { return env[k] }, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	a, err := app.New(context.Background(), cfg, slog.New(slog.NewTextHandler(io.Discard, nil)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer a.Close()
+	a := embeddedApp(t)
 
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel() // the signal came first
@@ -48,16 +38,7 @@ func TestFirstKeyOutlivesASignal(t *testing.T) {
 // A first start cut between the account and its key (a crash) left an
 // account without a key; the next start makes the key and shows it.
 func TestFirstKeyAfterAStartCutShort(t *testing.T) {
-	env := map[string]string{"QUIVER_DATA_DIR": t.TempDir()}
-	cfg, err := config.Parse(func(k string) string { return env[k] }, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	a, err := app.New(context.Background(), cfg, slog.New(slog.NewTextHandler(io.Discard, nil)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer a.Close()
+	a := embeddedApp(t)
 	if _, err := a.Store.EnsureAccount(context.Background(), "default"); err != nil {
 		t.Fatal(err)
 	}
@@ -69,4 +50,20 @@ func TestFirstKeyAfterAStartCutShort(t *testing.T) {
 	if _, err := a.Accounts.Resolve(context.Background(), lines[len(lines)-1]); err != nil {
 		t.Fatalf("no working key shown (%q): %v", out.String(), err)
 	}
+}
+
+// embeddedApp is an App on an embedded database of the test's own.
+func embeddedApp(t *testing.T) *app.App {
+	t.Helper()
+	env := map[string]string{"QUIVER_DATA_DIR": t.TempDir()}
+	cfg, err := config.Parse(func(k string) string { return env[k] }, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := app.New(context.Background(), cfg, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(a.Close)
+	return a
 }

@@ -94,12 +94,27 @@ func startProc(t testing.TB, env map[string]string) *proc {
 // quiver serve: the binary by another path, or under another program.
 func startProcAs(t testing.TB, env map[string]string, name string, args ...string) *proc {
 	t.Helper()
+	p, ready := launchProc(t, env, name, args...)
+	select {
+	case <-ready:
+	case <-p.done:
+		t.Fatalf("quiver serve exited:\n%s", p.logText())
+	case <-time.After(30 * time.Second):
+		t.Fatal("quiver serve did not start")
+	}
+	return p
+}
+
+// launchProc starts name with args (to start quiver serve) on a free port
+// and returns at once; ready closes when it listens, p.done when it exits.
+func launchProc(t testing.TB, env map[string]string, name string, args ...string) (p *proc, ready <-chan struct{}) {
+	t.Helper()
 	addr := freeAddr(t)
 	e := map[string]string{"QUIVER_ADDR": addr}
 	for k, v := range env {
 		e[k] = v
 	}
-	p := &proc{t: t, URL: "http://" + addr, env: envList(e), logs: &strings.Builder{}, done: make(chan struct{})}
+	p = &proc{t: t, URL: "http://" + addr, env: envList(e), logs: &strings.Builder{}, done: make(chan struct{})}
 	p.cmd = exec.Command(name, args...)
 	p.cmd.Env = p.env
 	stdout, _ := p.cmd.StdoutPipe()
@@ -107,12 +122,12 @@ func startProcAs(t testing.TB, env map[string]string, name string, args ...strin
 	if err := p.cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	ready := make(chan struct{})
+	listening := make(chan struct{})
 	go func() {
 		sc := bufio.NewScanner(stdout)
 		for sc.Scan() {
 			if strings.HasPrefix(sc.Text(), "Quiver listening on") {
-				close(ready)
+				close(listening)
 			}
 		}
 	}()
@@ -125,14 +140,7 @@ func startProcAs(t testing.TB, env map[string]string, name string, args ...strin
 		close(p.done)
 	}()
 	t.Cleanup(p.kill)
-	select {
-	case <-ready:
-	case <-p.done:
-		t.Fatalf("quiver serve exited:\n%s", p.logText())
-	case <-time.After(30 * time.Second):
-		t.Fatal("quiver serve did not start")
-	}
-	return p
+	return p, listening
 }
 
 func (p *proc) logText() string {

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"net"
 	"net/http"
-	"os/exec"
 	"strings"
 	"syscall"
 	"testing"
@@ -118,35 +117,24 @@ func TestSignalWhileTheDatabaseDoesNotAnswer(t *testing.T) {
 		}
 	}()
 
-	var stderr strings.Builder
-	cmd := exec.Command(quiverBinary(t), "serve")
-	cmd.Env = envList(map[string]string{
+	p, _ := launchProc(t, map[string]string{
 		"DATABASE_URL":      "postgres://quiver@" + ln.Addr().String() + "/quiver",
 		"QUIVER_SECRET_KEY": testserver.TestSecretKey,
-		"QUIVER_ADDR":       freeAddr(t),
-	})
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
+	}, quiverBinary(t), "serve")
 	select {
 	case c := <-connected:
 		connected <- c
 	case <-time.After(10 * time.Second):
-		cmd.Process.Kill()
 		t.Fatal("serve never connected to the database")
 	}
-	cmd.Process.Signal(syscall.SIGTERM)
+	p.cmd.Process.Signal(syscall.SIGTERM)
 	select {
-	case <-done:
+	case <-p.done:
 	case <-time.After(5 * time.Second):
-		cmd.Process.Kill()
-		<-done
-		t.Fatalf("serve did not stop within 5 s of SIGTERM:\n%s", stderr.String())
+		p.kill()
+		t.Fatalf("serve did not stop within 5 s of SIGTERM:\n%s", p.logText())
 	}
-	if code := cmd.ProcessState.ExitCode(); code != 0 || !strings.Contains(stderr.String(), "stopped by a signal before serving") {
-		t.Fatalf("exit code %d, want 0 and the stop logged:\n%s", code, stderr.String())
+	if code := p.cmd.ProcessState.ExitCode(); code != 0 || !strings.Contains(p.logText(), "stopped by a signal before serving") {
+		t.Fatalf("exit code %d, want 0 and the stop logged:\n%s", code, p.logText())
 	}
 }

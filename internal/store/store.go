@@ -73,19 +73,14 @@ type Options struct {
 	Logger      *slog.Logger
 }
 
-// logTo is l, or a logger that discards.
-func logTo(l *slog.Logger) *slog.Logger {
-	if l == nil {
-		return slog.New(slog.DiscardHandler)
-	}
-	return l
-}
-
-// OpenTimeout bounds Open's first round trip to Postgres.
-const OpenTimeout = 30 * time.Second
+// openTimeout bounds Open's first round trip to Postgres.
+const openTimeout = 30 * time.Second
 
 // Open connects to the database. It does not migrate.
 func Open(ctx context.Context, opts Options) (*Store, error) {
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
 	gcfg := &gorm.Config{Logger: logger.New(discardWriter{}, logger.Config{LogLevel: logger.Silent}), TranslateError: false}
 	if opts.DatabaseURL != "" {
 		// GORM's own ping at open takes no context: a database host that
@@ -105,13 +100,13 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 		sqlDB.SetMaxOpenConns(32)
 		sqlDB.SetMaxIdleConns(32)
 		sqlDB.SetConnMaxIdleTime(5 * time.Minute)
-		s := &Store{db: db, sql: sqlDB, dialect: Postgres, nowMS: "(extract(epoch from clock_timestamp()) * 1000)::bigint", log: logTo(opts.Logger)}
+		s := &Store{db: db, sql: sqlDB, dialect: Postgres, nowMS: "(extract(epoch from clock_timestamp()) * 1000)::bigint", log: opts.Logger}
 		s.idem = newIdemSQL(s.dialect, s.nowMS)
-		pctx, cancel := context.WithTimeout(ctx, OpenTimeout)
+		pctx, cancel := context.WithTimeout(ctx, openTimeout)
 		defer cancel()
 		err = s.Ping(pctx)
 		if err != nil && ctx.Err() == nil && pctx.Err() != nil {
-			err = fmt.Errorf("no answer within %s (connect_timeout in the URL bounds each attempt): %w", OpenTimeout, err)
+			err = fmt.Errorf("no answer within %s (connect_timeout in the URL bounds each attempt): %w", openTimeout, err)
 		}
 		return s, err
 	}
@@ -140,7 +135,7 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 	// "database is locked" errors. No transaction is held across a tool call.
 	sqlDB.SetMaxOpenConns(1)
 	s := &Store{db: db, sql: sqlDB, dialect: SQLite, nowMS: "CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER)",
-		migrateLock: path + ".migrate-lock", log: logTo(opts.Logger)}
+		migrateLock: path + ".migrate-lock", log: opts.Logger}
 	s.idem = newIdemSQL(s.dialect, s.nowMS)
 	return s, s.Ping(ctx)
 }
