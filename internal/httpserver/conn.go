@@ -64,6 +64,9 @@ type conn struct {
 
 	served int  // requests answered
 	unread bool // given up on with input maybe still unread: close gently
+	// idleUntil is the read deadline the last idle wait set, while no
+	// other deadline has replaced it; zero otherwise.
+	idleUntil time.Time
 }
 
 func newConn(s *Server, rwc net.Conn) *conn {
@@ -72,7 +75,7 @@ func newConn(s *Server, rwc net.Conn) *conn {
 	c.in = reader{r: rwc}
 	c.limit = io.LimitedReader{R: &c.in, N: math.MaxInt64}
 	c.br = bufio.NewReaderSize(&c.limit, bufferSize)
-	c.w = writer{conn: rwc, timeout: s.opts.WriteTimeout}
+	c.w = newWriter(rwc, s.opts.WriteTimeout)
 	c.bw = bufio.NewWriterSize(&c.w, bufferSize)
 	return c
 }
@@ -93,24 +96,39 @@ func (r *reader) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// writer is the connection as the server writes to it: each piece of at
-// most writeChunk bytes must be taken within timeout. The write deadline
-// moves later with every piece, which never makes its runtime timer the
-// earliest (no thread wakeup per answer, unlike a deadline set earlier).
+// writer is the connection as the server writes to it: a client must take
+// each piece of an answer (at most writeChunk bytes) within timeout of
+// when the piece first had to wait. What the socket takes at once (the
+// usual answer, whole) needs no deadline: the write deadline is set only
+// when a write would wait, and cleared after. Setting a deadline modifies
+// a runtime timer, and the runtime wakes a thread to watch a timer so
+// modified; once per answer, that was a thread wakeup per call.
 type writer struct {
 	conn    net.Conn
 	timeout time.Duration
+	now     *writeNow // nil: every piece is written under a deadline
 }
 
 // writeChunk is how much of an answer each write deadline covers.
 const writeChunk = 64 << 10
 
+func newWriter(conn net.Conn, timeout time.Duration) writer {
+	return writer{conn: conn, timeout: timeout, now: newWriteNow(conn)}
+}
+
 func (w *writer) Write(p []byte) (n int, err error) {
 	for len(p) > 0 && err == nil {
 		piece := p[:min(len(p), writeChunk)]
-		w.conn.SetWriteDeadline(time.Now().Add(w.timeout))
-		var m int
-		m, err = w.conn.Write(piece)
+		m := w.now.write(piece)
+		if m < len(piece) {
+			w.conn.SetWriteDeadline(time.Now().Add(w.timeout))
+			var k int
+			k, err = w.conn.Write(piece[m:])
+			m += k
+			// A deadline left behind would fail the next piece once
+			// past, even one written at once.
+			w.conn.SetWriteDeadline(time.Time{})
+		}
 		n += m
 		p = p[m:]
 	}
@@ -173,7 +191,7 @@ func (c *conn) closeGently() {
 	if cw, ok := c.rwc.(interface{ CloseWrite() error }); ok {
 		cw.CloseWrite()
 	}
-	c.rwc.SetReadDeadline(time.Now().Add(lingerTime))
+	c.setReadDeadline(time.Now().Add(lingerTime))
 	io.Copy(io.Discard, c.rwc)
 }
 
@@ -224,16 +242,37 @@ func parseRefusal(err error) *Refusal {
 	return &Refusal{Status: http.StatusBadRequest, Message: fmt.Sprintf("Malformed HTTP request: %s.", reason)}
 }
 
+// setReadDeadline sets the connection's read deadline for anything but
+// the wait for a next request.
+func (c *conn) setReadDeadline(t time.Time) {
+	c.idleUntil = time.Time{}
+	c.rwc.SetReadDeadline(t)
+}
+
+// awaitIdle bounds the wait for a next request by IdleTimeout from now,
+// or by the idle deadline already set if that is at most an eighth
+// earlier: moving a deadline modifies a runtime timer, which wakes a
+// thread to watch it, and after every answer that was a wakeup per call.
+func (c *conn) awaitIdle() {
+	idle := c.srv.opts.IdleTimeout
+	want := time.Now().Add(idle)
+	if !c.idleUntil.IsZero() && want.Sub(c.idleUntil) <= idle/8 {
+		return
+	}
+	c.rwc.SetReadDeadline(want)
+	c.idleUntil = want
+}
+
 // readRequest waits for the next request and reads its line and headers.
 // A connection closed, idle for too long or cut mid-request gets no answer.
 func (c *conn) readRequest() (*http.Request, error) {
 	opts := &c.srv.opts
 	if c.br.Buffered() == 0 {
-		wait := opts.IdleTimeout
 		if c.served == 0 {
-			wait = opts.ReadHeaderTimeout // a new connection owes its request
+			c.setReadDeadline(time.Now().Add(opts.ReadHeaderTimeout)) // a new connection owes its request
+		} else {
+			c.awaitIdle()
 		}
-		c.rwc.SetReadDeadline(time.Now().Add(wait))
 		if _, err := c.br.Peek(1); err != nil {
 			return nil, err
 		}
@@ -242,11 +281,11 @@ func (c *conn) readRequest() (*http.Request, error) {
 		return nil, net.ErrClosed // shut down while idle
 	}
 	// A deadline is set only for what may have to be waited for: each
-	// moves a runtime timer, and one moved earlier than the rest wakes a
-	// thread to watch it. A small request arrives whole, so reading it
-	// never waits, and the idle deadline, moved later each time, stays.
+	// modifies a runtime timer, which wakes a thread to watch it. A small
+	// request arrives whole, so reading it never waits, and the idle
+	// deadline stays.
 	if !headBuffered(c.br) {
-		c.rwc.SetReadDeadline(time.Now().Add(opts.ReadHeaderTimeout))
+		c.setReadDeadline(time.Now().Add(opts.ReadHeaderTimeout))
 	}
 	c.limit.N = int64(opts.MaxHeaderBytes) + bufferSize
 	c.in.err = nil
@@ -275,7 +314,7 @@ func (c *conn) readRequest() (*http.Request, error) {
 		return nil, parseRefusal(err)
 	}
 	if req.Body != http.NoBody && (req.ContentLength < 0 || int64(c.br.Buffered()) < req.ContentLength) {
-		c.rwc.SetReadDeadline(time.Now().Add(opts.BodyTimeout))
+		c.setReadDeadline(time.Now().Add(opts.BodyTimeout))
 	} // else nothing reads the connection before the next request's deadline
 	if err := check(req); err != nil {
 		return nil, err
@@ -443,7 +482,7 @@ func (b *body) drain() bool {
 		return false
 	}
 	if b.left < 0 || b.left > int64(b.w.c.br.Buffered()) {
-		b.w.c.rwc.SetReadDeadline(time.Now().Add(min(drainWait, b.w.c.srv.opts.BodyTimeout)))
+		b.w.c.setReadDeadline(time.Now().Add(min(drainWait, b.w.c.srv.opts.BodyTimeout)))
 	}
 	n, err := io.CopyN(io.Discard, b.r, maxDrain+1)
 	return n <= maxDrain && err == io.EOF

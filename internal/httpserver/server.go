@@ -57,7 +57,8 @@ type Options struct {
 	// its first byte, or from the accept for a connection's first request.
 	ReadHeaderTimeout time.Duration
 	// IdleTimeout closes a keep-alive connection that sends nothing for
-	// this long.
+	// this long after an answer, or for up to an eighth less (the deadline
+	// is not moved for every answer).
 	IdleTimeout time.Duration
 	// BodyTimeout bounds reading a request's body, from the end of its
 	// headers, so a client trickling a body cannot hold a connection (and

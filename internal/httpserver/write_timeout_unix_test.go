@@ -52,3 +52,24 @@ func TestWriteTimeout(t *testing.T) {
 		t.Fatalf("Shutdown: %v", err)
 	}
 }
+
+// An answer the socket takes at once is written with no write deadline
+// (setting one modifies a runtime timer, which wakes a thread): only a
+// write that has to wait for the client is bounded, as TestWriteTimeout
+// shows.
+func TestAnswerTakenAtOnceSetsNoWriteDeadline(t *testing.T) {
+	t.Parallel()
+	ts, dl := setupCounting(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Write(bytes.Repeat([]byte("x"), 10<<10))
+	}), &httpserver.Options{WriteTimeout: time.Second})
+	rc := dial(t, ts.addr)
+	for range 5 {
+		rc.send("GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+		if resp, body := rc.read("GET"); resp.StatusCode != 200 || len(body) != 10<<10 {
+			t.Fatalf("%d, %d bytes", resp.StatusCode, len(body))
+		}
+	}
+	if n := dl.writes.Load(); n != 0 {
+		t.Fatalf("%d write deadlines set for answers the socket took at once", n)
+	}
+}
