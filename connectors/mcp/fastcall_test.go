@@ -10,6 +10,8 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"strings"
 	"sync"
 	"testing"
@@ -318,5 +320,44 @@ func TestFastCallReadsEveryEventStreamForm(t *testing.T) {
 				t.Fatalf("result %s, %v", raw, err)
 			}
 		})
+	}
+}
+
+// TestFastCallStreamHeldOpen: a server that keeps a call's event stream
+// open after the answer costs the call drainWait, not the rest of the
+// stream; the next call goes on a connection of its own.
+func TestFastCallStreamHeldOpen(t *testing.T) {
+	t.Parallel()
+	srv := mcptest.Start(t, mcptest.Counter, mcptest.Options{})
+	target, _ := url.Parse(srv.URL)
+	proxy := &httputil.ReverseProxy{Rewrite: func(r *httputil.ProxyRequest) { r.SetURL(target); r.Out.URL.Path = target.Path }, FlushInterval: -1}
+	release := make(chan struct{})
+	front := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		proxy.ServeHTTP(w, r)
+		if bytes.Contains(body, []byte(`"tools/call"`)) {
+			select { // the answer went out; the stream's end waits
+			case <-release:
+			case <-time.After(5 * time.Second):
+			}
+		}
+	}))
+	t.Cleanup(front.Close)
+	t.Cleanup(func() { close(release) }) // before front.Close waits for the handlers
+	c := setup(t, nil)
+	tool := &connectors.Tool{ID: 1, AccountID: 1, Entry: customEntry, Config: map[string]string{"url": front.URL + "/mcp"}, Version: 1}
+	for i := range 2 {
+		start := time.Now()
+		res := mustCall(t, c, tool, "echo", fmt.Sprintf(`{"i":%d}`, i))
+		if want := fmt.Sprintf(`{"i":%d}`, i); string(res.Content) != want {
+			t.Fatalf("echo %d = %s", i, res.Content)
+		}
+		if d := time.Since(start); d < drainWait || d > drainWait+time.Second {
+			t.Fatalf("call %d took %v, want about drainWait (%v)", i, d, drainWait)
+		}
+	}
+	if fastSessions(c) != 1 {
+		t.Fatal("the calls did not take the fast path")
 	}
 }

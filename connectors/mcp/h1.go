@@ -41,6 +41,7 @@ type h1Transport struct {
 type h1Conn struct {
 	conn  net.Conn
 	probe *liveness // nil when the connection cannot be looked at
+	src   source    // under br
 	br    *bufio.Reader
 	bw    *bufio.Writer
 	key   string
@@ -121,7 +122,45 @@ func (t *h1Transport) connect(ctx context.Context, scheme, addr, host, key strin
 		}
 		conn = tc
 	}
-	return &h1Conn{conn: conn, probe: newLiveness(raw), br: bufio.NewReaderSize(conn, 16<<10), bw: bufio.NewWriterSize(conn, 8<<10), key: key}, nil
+	pc := &h1Conn{conn: conn, probe: newLiveness(raw), bw: bufio.NewWriterSize(conn, 8<<10), key: key}
+	pc.src = source{conn: conn}
+	if scheme == "http" {
+		pc.src.now = pc.probe // the socket's bytes are the response's own
+	}
+	pc.br = bufio.NewReaderSize(&pc.src, 16<<10)
+	return pc, nil
+}
+
+// source is a connection as its bufio.Reader reads it. Under a bound (set
+// by h1Body.bound), the first read that would have to wait for the server
+// sets the connection's read deadline first; what the socket already holds
+// is read with none. A deadline modifies a runtime timer, and the runtime
+// wakes a thread to watch a timer so modified: for a stream's end, which
+// has usually arrived with the answer, that was a thread wakeup per call.
+type source struct {
+	conn  net.Conn
+	now   *liveness // reads without waiting; nil when it cannot (TLS)
+	bound time.Duration
+	armed bool // the bound's deadline is set
+}
+
+func (s *source) Read(p []byte) (int, error) {
+	if s.bound > 0 && !s.armed {
+		if n := s.now.read(p); n > 0 {
+			return n, nil
+		}
+		s.conn.SetReadDeadline(time.Now().Add(s.bound))
+		s.armed = true
+	}
+	return s.conn.Read(p)
+}
+
+// unbind ends a bound, clearing the deadline it set.
+func (s *source) unbind() {
+	if s.armed {
+		s.conn.SetReadDeadline(time.Time{})
+	}
+	s.bound, s.armed = 0, false
 }
 
 // get takes a live idle connection to key, or returns nil.
@@ -232,6 +271,17 @@ func (b *h1Body) Close() error {
 	return nil
 }
 
+// bound limits the wait for the rest of the body to d from the first read
+// that has to wait for the server (source); it ends with the body.
+func (b *h1Body) bound(d time.Duration) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if !b.done {
+		b.pc.src.bound = d
+	}
+	return true
+}
+
 // finish ends the exchange once: the connection goes back to the pool if
 // the body ended cleanly and both sides allow it, and is closed otherwise.
 func (b *h1Body) finish(eof bool) {
@@ -243,6 +293,7 @@ func (b *h1Body) finish(eof bool) {
 	b.done = true
 	aborted := !b.stop() // the context ended: a deadline was set on the connection
 	if eof && b.reuse && !aborted {
+		b.pc.src.unbind()
 		b.t.put(b.pc)
 		return
 	}

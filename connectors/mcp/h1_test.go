@@ -212,3 +212,99 @@ func TestH1ClosesStaleIdleConnections(t *testing.T) {
 		t.Fatalf("%d connections, want 2", got)
 	}
 }
+
+// TestH1BoundedDrain: a body under a bound reads the rest the server
+// already sent without a deadline (no runtime timer), keeping the
+// connection; a server that holds the rest back gets the bound, from the
+// first read that has to wait, and the connection is closed.
+func TestH1BoundedDrain(t *testing.T) {
+	if !canPeek {
+		t.Skip("a socket cannot be read without waiting here (liveness_other.go)")
+	}
+	release := make(chan struct{})
+	srv, conns := h1Server(t, false, func(w http.ResponseWriter, r *http.Request) {
+		w.Write([]byte("answer"))
+		if r.URL.Path == "/whole" {
+			return
+		}
+		w.(http.Flusher).Flush()
+		select { // then the end of the chunked body
+		case <-release:
+		case <-time.After(5 * time.Second):
+		}
+	})
+	var deadlines atomic.Int64
+	tr := newH1Transport(func(ctx context.Context, network, addr string) (net.Conn, error) {
+		c, err := (&net.Dialer{}).DialContext(ctx, network, addr)
+		if err != nil {
+			return nil, err
+		}
+		return deadlineCounter{c.(*net.TCPConn), &deadlines}, nil
+	}, nil)
+	t.Cleanup(tr.close)
+	c := &http.Client{Transport: tr}
+	// answer reads the first part of an answer, as a call reads its result.
+	answer := func() *h1Body {
+		t.Helper()
+		resp, err := c.Get(srv.URL)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b := make([]byte, len("answer"))
+		if _, err := io.ReadFull(resp.Body, b); err != nil || string(b) != "answer" {
+			t.Fatalf("read %q, %v", b, err)
+		}
+		return resp.Body.(*h1Body)
+	}
+
+	body := answer()
+	release <- struct{}{}
+	if !eventually(t, 2*time.Second, func() bool { return !body.pc.probe.alive() }) {
+		t.Fatal("the end of the body never reached the socket")
+	}
+	body.bound(time.Second)
+	if _, err := io.Copy(io.Discard, body); err != nil {
+		t.Fatalf("reading the rest: %v", err)
+	}
+	body.Close()
+	if n := deadlines.Load(); n != 0 {
+		t.Fatalf("%d read deadlines set to read what had come", n)
+	}
+
+	body = answer()
+	if n := conns.Load(); n != 1 {
+		t.Fatalf("%d connections, want the first one again", n)
+	}
+	body.bound(100 * time.Millisecond)
+	start := time.Now()
+	if _, err := io.Copy(io.Discard, body); !isTimeout(err) {
+		t.Fatalf("reading a rest held back: %v, want a timeout", err)
+	}
+	if d := time.Since(start); d < 100*time.Millisecond || d > 2*time.Second {
+		t.Fatalf("the bound of 100ms ended the read after %v", d)
+	}
+	body.Close()
+	if n := deadlines.Load(); n != 1 {
+		t.Fatalf("%d read deadlines set, want 1", n)
+	}
+	release <- struct{}{}
+	if got := h1Post(t, c, srv.URL+"/whole", ""); got != "answer" {
+		t.Fatalf("answer %q", got)
+	}
+	if n := conns.Load(); n != 2 {
+		t.Fatalf("%d connections, want a new one after a body cut short", n)
+	}
+}
+
+// deadlineCounter counts the read deadlines set on a connection.
+type deadlineCounter struct {
+	*net.TCPConn
+	n *atomic.Int64
+}
+
+func (c deadlineCounter) SetReadDeadline(d time.Time) error {
+	if !d.IsZero() {
+		c.n.Add(1)
+	}
+	return c.TCPConn.SetReadDeadline(d)
+}

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/quiverhq/quiver/connectors"
 )
@@ -146,6 +147,17 @@ func (rt *roundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
 type readCloser struct {
 	io.Reader
 	io.Closer
+}
+
+// bounder is a response body that can bound the wait for its rest: an
+// *h1Body, under whatever wraps it.
+type bounder interface {
+	bound(d time.Duration) bool
+}
+
+func (r readCloser) bound(d time.Duration) bool {
+	b, ok := r.Closer.(bounder)
+	return ok && b.bound(d)
 }
 
 // errTooLarge ends a response body that exceeds MaxResponseBytes.
