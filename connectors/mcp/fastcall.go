@@ -69,6 +69,9 @@ type fastSession struct {
 	version   string // negotiated protocol version
 	sessionID string // "" for a stateless server
 	maxBytes  int64
+	// versionValue and sessionValue are the header values of version and
+	// sessionID, made once.
+	versionValue, sessionValue []string
 	// toolsChanged runs on notifications/tools/list_changed; may be nil.
 	toolsChanged func()
 	// ids count up from 2^40, far from the SDK's own request IDs, which
@@ -85,7 +88,8 @@ func newFastSession(sess *mcp.ClientSession, client *http.Client, endpoint strin
 		return nil
 	}
 	f := &fastSession{client: client, endpoint: endpoint, version: init.ProtocolVersion, sessionID: sess.ID(),
-		maxBytes: maxBytes, toolsChanged: toolsChanged}
+		maxBytes: maxBytes, toolsChanged: toolsChanged,
+		versionValue: []string{init.ProtocolVersion}, sessionValue: []string{sess.ID()}}
 	f.ids.Store(1 << 40)
 	return f
 }
@@ -134,16 +138,22 @@ func (f *fastSession) post(ctx context.Context, body []byte) (*http.Response, er
 	if err != nil {
 		return nil, err
 	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header["Content-Type"], req.Header["Accept"] = jsonType, acceptBoth
 	f.setHeaders(req.Header)
 	return f.client.Do(req)
 }
 
+// A request's header values, shared by every request (Header.Set makes a
+// slice for each); nothing changes a value in place.
+var (
+	jsonType   = []string{"application/json"}
+	acceptBoth = []string{"application/json, text/event-stream"}
+)
+
 func (f *fastSession) setHeaders(h http.Header) {
-	h.Set("Mcp-Protocol-Version", f.version)
+	h["Mcp-Protocol-Version"] = f.versionValue
 	if f.sessionID != "" {
-		h.Set("Mcp-Session-Id", f.sessionID)
+		h["Mcp-Session-Id"] = f.sessionValue
 	}
 }
 

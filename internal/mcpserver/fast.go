@@ -48,6 +48,13 @@ const (
 // session, with no per-request _meta.
 var legacyVersions = map[string]bool{"": true, "2025-11-25": true, "2025-06-18": true, "2025-03-26": true, "2024-11-05": true}
 
+// The answer's header values, shared by every answer (Header.Set makes a
+// slice for each); nothing changes a value in place.
+var (
+	noCache  = []string{"no-cache, no-transform"}
+	jsonType = []string{"application/json"}
+)
+
 // fastTool is what the fast path needs of one listed tool.
 type fastTool struct {
 	// invoke runs the call, as the tool's SDK handler does.
@@ -121,8 +128,7 @@ func (s *Server) fastCall(w http.ResponseWriter, r *http.Request, ts *toolset, b
 		}
 	}
 	h := w.Header()
-	h.Set("Cache-Control", "no-cache, no-transform")
-	h.Set("Content-Type", "application/json")
+	h["Cache-Control"], h["Content-Type"] = noCache, jsonType
 	if status := errorStatus(resp, req.stateless); status != 0 {
 		w.WriteHeader(status)
 	}
