@@ -11,6 +11,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/quiverhq/quiver/internal/nowait"
 )
 
 // h1Transport is the HTTP/1.1 round tripper of the tools/call fast path. It
@@ -123,10 +125,7 @@ func (t *h1Transport) connect(ctx context.Context, scheme, addr, host, key strin
 		conn = tc
 	}
 	pc := &h1Conn{conn: conn, probe: newLiveness(raw), bw: bufio.NewWriterSize(conn, 8<<10), key: key}
-	pc.src = source{conn: conn}
-	if scheme == "http" {
-		pc.src.now = pc.probe // the socket's bytes are the response's own
-	}
+	pc.src = source{conn: conn, sock: nowait.New(conn)} // nil over TLS: its bytes are not the response's
 	pc.br = bufio.NewReaderSize(&pc.src, 16<<10)
 	return pc, nil
 }
@@ -139,14 +138,14 @@ func (t *h1Transport) connect(ctx context.Context, scheme, addr, host, key strin
 // has usually arrived with the answer, that was a thread wakeup per call.
 type source struct {
 	conn  net.Conn
-	now   *liveness // reads without waiting; nil when it cannot (TLS)
+	sock  *nowait.Socket
 	bound time.Duration
 	armed bool // the bound's deadline is set
 }
 
 func (s *source) Read(p []byte) (int, error) {
 	if s.bound > 0 && !s.armed {
-		if n := s.now.read(p); n > 0 {
+		if n := s.sock.Read(p); n > 0 {
 			return n, nil
 		}
 		s.conn.SetReadDeadline(time.Now().Add(s.bound))

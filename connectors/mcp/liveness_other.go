@@ -4,11 +4,10 @@ package mcp
 
 import "syscall"
 
-// liveness looks at a connection's socket without waiting, where the
-// platform lets it (liveness_unix.go). Elsewhere it cannot: every idle
-// connection counts as live (a request written into one the server closed
-// meanwhile fails as on any connection lost in flight), and a bounded read
-// always sets its deadline.
+// liveness looks at an idle connection without reading from it, where the
+// platform lets it peek at a socket (liveness_unix.go). Elsewhere it cannot,
+// and every idle connection counts as live: a request written into one the
+// server closed meanwhile fails as on any connection lost in flight.
 type liveness struct{}
 
 // canPeek tells whether liveness can see a server's close here.
@@ -17,5 +16,3 @@ const canPeek = false
 func newLiveness(syscall.Conn) *liveness { return nil }
 
 func (l *liveness) alive() bool { return true }
-
-func (l *liveness) read([]byte) int { return 0 }

@@ -18,6 +18,8 @@ import (
 	"time"
 
 	"golang.org/x/net/http/httpguts"
+
+	"github.com/quiverhq/quiver/internal/nowait"
 )
 
 // A connection's states. Shutdown closes only idle ones (CAS idle → closed),
@@ -106,20 +108,20 @@ func (r *reader) Read(p []byte) (int, error) {
 type writer struct {
 	conn    net.Conn
 	timeout time.Duration
-	now     *writeNow // nil: every piece is written under a deadline
+	sock    *nowait.Socket // nil: every piece is written under a deadline
 }
 
 // writeChunk is how much of an answer each write deadline covers.
 const writeChunk = 64 << 10
 
 func newWriter(conn net.Conn, timeout time.Duration) writer {
-	return writer{conn: conn, timeout: timeout, now: newWriteNow(conn)}
+	return writer{conn: conn, timeout: timeout, sock: nowait.New(conn)}
 }
 
 func (w *writer) Write(p []byte) (n int, err error) {
 	for len(p) > 0 && err == nil {
 		piece := p[:min(len(p), writeChunk)]
-		m := w.now.write(piece)
+		m := w.sock.Write(piece)
 		if m < len(piece) {
 			w.conn.SetWriteDeadline(time.Now().Add(w.timeout))
 			var k int
