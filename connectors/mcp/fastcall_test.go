@@ -325,7 +325,8 @@ func TestFastCallReadsEveryEventStreamForm(t *testing.T) {
 
 // TestFastCallStreamHeldOpen: a server that keeps a call's event stream
 // open after the answer costs the call drainWait, not the rest of the
-// stream; the next call goes on a connection of its own.
+// stream, and the next call works (on a new connection: the held one is
+// closed, as TestH1BoundedDrain shows).
 func TestFastCallStreamHeldOpen(t *testing.T) {
 	t.Parallel()
 	srv := mcptest.Start(t, mcptest.Counter, mcptest.Options{})

@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -71,7 +72,10 @@ func (t *h1Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 			return nil, err
 		}
 	}
-	stop := context.AfterFunc(ctx, func() { pc.conn.SetDeadline(time.Unix(1, 0)) })
+	stop := context.AfterFunc(ctx, func() {
+		pc.src.cut.Store(true) // before the deadline: source keeps it
+		pc.conn.SetDeadline(time.Unix(1, 0))
+	})
 	fail := func(err error) (*http.Response, error) {
 		stop()
 		pc.conn.Close()
@@ -140,7 +144,8 @@ type source struct {
 	conn  net.Conn
 	sock  *nowait.Socket
 	bound time.Duration
-	armed bool // the bound's deadline is set
+	armed bool        // the bound's deadline is set
+	cut   atomic.Bool // the exchange's context ended: its past deadline stays
 }
 
 func (s *source) Read(p []byte) (int, error) {
@@ -149,6 +154,11 @@ func (s *source) Read(p []byte) (int, error) {
 			return n, nil
 		}
 		s.conn.SetReadDeadline(time.Now().Add(s.bound))
+		if s.cut.Load() {
+			// The context ended (before or while arming): its past
+			// deadline, not the bound, ends the read.
+			s.conn.SetReadDeadline(time.Unix(1, 0))
+		}
 		s.armed = true
 	}
 	return s.conn.Read(p)

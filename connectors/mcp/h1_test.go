@@ -296,6 +296,44 @@ func TestH1BoundedDrain(t *testing.T) {
 	}
 }
 
+// TestH1ContextEndsTheDrain: a context that ends after the answer ends the
+// bounded read of the rest at once, not after the bound (arming the bound
+// must not replace the past deadline the context set).
+func TestH1ContextEndsTheDrain(t *testing.T) {
+	release := make(chan struct{})
+	srv, _ := h1Server(t, false, func(w http.ResponseWriter, r *http.Request) {
+		w.Write([]byte("answer"))
+		w.(http.Flusher).Flush()
+		<-release // the rest never comes while the test runs
+	})
+	t.Cleanup(func() { close(release) })
+	c, _ := h1Client(t, srv)
+	ctx, cancel := context.WithCancel(context.Background())
+	req, _ := http.NewRequestWithContext(ctx, "GET", srv.URL, nil)
+	resp, err := c.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := make([]byte, len("answer"))
+	if _, err := io.ReadFull(resp.Body, b); err != nil {
+		t.Fatal(err)
+	}
+	body := resp.Body.(*h1Body)
+	cancel()
+	if !eventually(t, 2*time.Second, func() bool { return body.pc.src.cut.Load() }) {
+		t.Fatal("the context's end never reached the connection")
+	}
+	body.bound(5 * time.Second)
+	start := time.Now()
+	if _, err := io.Copy(io.Discard, body); err == nil {
+		t.Fatal("the rest of a body whose context ended was read")
+	}
+	if d := time.Since(start); d > time.Second {
+		t.Fatalf("the read took %v after the context ended: the bound replaced its deadline", d)
+	}
+	body.Close()
+}
+
 // deadlineCounter counts the read deadlines set on a connection.
 type deadlineCounter struct {
 	*net.TCPConn

@@ -18,7 +18,8 @@ type Socket struct {
 	rn, wn      int
 }
 
-// New returns conn's socket, or nil when conn is not a socket.
+// New returns conn's socket, or nil when conn is not a socket (it does
+// not expose one through syscall.Conn; see the package doc on wrappers).
 func New(conn net.Conn) *Socket {
 	sc, ok := conn.(syscall.Conn)
 	if !ok {
