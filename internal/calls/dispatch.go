@@ -41,6 +41,9 @@ func (c *call) dispatch(ctx context.Context, rt *toolconfig.Resolved, action *co
 		if next, rerr := e.reauthorize(dctx, rt, err); next != nil {
 			rt = next
 			result, err = rt.Connector.Call(dctx, rt.Tool, action.Name, args)
+			if connectors.KindOf(err) == connectors.KindUpstreamAuth {
+				e.opts.Reauth.RefusedFresh(rt) // its next refusals get no refresh for a while
+			}
 		} else if rerr != err {
 			refused = unavailable(rerr)
 		}

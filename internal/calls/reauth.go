@@ -16,6 +16,9 @@ type Reauthorizer interface {
 	// no OAuth grant to refresh, or a *problem.Error (tool_not_configured
 	// when the grant is dead) that the call answers instead.
 	Reauthorize(ctx context.Context, r *toolconfig.Resolved) (*toolconfig.Resolved, error)
+	// RefusedFresh says the server refused the retry's token too, so that
+	// its next refusals, for a while, are answered without a refresh.
+	RefusedFresh(r *toolconfig.Resolved)
 }
 
 var _ Reauthorizer = (*toolconfig.Service)(nil)
@@ -56,6 +59,9 @@ func (e *Engine) Actions(ctx context.Context, accountID, toolID int64) (*toolcon
 		}
 		rt = next
 		actions, err = rt.Connector.Actions(ctx, rt.Tool)
+		if connectors.KindOf(err) == connectors.KindUpstreamAuth {
+			e.opts.Reauth.RefusedFresh(rt)
+		}
 	}
 	if err != nil {
 		return nil, nil, err

@@ -170,6 +170,40 @@ func oaAlwaysRefreshing(t *testing.T) (*oaProvider, *mcptest.Server, *testserver
 	return p, counter, srv, id
 }
 
+// TestOAuthTokenRefusedAgain: a server that refuses every token, fresh
+// ones too, gets one refresh and one retry, not a refresh per call: a token
+// refused on the retry right after the refresh that made it is not
+// refreshed again within oauth.RefusedAgainWait, and the calls answer
+// upstream_auth_failed without running anything. (A token the server took
+// is refreshed on its next refusal at once: TestOAuthRefreshAcrossReplicas
+// finds a revoked grant right after a refresh.)
+func TestOAuthTokenRefusedAgain(t *testing.T) {
+	p, counter, srv, id := oaConnected(t, time.Hour, time.Hour)
+	before := p.refreshes.Load()
+	p.refuseAll.Store(true)
+	for i := range 4 {
+		r := oaCall(t, srv, id, "read_count")
+		if r.Status != 502 || r.JSON()["error"] != "upstream_auth_failed" {
+			t.Fatalf("call %d to a server that refuses every token: %d %s", i, r.Status, r.Body)
+		}
+	}
+	if n := p.refreshes.Load() - before; n != 1 {
+		t.Fatalf("refreshes = %d for four refused calls, want 1", n)
+	}
+	if n := counter.Calls("read_count"); n != 0 {
+		t.Fatalf("read_count ran %d times", n)
+	}
+	// The server takes tokens again: the token refreshed after the first
+	// refusal works, without another refresh.
+	p.refuseAll.Store(false)
+	if r := oaCall(t, srv, id, "read_count"); r.Status != 200 {
+		t.Fatalf("call once the server takes the token: %d %s", r.Status, r.Body)
+	}
+	if n := p.refreshes.Load() - before; n != 1 {
+		t.Fatalf("refreshes = %d, want still 1", n)
+	}
+}
+
 // oaConnected connects github-mcp, on the embedded database, through a new
 // local provider whose access tokens live first (from the code) and next
 // (from a refresh): the provider, the MCP server, Quiver and the tool's ID.

@@ -51,6 +51,9 @@ type oaProvider struct {
 	// exchangeDelay holds every authorization code exchange (time.Duration).
 	exchangeDelay   atomic.Int64
 	failedRefreshes atomic.Int64
+	// refuseAll makes the MCP servers refuse every access token, fresh
+	// ones too: a grant without the scope they want.
+	refuseAll atomic.Bool
 }
 
 type oaCode struct {
@@ -86,6 +89,9 @@ func (p *oaProvider) addClient(id, secret string) {
 
 // valid reports whether an access token is live: the MCP servers' check.
 func (p *oaProvider) valid(token string) bool {
+	if p.refuseAll.Load() {
+		return false
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	exp, ok := p.access[token]

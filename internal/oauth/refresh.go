@@ -33,6 +33,17 @@ func (f *Flow) Refresh(ctx context.Context, accountID, id int64, stale string) (
 	g := f.gate(id)
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	if stale != "" && stale == g.refusedFresh && time.Since(g.refusedAt) < RefusedAgainWait {
+		// The server refused this token right after a refresh made it: it
+		// refuses more than a stale token, and a refresh per call would
+		// only hammer the provider. The caller answers the refusal.
+		if !g.told {
+			g.told = true
+			f.opts.Logger.WarnContext(ctx, "oauth: the tool's server refuses even a freshly refreshed token; not refreshing again for a while",
+				"tool", id, "wait", RefusedAgainWait)
+		}
+		return nil, toolconfig.ErrRefusedAgain
+	}
 	if g.failedAt.After(began) {
 		// A refresh failed at the provider while this caller waited for
 		// it: asking again at once would make every waiting call wait out
@@ -132,10 +143,33 @@ func (f *Flow) revoke(t *store.Tool, save store.SaveToolFunc) error {
 	return save(t)
 }
 
+// RefusedAgainWait is how long a token the tool's server refused on the
+// retry right after the refresh that made it (RefusedFresh) gets no
+// refresh when refused again (toolconfig.ErrRefusedAgain), in this
+// process. Only such a token is marked: one the server took on that retry
+// is refreshed on a later refusal as ever (a revoked grant is found at
+// once), and so is any token that expires.
+const RefusedAgainWait = 30 * time.Second
+
+// RefusedFresh marks token, which a refresh just made, as refused by the
+// tool's server: see toolconfig.TokenRefresher.
+func (f *Flow) RefusedFresh(id int64, token string) {
+	g := f.gate(id)
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.refusedFresh, g.refusedAt, g.told = token, time.Now(), false
+}
+
 // refreshGate lets one refresh of a tool run at a time in this process.
+// Its fields are under mu.
 type refreshGate struct {
 	mu       sync.Mutex
-	failedAt time.Time // when a refresh last failed at the provider; under mu
+	failedAt time.Time // when a refresh last failed at the provider
+	// refusedFresh is the token RefusedFresh last marked, at refusedAt;
+	// told is set once a refusal of it was logged.
+	refusedFresh string
+	refusedAt    time.Time
+	told         bool
 }
 
 func (f *Flow) gate(id int64) *refreshGate {

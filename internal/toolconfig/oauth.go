@@ -106,9 +106,21 @@ type TokenRefresher interface {
 	// due for a refresh (Token.Expiring) or (stale non-empty) is still stale, the
 	// token a server just refused; otherwise another call already did it.
 	// When the provider refuses the grant for good it stores the tool back
-	// at its oauth step and returns that row with ErrGrantRevoked.
+	// at its oauth step and returns that row with ErrGrantRevoked. A stale
+	// token that RefusedFresh named moments ago gets ErrRefusedAgain, and
+	// no refresh.
 	Refresh(ctx context.Context, accountID, id int64, stale string) (*store.Tool, error)
+	// RefusedFresh records that a tool's server refused token, which a
+	// refresh had just made because the server refused the one before.
+	RefusedFresh(id int64, token string)
 }
+
+// ErrRefusedAgain is a refresh asked for a token that the tool's server
+// refused right after a refresh made it (RefusedFresh): the server refuses
+// more than a stale token (a grant without the scope it wants, say), and a
+// refresh on every call would only hammer the provider and spend rotating
+// refresh tokens.
+var ErrRefusedAgain = errors.New("toolconfig: the tool's server refuses even a freshly refreshed token")
 
 // Discoverer is implemented by an OAuthFlow that can find an oauth step
 // from a server's refusal (an MCP server pointing at its OAuth
@@ -144,8 +156,10 @@ func (s *Service) fresh(ctx context.Context, r *Resolved) (*Resolved, error) {
 // Reauthorize answers a server's refusal of r's access token (HTTP 401):
 // one refresh, shared with every concurrent caller and skipped when another
 // call refreshed since r's token was issued. It returns nil, nil when the
-// tool has no OAuth grant to refresh; a *problem.Error tool_not_configured
-// when the grant is dead.
+// tool has no OAuth grant to refresh, or when the server refused this very
+// token right after a refresh made it (RefusedFresh, ErrRefusedAgain): the
+// caller then answers the server's refusal. It returns a *problem.Error
+// tool_not_configured when the grant is dead.
 func (s *Service) Reauthorize(ctx context.Context, r *Resolved) (*Resolved, error) {
 	if r == nil || r.Row == nil || r.Row.OAuthToken == "" || r.Tool.AccessToken == "" {
 		return nil, nil
@@ -156,12 +170,24 @@ func (s *Service) Reauthorize(ctx context.Context, r *Resolved) (*Resolved, erro
 	return s.refresh(ctx, r, r.Tool.AccessToken)
 }
 
+// RefusedFresh tells the refresher that the server refused r's token on
+// the retry right after Reauthorize refreshed it: its next refusals, for a
+// while, get no refresh (ErrRefusedAgain).
+func (s *Service) RefusedFresh(r *Resolved) {
+	if ref, ok := s.opts.OAuth.(TokenRefresher); ok && r != nil && r.Row != nil && r.Tool.AccessToken != "" {
+		ref.RefusedFresh(r.Row.ID, r.Tool.AccessToken)
+	}
+}
+
 func (s *Service) refresh(ctx context.Context, r *Resolved, stale string) (*Resolved, error) {
 	ref, ok := s.opts.OAuth.(TokenRefresher)
 	if !ok {
 		return r, nil
 	}
 	row, err := ref.Refresh(ctx, r.Row.AccountID, r.Row.ID, stale)
+	if errors.Is(err, ErrRefusedAgain) {
+		return nil, nil
+	}
 	s.invalidate(r.Row.AccountID, r.Row.ID)
 	switch {
 	case errors.Is(err, ErrGrantRevoked) && row != nil:
