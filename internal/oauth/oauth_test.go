@@ -293,3 +293,37 @@ func TestRefreshFailureAsksOnce(t *testing.T) {
 		t.Fatalf("basic: %v, basic %t", err, ts.basic.Load())
 	}
 }
+
+// TestRefreshRefusedFresh: a token the server refused right after the
+// refresh that made it is not refreshed again for RefusedAgainWait; after
+// that, or for any other token, a refusal refreshes as ever.
+func TestRefreshRefusedFresh(t *testing.T) {
+	ts := startTokenServer(t, "rt-first")
+	s := newSetup(t, ts.URL, &toolconfig.Token{AccessToken: "at-first", RefreshToken: "rt-first", Expiry: time.Now().Add(time.Hour)})
+	ctx := context.Background()
+	s.flow.RefusedFresh(s.tool.ID, "at-first")
+	for range 3 {
+		if _, err := s.flow.Refresh(ctx, s.tool.AccountID, s.tool.ID, "at-first"); !errors.Is(err, toolconfig.ErrRefusedAgain) {
+			t.Fatalf("refusal of a token refused fresh: %v, want ErrRefusedAgain", err)
+		}
+	}
+	if n := ts.refreshes.Load(); n != 0 {
+		t.Fatalf("refreshes = %d, want 0", n)
+	}
+	if n := strings.Count(s.logs.String(), "refuses even a freshly refreshed token"); n != 1 {
+		t.Fatalf("%d warnings logged for three refusals, want 1:\n%s", n, s.logs.String())
+	}
+	// The window ends: the next refusal refreshes.
+	g := s.flow.gate(s.tool.ID)
+	g.mu.Lock()
+	g.refusedAt = time.Now().Add(-RefusedAgainWait)
+	g.mu.Unlock()
+	if _, err := s.flow.Refresh(ctx, s.tool.AccountID, s.tool.ID, "at-first"); err != nil || ts.refreshes.Load() != 1 {
+		t.Fatalf("refusal after the window: %v, %d refreshes", err, ts.refreshes.Load())
+	}
+	// Another token marked does not hold back a refusal of the stored one.
+	s.flow.RefusedFresh(s.tool.ID, "at-elsewhere")
+	if _, err := s.flow.Refresh(ctx, s.tool.AccountID, s.tool.ID, "at-b"); err != nil || ts.refreshes.Load() != 2 {
+		t.Fatalf("refusal of an unmarked token: %v, %d refreshes", err, ts.refreshes.Load())
+	}
+}
