@@ -49,9 +49,11 @@ func main() {
 	// The first signal drains; a second one ends the process at once, as
 	// an operator expects, and says so. One channel, with room for both,
 	// takes them from the start: a second signal sent right behind the
-	// first is not lost while the first is being handled.
+	// first is not lost while the first is being handled. SIGHUP (the
+	// terminal serve ran in was closed) drains too: Go's default for it
+	// cut the calls in flight off.
 	signals := make(chan os.Signal, 2)
-	signal.Notify(signals, os.Interrupt, syscall.SIGTERM)
+	signal.Notify(signals, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 	ctx, stop := context.WithCancel(context.Background())
 	defer stop()
 	go func() {

@@ -15,7 +15,7 @@ import (
 // TestSignals: the first SIGTERM lets a call in flight finish and then
 // stops the server cleanly; a second one ends the process at once, as an
 // operator who does not want to wait out the drain expects (it used to be
-// ignored).
+// ignored). SIGHUP drains as SIGTERM does.
 func TestSignals(t *testing.T) {
 	env := map[string]string{"QUIVER_DATA_DIR": t.TempDir(), "QUIVER_EGRESS_ALLOW_PRIVATE": "true"}
 	key := createKey(t, env, "signals")
@@ -27,6 +27,18 @@ func TestSignals(t *testing.T) {
 				"arguments": map[string]any{"path": "/slow", "query": map[string]any{"ms": ms}}})
 		}()
 		return done
+	}
+	// answered waits for a call slow started; one that gets no answer (the
+	// process died under it) fails the test rather than hang it.
+	answered := func(done <-chan *testserver.Response, what string) *testserver.Response {
+		t.Helper()
+		select {
+		case r := <-done:
+			return r
+		case <-time.After(10 * time.Second):
+			t.Fatalf("%s: no answer", what)
+			return nil
+		}
 	}
 	exited := func(p *proc, within time.Duration) bool {
 		select {
@@ -42,7 +54,7 @@ func TestSignals(t *testing.T) {
 	done := slow(p, id, "1500")
 	testserver.Eventually(t, 5*time.Second, "the call to reach the tool", func() bool { return tool.count("/slow") == 1 })
 	p.cmd.Process.Signal(syscall.SIGTERM)
-	if r := <-done; r.Status != 200 {
+	if r := answered(done, "the call in flight at the first signal"); r.Status != 200 {
 		t.Fatalf("the call in flight at the first signal: %d %s", r.Status, r.Body)
 	}
 	if !exited(p, 5*time.Second) || p.cmd.ProcessState.ExitCode() != 0 {
@@ -87,6 +99,19 @@ func TestSignals(t *testing.T) {
 	p.cmd.Process.Signal(syscall.SIGTERM)
 	if !exited(p, 3*time.Second) {
 		t.Fatal("two signals back to back did not end the process at once")
+	}
+
+	// SIGHUP (the terminal closed) drains as SIGTERM does; Go's default
+	// for it ended the process at once, cutting the call off.
+	p = startProc(t, env)
+	done = slow(p, id, "1500")
+	testserver.Eventually(t, 5*time.Second, "the call to reach the tool", func() bool { return tool.count("/slow") == 4 })
+	p.cmd.Process.Signal(syscall.SIGHUP)
+	if r := answered(done, "the call in flight at SIGHUP"); r.Status != 200 {
+		t.Fatalf("the call in flight at SIGHUP: %d %s", r.Status, r.Body)
+	}
+	if !exited(p, 5*time.Second) || p.cmd.ProcessState.ExitCode() != 0 {
+		t.Fatalf("after the drain on SIGHUP: exited %v, state %v", p.cmd.ProcessState != nil, p.cmd.ProcessState)
 	}
 }
 
