@@ -258,16 +258,12 @@ const drainWait = 100 * time.Millisecond
 // leaves the connection to the next request; one closed early takes a new
 // connection (a TCP handshake and two goroutines at both ends) next time.
 // A server that keeps the stream open gets drainWait, then the close; the
-// end usually came with the answer, and reading it then arms no timer.
+// end usually came with the answer, and reading it then arms no timer. A
+// body that cannot bound its wait (not the h1 transport's) is closed.
 func finish(body io.ReadCloser) {
 	if b, ok := body.(bounder); ok && b.bound(drainWait) {
 		_, _ = io.Copy(io.Discard, io.LimitReader(body, 1<<20))
-		body.Close()
-		return
 	}
-	t := time.AfterFunc(drainWait, func() { body.Close() })
-	_, _ = io.Copy(io.Discard, io.LimitReader(body, 1<<20))
-	t.Stop()
 	body.Close()
 }
 

@@ -10,7 +10,6 @@ import (
 	"net/http"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/quiverhq/quiver/internal/nowait"
@@ -43,8 +42,8 @@ type h1Transport struct {
 
 type h1Conn struct {
 	conn  net.Conn
-	probe *liveness // nil when the connection cannot be looked at
-	src   source    // under br
+	sock  *nowait.Socket // the TCP socket under any TLS; nil when it cannot be looked at
+	src   source         // under br
 	br    *bufio.Reader
 	bw    *bufio.Writer
 	key   string
@@ -110,7 +109,7 @@ func (t *h1Transport) connect(ctx context.Context, scheme, addr, host, key strin
 	if err != nil {
 		return nil, err
 	}
-	raw, _ := conn.(syscall.Conn)
+	sock := nowait.New(conn) // before TLS wraps it
 	if scheme == "https" {
 		cfg := &tls.Config{}
 		if t.tlsConfig != nil {
@@ -128,8 +127,11 @@ func (t *h1Transport) connect(ctx context.Context, scheme, addr, host, key strin
 		}
 		conn = tc
 	}
-	pc := &h1Conn{conn: conn, probe: newLiveness(raw), bw: bufio.NewWriterSize(conn, 8<<10), key: key}
-	pc.src = source{conn: conn, sock: nowait.New(conn)} // nil over TLS: its bytes are not the response's
+	pc := &h1Conn{conn: conn, sock: sock, bw: bufio.NewWriterSize(conn, 8<<10), key: key}
+	pc.src = source{conn: conn}
+	if scheme == "http" {
+		pc.src.sock = sock // over TLS the socket's bytes are not the response's
+	}
 	pc.br = bufio.NewReaderSize(&pc.src, 16<<10)
 	return pc, nil
 }
@@ -185,7 +187,7 @@ func (t *h1Transport) get(key string) *h1Conn {
 		pc := list[len(list)-1]
 		t.idle[key] = list[:len(list)-1]
 		t.mu.Unlock()
-		if now.Sub(pc.since) < t.idleTimeout && pc.br.Buffered() == 0 && pc.probe.alive() {
+		if now.Sub(pc.since) < t.idleTimeout && pc.br.Buffered() == 0 && pc.sock.Quiet() {
 			return pc
 		}
 		pc.conn.Close()

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/quiverhq/quiver/internal/egress"
+	"github.com/quiverhq/quiver/internal/nowait"
 )
 
 // h1Server counts the connections it accepted.
@@ -88,8 +89,8 @@ func TestH1ReusesConnections(t *testing.T) {
 // TestH1ServerClosedIdle: a connection the server closed while it was idle
 // is noticed before use, and the request goes on a new one.
 func TestH1ServerClosedIdle(t *testing.T) {
-	if !canPeek {
-		t.Skip("idle connections cannot be looked at here (liveness_other.go)")
+	if !nowait.Available {
+		t.Skip("idle connections cannot be looked at here (nowait_other.go)")
 	}
 	srv, conns := h1Server(t, false, echoHandler)
 	c, tr := h1Client(t, srv)
@@ -100,7 +101,7 @@ func TestH1ServerClosedIdle(t *testing.T) {
 	if !eventually(t, 2*time.Second, func() bool {
 		tr.mu.Lock()
 		defer tr.mu.Unlock()
-		return len(tr.idle[key]) == 1 && !tr.idle[key][0].probe.alive()
+		return len(tr.idle[key]) == 1 && !tr.idle[key][0].sock.Quiet()
 	}) {
 		t.Fatal("the pooled connection never saw the server close it")
 	}
@@ -218,8 +219,8 @@ func TestH1ClosesStaleIdleConnections(t *testing.T) {
 // connection; a server that holds the rest back gets the bound, from the
 // first read that has to wait, and the connection is closed.
 func TestH1BoundedDrain(t *testing.T) {
-	if !canPeek {
-		t.Skip("a socket cannot be read without waiting here (liveness_other.go)")
+	if !nowait.Available {
+		t.Skip("a socket cannot be read without waiting here (nowait_other.go)")
 	}
 	release := make(chan struct{})
 	srv, conns := h1Server(t, false, func(w http.ResponseWriter, r *http.Request) {
@@ -259,7 +260,7 @@ func TestH1BoundedDrain(t *testing.T) {
 
 	body := answer()
 	release <- struct{}{}
-	if !eventually(t, 2*time.Second, func() bool { return !body.pc.probe.alive() }) {
+	if !eventually(t, 2*time.Second, func() bool { return !body.pc.sock.Quiet() }) {
 		t.Fatal("the end of the body never reached the socket")
 	}
 	body.bound(time.Second)

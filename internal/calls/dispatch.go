@@ -38,13 +38,14 @@ func (c *call) dispatch(ctx context.Context, rt *toolconfig.Resolved, action *co
 	if connectors.KindOf(err) == connectors.KindUpstreamAuth {
 		// The server refused our token before running anything: refresh
 		// once (shared with concurrent calls) and retry once.
-		if next, rerr := e.reauthorize(dctx, rt, err); next != nil {
-			rt = next
+		next, rerr := e.retryRefused(dctx, rt, err, func(rt *toolconfig.Resolved) error {
 			result, err = rt.Connector.Call(dctx, rt.Tool, action.Name, args)
-			if connectors.KindOf(err) == connectors.KindUpstreamAuth {
-				e.opts.Reauth.RefusedFresh(rt) // its next refusals get no refresh for a while
-			}
-		} else if rerr != err {
+			return err
+		})
+		switch {
+		case next != nil:
+			rt = next
+		case rerr != err:
 			refused = unavailable(rerr)
 		}
 	}

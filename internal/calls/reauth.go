@@ -23,10 +23,14 @@ type Reauthorizer interface {
 
 var _ Reauthorizer = (*toolconfig.Service)(nil)
 
-// reauthorize is dispatch's one retry after a refused token. It returns the
-// tool to call again, or nil and the error to answer with (the original
-// one when there is nothing to refresh).
-func (e *Engine) reauthorize(ctx context.Context, rt *toolconfig.Resolved, cause error) (*toolconfig.Resolved, error) {
+// retryRefused is the one retry after the tool's server refused our OAuth
+// token (cause): it refreshes the token (shared with concurrent callers),
+// runs again on the refreshed tool, and when the server refuses the new
+// token too, marks it (RefusedFresh) so that its next refusals get no
+// refresh for a while. It returns the tool again ran on and again's error,
+// or nil and the error to answer with (cause itself when there is nothing
+// to refresh).
+func (e *Engine) retryRefused(ctx context.Context, rt *toolconfig.Resolved, cause error, again func(*toolconfig.Resolved) error) (*toolconfig.Resolved, error) {
 	if e.opts.Reauth == nil || rt.Tool.AccessToken == "" {
 		return nil, cause
 	}
@@ -37,7 +41,11 @@ func (e *Engine) reauthorize(ctx context.Context, rt *toolconfig.Resolved, cause
 	case next == nil:
 		return nil, cause
 	}
-	return next, nil
+	err = again(next)
+	if connectors.KindOf(err) == connectors.KindUpstreamAuth {
+		e.opts.Reauth.RefusedFresh(next)
+	}
+	return next, err
 }
 
 // Actions resolves a connected tool of the account and lists its actions,
@@ -53,15 +61,14 @@ func (e *Engine) Actions(ctx context.Context, accountID, toolID int64) (*toolcon
 	}
 	actions, err := rt.Connector.Actions(ctx, rt.Tool)
 	if connectors.KindOf(err) == connectors.KindUpstreamAuth {
-		next, rerr := e.reauthorize(ctx, rt, err)
+		next, rerr := e.retryRefused(ctx, rt, err, func(rt *toolconfig.Resolved) error {
+			actions, err = rt.Connector.Actions(ctx, rt.Tool)
+			return err
+		})
 		if next == nil {
 			return nil, nil, rerr
 		}
 		rt = next
-		actions, err = rt.Connector.Actions(ctx, rt.Tool)
-		if connectors.KindOf(err) == connectors.KindUpstreamAuth {
-			e.opts.Reauth.RefusedFresh(rt)
-		}
 	}
 	if err != nil {
 		return nil, nil, err

@@ -51,15 +51,21 @@ func TestSignals(t *testing.T) {
 
 	p := startProc(t, env)
 	id := connectHTTPTool(t, p.URL, key, tool.URL)
-	done := slow(p, id, "1500")
-	testserver.Eventually(t, 5*time.Second, "the call to reach the tool", func() bool { return tool.count("/slow") == 1 })
-	p.cmd.Process.Signal(syscall.SIGTERM)
-	if r := answered(done, "the call in flight at the first signal"); r.Status != 200 {
-		t.Fatalf("the call in flight at the first signal: %d %s", r.Status, r.Body)
+	// drains starts a call on p, the nth to reach the tool, sends sig, and
+	// wants the call answered and the process out with 0.
+	drains := func(p *proc, sig syscall.Signal, nth int) {
+		t.Helper()
+		done := slow(p, id, "1500")
+		testserver.Eventually(t, 5*time.Second, "the call to reach the tool", func() bool { return tool.count("/slow") == nth })
+		p.cmd.Process.Signal(sig)
+		if r := answered(done, "the call in flight at "+sig.String()); r.Status != 200 {
+			t.Fatalf("the call in flight at %v: %d %s", sig, r.Status, r.Body)
+		}
+		if !exited(p, 5*time.Second) || p.cmd.ProcessState.ExitCode() != 0 {
+			t.Fatalf("after the drain on %v: exited %v, state %v", sig, p.cmd.ProcessState != nil, p.cmd.ProcessState)
+		}
 	}
-	if !exited(p, 5*time.Second) || p.cmd.ProcessState.ExitCode() != 0 {
-		t.Fatalf("after the drain: exited %v, state %v", p.cmd.ProcessState != nil, p.cmd.ProcessState)
-	}
+	drains(p, syscall.SIGTERM, 1)
 
 	// hang starts a call of 20 s on p, the nth to reach the tool, and
 	// waits until it has.
@@ -103,16 +109,7 @@ func TestSignals(t *testing.T) {
 
 	// SIGHUP (the terminal closed) drains as SIGTERM does; Go's default
 	// for it ended the process at once, cutting the call off.
-	p = startProc(t, env)
-	done = slow(p, id, "1500")
-	testserver.Eventually(t, 5*time.Second, "the call to reach the tool", func() bool { return tool.count("/slow") == 4 })
-	p.cmd.Process.Signal(syscall.SIGHUP)
-	if r := answered(done, "the call in flight at SIGHUP"); r.Status != 200 {
-		t.Fatalf("the call in flight at SIGHUP: %d %s", r.Status, r.Body)
-	}
-	if !exited(p, 5*time.Second) || p.cmd.ProcessState.ExitCode() != 0 {
-		t.Fatalf("after the drain on SIGHUP: exited %v, state %v", p.cmd.ProcessState != nil, p.cmd.ProcessState)
-	}
+	drains(startProc(t, env), syscall.SIGHUP, 4)
 }
 
 // A SIGTERM while serve waits for a database that does not answer (a host

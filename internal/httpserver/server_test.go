@@ -10,7 +10,6 @@ package httpserver_test
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -26,6 +25,7 @@ import (
 	"time"
 
 	"github.com/quiverhq/quiver/internal/httpserver"
+	"github.com/quiverhq/quiver/internal/testlog"
 )
 
 // safety bounds every blocking read and write of a test, so a server that
@@ -329,24 +329,6 @@ func TestSilentNewConnection(t *testing.T) {
 	rc.expectClosed()
 }
 
-// syncBuffer is a log sink the server's goroutines and the test share.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // A panicking handler costs its connection and nothing else; the panic is
 // logged unless it is http.ErrAbortHandler, which means "abort quietly".
 func TestHandlerPanic(t *testing.T) {
@@ -364,7 +346,7 @@ func TestHandlerPanic(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			var logs syncBuffer
+			var logs testlog.Buffer
 			ts := setup(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 				if r.URL.Path == "/panic" {
 					if tc.afterBody {

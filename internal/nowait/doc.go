@@ -1,5 +1,6 @@
-// Package nowait reads and writes a socket only as far as it can without
-// waiting: what it already holds, what its buffer takes. A caller that has
+// Package nowait looks at, reads and writes a socket only as far as it can
+// without waiting: whether an idle connection is still open and quiet,
+// what it already holds, what its buffer takes. A caller that has
 // to wait for the rest sets a deadline for that alone: a deadline is a
 // runtime timer, and changing one (later too) makes the runtime wake a
 // thread to watch it unless another change is already pending, which for

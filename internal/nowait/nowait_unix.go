@@ -3,19 +3,22 @@
 package nowait
 
 import (
+	"errors"
 	"net"
 	"syscall"
 )
 
 // Socket is a connection's socket. It is made once per connection, so a
-// read or a write allocates nothing. Like the connection's own reads and
-// writes, one read and one write may run at a time.
+// look, a read or a write allocates nothing. Like the connection's own
+// reads and writes, one read (or look) and one write may run at a time.
 type Socket struct {
 	rc syscall.RawConn
 
-	read, write func(fd uintptr) bool
-	rp, wp      []byte
-	rn, wn      int
+	read, write, peek func(fd uintptr) bool
+	rp, wp            []byte
+	rn, wn            int
+	quiet             bool
+	one               [1]byte
 }
 
 // New returns conn's socket, or nil when conn is not a socket (it does
@@ -54,7 +57,28 @@ func New(conn net.Conn) *Socket {
 		}
 		return true
 	}
+	s.peek = func(fd uintptr) bool {
+		_, _, err := syscall.Recvfrom(int(fd), s.one[:], syscall.MSG_PEEK|syscall.MSG_DONTWAIT)
+		s.quiet = errors.Is(err, syscall.EAGAIN) || errors.Is(err, syscall.EWOULDBLOCK)
+		return true
+	}
 	return s
+}
+
+// Available tells whether sockets can be looked at, read and written
+// without waiting here.
+const Available = true
+
+// Quiet reports whether the socket is still open and has nothing to read,
+// without reading: an idle HTTP/1.1 connection the server has not closed
+// (it gets nothing but a close). A nil Socket, which cannot look, reports
+// true.
+func (s *Socket) Quiet() bool {
+	if s == nil {
+		return true
+	}
+	s.quiet = false
+	return s.rc.Read(s.peek) == nil && s.quiet
 }
 
 // Read reads into p what the socket holds, and returns how much: 0 when

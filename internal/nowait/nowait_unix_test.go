@@ -92,3 +92,29 @@ func TestNotASocket(t *testing.T) {
 		t.Fatal("a nil Socket read or wrote")
 	}
 }
+
+func TestQuiet(t *testing.T) {
+	client, server := pair(t)
+	s := nowait.New(client)
+	if !s.Quiet() {
+		t.Fatal("an open, idle connection is not quiet")
+	}
+	server.Write([]byte("x"))
+	waitFor(t, func() bool { return !s.Quiet() }, "data to make the connection not quiet")
+	client.Read(make([]byte, 1))
+	if !s.Quiet() {
+		t.Fatal("not quiet once the data was read")
+	}
+	server.Close()
+	waitFor(t, func() bool { return !s.Quiet() }, "a close to make the connection not quiet")
+}
+
+// waitFor polls cond for up to 5 s.
+func waitFor(t *testing.T, cond func() bool, what string) {
+	t.Helper()
+	for limit := time.Now().Add(5 * time.Second); !cond(); time.Sleep(time.Millisecond) {
+		if time.Now().After(limit) {
+			t.Fatalf("waited 5 s for %s", what)
+		}
+	}
+}

@@ -18,6 +18,7 @@ import (
 	"github.com/quiverhq/quiver/connectors"
 	"github.com/quiverhq/quiver/internal/secrets"
 	"github.com/quiverhq/quiver/internal/store"
+	"github.com/quiverhq/quiver/internal/testlog"
 	"github.com/quiverhq/quiver/internal/toolconfig"
 )
 
@@ -81,7 +82,7 @@ type setup struct {
 	flow  *Flow
 	box   *secrets.Box
 	tool  *store.Tool
-	logs  *bytes.Buffer
+	logs  *testlog.Buffer
 }
 
 func newSetup(t *testing.T, tokenURL string, tok *toolconfig.Token) *setup {
@@ -102,8 +103,8 @@ func newSetup(t *testing.T, tokenURL string, tok *toolconfig.Token) *setup {
 	if err != nil {
 		t.Fatal(err)
 	}
-	logs := &bytes.Buffer{}
-	logger := slog.New(slog.NewTextHandler(&lockedWriter{w: logs}, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	logs := &testlog.Buffer{}
+	logger := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	tools := toolconfig.New(toolconfig.Options{Store: st, Catalog: cat, Box: box, Connectors: connectors.Registry{}, Logger: logger})
 	flow := New(Options{Store: st, Tools: tools, Box: box, Clients: map[string]Client{"github": {ID: "id", Secret: "client-secret"}},
 		Endpoints: map[string]Endpoint{"github": {TokenURL: tokenURL}}, PublicURL: "http://quiver.test", AllowPrivate: true, Logger: logger})
@@ -122,17 +123,6 @@ func newSetup(t *testing.T, tokenURL string, tok *toolconfig.Token) *setup {
 		t.Fatal(err)
 	}
 	return &setup{st: st, tools: tools, flow: flow, box: box, tool: tool, logs: logs}
-}
-
-type lockedWriter struct {
-	mu sync.Mutex
-	w  *bytes.Buffer
-}
-
-func (l *lockedWriter) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.w.Write(p)
 }
 
 func (s *setup) stored(t *testing.T) (*store.Tool, *toolconfig.Token) {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -12,25 +11,8 @@ import (
 
 	"github.com/quiverhq/quiver/internal/store"
 	"github.com/quiverhq/quiver/internal/testdb"
+	"github.com/quiverhq/quiver/internal/testlog"
 )
-
-// lockedLog is a log sink the migrating goroutine and the test share.
-type lockedLog struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (l *lockedLog) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedLog) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 // A migration that waits for another process's migration lock says so
 // (it waited in silence), and goes on once the lock is let go.
@@ -42,11 +24,11 @@ func TestMigrateWaitingForTheLockSaysSo(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer holder.Close(ctx)
-	if _, err := holder.Exec(ctx, "SELECT pg_advisory_lock($1)", int64(0x5175697665720001)); err != nil {
+	if _, err := holder.Exec(ctx, "SELECT pg_advisory_lock($1)", int64(store.MigrationLockID)); err != nil {
 		t.Fatal(err)
 	}
 
-	var log lockedLog
+	var log testlog.Buffer
 	s, err := store.Open(ctx, store.Options{DatabaseURL: url, Logger: slog.New(slog.NewTextHandler(&log, nil))})
 	if err != nil {
 		t.Fatal(err)
@@ -65,7 +47,7 @@ func TestMigrateWaitingForTheLockSaysSo(t *testing.T) {
 		t.Fatalf("migrated (%v) while another process held the lock", err)
 	default:
 	}
-	if _, err := holder.Exec(ctx, "SELECT pg_advisory_unlock($1)", int64(0x5175697665720001)); err != nil {
+	if _, err := holder.Exec(ctx, "SELECT pg_advisory_unlock($1)", int64(store.MigrationLockID)); err != nil {
 		t.Fatal(err)
 	}
 	select {

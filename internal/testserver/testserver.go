@@ -22,6 +22,7 @@ import (
 	"github.com/quiverhq/quiver/internal/config"
 	"github.com/quiverhq/quiver/internal/logging"
 	"github.com/quiverhq/quiver/internal/testdb"
+	"github.com/quiverhq/quiver/internal/testlog"
 )
 
 // TestSecretKey is the QUIVER_SECRET_KEY of test servers on Postgres.
@@ -45,7 +46,7 @@ type Server struct {
 	Key         string // an API key of account "test"
 	DatabaseURL string
 	App         *app.App
-	logs        *syncBuffer
+	logs        *testlog.Buffer
 	t           testing.TB
 }
 
@@ -93,7 +94,7 @@ func Start(t testing.TB, opts Options) *Server {
 	if err != nil {
 		t.Fatal(err)
 	}
-	logs := &syncBuffer{}
+	logs := &testlog.Buffer{}
 	logger := logging.New(logs, cfg.LogLevel)
 	ctx := context.Background()
 	a, err := app.New(ctx, cfg, logger)
