@@ -83,7 +83,8 @@ type Kind string
 const (
 	KindUnreachable     Kind = "tool_unreachable"     // nothing was sent (connect refused, DNS)
 	KindUpstreamAuth    Kind = "upstream_auth_failed" // the server refused our credentials before running anything
-	KindRejected        Kind = "rejected"             // the server refused the request before running it (unknown tool, bad params)
+	KindRejected        Kind = "rejected"             // the server refused the request's arguments before running it (unknown tool, bad params)
+	KindUpstreamRefused Kind = "upstream_refused"     // the server refused the request itself, not its arguments, before running anything (an HTTP 404 or 405, an unsupported protocol version)
 	KindUpstreamLimited Kind = "upstream_limited"     // the server refused for its own rate or usage limits before running anything
 	KindUnknownAction   Kind = "unknown_action"       // no such action
 	KindOutcomeUnknown  Kind = "tool_outcome_unknown" // sent, and no outcome came back

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -43,15 +44,33 @@ func classify(a attemptState, err error, tgt *target) *connectors.Error {
 		return connectors.Errorf(connectors.KindUpstreamAuth, err,
 			"the MCP server at %s refused the credentials (HTTP %d): %s", tgt.host, a.status, refusalMessage(a))
 	}
+	if a.status == http.StatusTooManyRequests {
+		// The server's own limit, whatever the body says: nothing ran, and
+		// the same request may succeed after its delay.
+		e := connectors.Errorf(connectors.KindUpstreamLimited, err,
+			"the MCP server at %s limited the request (HTTP 429): %s", tgt.host, refusalMessage(a))
+		e.RetryAfter = connectors.RetryAfter(a.header.Get("Retry-After"), time.Now())
+		return e
+	}
 	if werr := serverError(err); werr != nil {
 		// Call has taken the tools/call errors that are its outcome
 		// (toolFailure): a tools/call error left here was refused before it
-		// was processed. Other requests (tools/list) change nothing.
-		return connectors.Errorf(connectors.KindRejected, err, "the MCP server refused the request: %s", werr.Message)
+		// was processed. Other requests (tools/list) change nothing. Only
+		// invalid params (the SDK's answer to arguments its schema refuses,
+		// and to an unknown tool) is about what the caller sent; the rest
+		// (parse error, unknown method, the protocol refusals) is about the
+		// request itself.
+		kind := connectors.KindUpstreamRefused
+		if werr.Code == jsonrpc.CodeInvalidParams {
+			kind = connectors.KindRejected
+		}
+		return connectors.Errorf(kind, err, "the MCP server refused the request: %s", werr.Message)
 	}
 	if a.status >= 400 && a.status < 500 {
-		return connectors.Errorf(connectors.KindRejected, err,
-			"the MCP server refused the request (HTTP %d): %s", a.status, refusalMessage(a))
+		// The HTTP layer refused it (404 without our session, 405, 406,
+		// 415...): nothing ran, and nothing in the arguments would change it.
+		return connectors.Errorf(connectors.KindUpstreamRefused, err,
+			"the MCP server at %s refused the request (HTTP %d): %s", tgt.host, a.status, refusalMessage(a))
 	}
 	if a.tooLarge || errors.Is(a.err, errTooLarge) {
 		return connectors.Errorf(connectors.KindOutcomeUnknown, err, "the MCP server's answer was too large")

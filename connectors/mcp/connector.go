@@ -44,12 +44,15 @@
 //	404 to a request carrying our session ID        → reconnect, retry once
 //	dial refused / DNS / egress blocked             → KindUnreachable
 //	401 or 403                                      → KindUpstreamAuth
-//	JSON-RPC error saying the request was not
-//	  processed (parse, invalid request, unknown
-//	  method, invalid params or unknown tool, the
-//	  MCP header/version/capability/elicitation
-//	  refusals)                                     → KindRejected
-//	any other 4xx                                   → KindRejected
+//	429                                             → KindUpstreamLimited, with
+//	                                                  its Retry-After
+//	JSON-RPC invalid params (arguments the tool's
+//	  schema refuses, an unknown tool)              → KindRejected
+//	any other JSON-RPC error saying the request
+//	  was not processed (parse, invalid request,
+//	  unknown method, the MCP header/version/
+//	  capability/elicitation refusals)              → KindUpstreamRefused
+//	any other 4xx                                   → KindUpstreamRefused
 //	any other JSON-RPC error to tools/call          → error result
 //	timeout, lost connection, 5xx, anything else    → KindOutcomeUnknown
 //

@@ -111,7 +111,7 @@ func TestHugeErrorBodyIsCapped(t *testing.T) {
 				t.Fatalf("err = %v, want a refusal naming HTTP 400", err)
 			}
 			if via == "actions" {
-				wantKind(t, err, connectors.KindRejected)
+				wantKind(t, err, connectors.KindUpstreamRefused)
 			} else {
 				wantField(t, err, "url", "HTTP 400")
 			}

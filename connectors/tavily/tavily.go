@@ -12,7 +12,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"strconv"
 	"strings"
 	"time"
 
@@ -137,13 +136,6 @@ const (
 	statusPayGoLimit = 433
 )
 
-// defaultRetryAfter is the delay of a 429 that gives none we can use;
-// maxRetryAfter keeps an absurd one from overflowing a Duration.
-const (
-	defaultRetryAfter = time.Second
-	maxRetryAfter     = 24 * time.Hour
-)
-
 // answer maps Tavily's status, headers and body onto a result or a typed
 // error.
 func answer(status int, header http.Header, data []byte) (connectors.Result, error) {
@@ -155,7 +147,7 @@ func answer(status int, header http.Header, data []byte) (connectors.Result, err
 		// Refused before running: retrying after Tavily's delay may work.
 		e := connectors.Errorf(connectors.KindUpstreamLimited, nil,
 			"Tavily rate limited the request (429): %s", message(data))
-		e.RetryAfter = retryAfter(header.Get("Retry-After"), time.Now())
+		e.RetryAfter = connectors.RetryAfter(header.Get("Retry-After"), time.Now())
 		return connectors.Result{}, e
 	case status == statusPlanLimit || status == statusPayGoLimit:
 		// Refused before running too, but the key's plan or spending limit
@@ -190,29 +182,6 @@ func answer(status int, header http.Header, data []byte) (connectors.Result, err
 		return errorResult(status, data), nil
 	}
 	return connectors.Result{Content: json.RawMessage(data)}, nil
-}
-
-// retryAfter reads a Retry-After header, in seconds or as an HTTP date
-// (RFC 9110), as of now. A missing, unreadable or past value is
-// defaultRetryAfter: a 429 means "later", and later is at least a second.
-// The caller bounds how long a client is told to wait.
-func retryAfter(v string, now time.Time) time.Duration {
-	v = strings.TrimSpace(v)
-	if v == "" {
-		return defaultRetryAfter
-	}
-	if n, err := strconv.ParseInt(v, 10, 64); err == nil {
-		if n <= 0 {
-			return defaultRetryAfter
-		}
-		return time.Duration(min(n, int64(maxRetryAfter/time.Second))) * time.Second
-	}
-	if t, err := http.ParseTime(v); err == nil {
-		if d := t.Sub(now); d >= defaultRetryAfter {
-			return min(d, maxRetryAfter)
-		}
-	}
-	return defaultRetryAfter
 }
 
 // errorResult is a tool error carrying the status and Tavily's body (parsed

@@ -2,14 +2,12 @@ package api
 
 import (
 	"encoding/json"
-	"errors"
 	"strings"
 	"unicode/utf8"
 
 	"github.com/gin-gonic/gin"
 
-	"github.com/quiverhq/quiver/connectors"
-	"github.com/quiverhq/quiver/internal/problem"
+	"github.com/quiverhq/quiver/internal/calls"
 )
 
 func (s *Server) registerTools(rg *gin.RouterGroup) {
@@ -133,19 +131,10 @@ func (s *Server) toolActions(c *gin.Context) {
 		return
 	}
 	_, actions, err := s.Calls.Actions(c.Request.Context(), account(c), id)
-	var ce *connectors.Error
-	if errors.As(err, &ce) {
-		// Nothing ran: the listing failed, 401/403 as upstream_auth_failed
-		// (after the same token refresh a call gets), anything else as
-		// tool_unreachable.
-		code := problem.ToolUnreachable
-		if ce.Kind == connectors.KindUpstreamAuth {
-			code = problem.UpstreamAuthFailed
-		}
-		err = &problem.Error{Code: code, Message: "The tool's actions could not be listed: " + strings.TrimRight(ce.Message, ".") + ".", Err: err}
-	}
 	if err != nil {
-		s.writeError(c, err)
+		// Nothing ran: mapped as a call's listing is (after the same token
+		// refresh a call gets).
+		s.writeError(c, calls.ListingProblem(err))
 		return
 	}
 	c.JSON(200, gin.H{"actions": actions})

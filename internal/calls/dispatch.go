@@ -255,6 +255,8 @@ func connectorProblem(err error) error {
 		return &problem.Error{Code: problem.UpstreamAuthFailed, Message: "The tool's server refused our credentials before running anything: " + ce.Message, Err: err}
 	case connectors.KindUnknownAction:
 		return &problem.Error{Code: problem.NotFound, Message: ce.Message, Err: err}
+	case connectors.KindUpstreamRefused:
+		return &problem.Error{Code: problem.UpstreamRefused, Message: "The tool's server refused the request before running anything: " + ce.Message, Err: err}
 	case connectors.KindRejected:
 		return &problem.Error{Code: problem.InvalidArguments, Message: "The tool refused the request before running it: " + ce.Message,
 			Fields: map[string]string{"arguments": ce.Message}, Err: err}
@@ -270,6 +272,25 @@ func connectorProblem(err error) error {
 			Err:     err}
 	}
 	return &problem.Error{Code: problem.OutcomeUnknownConflict, Status: 504, Message: ce.Message, Err: err}
+}
+
+// ListingProblem maps a failure to list a tool's actions, for a call or
+// for GET .../actions/, to its API error. A listing runs nothing, so none of
+// its failures is an unknown outcome: one without a typed refusal (a 5xx, a
+// lost connection, a timeout) is tool_unreachable, and a refusal is never
+// about arguments, since a listing sends none.
+func ListingProblem(err error) error {
+	var ce *connectors.Error
+	if !errors.As(err, &ce) {
+		return unavailable(err)
+	}
+	switch ce.Kind {
+	case connectors.KindUnreachable, connectors.KindUpstreamAuth, connectors.KindUpstreamLimited, connectors.KindUpstreamRefused:
+		return connectorProblem(err)
+	case connectors.KindRejected:
+		return &problem.Error{Code: problem.UpstreamRefused, Message: "The tool's server refused to list its actions: " + ce.Message, Err: err}
+	}
+	return &problem.Error{Code: problem.ToolUnreachable, Message: "The tool's actions could not be listed: " + strings.TrimRight(ce.Message, ".") + ".", Err: err}
 }
 
 // maxUpstreamRetryAfter bounds the delay a tool's provider can make us

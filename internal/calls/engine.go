@@ -311,7 +311,7 @@ func (c *call) target(ctx context.Context) (*toolconfig.Resolved, *connectors.Ac
 	}
 	rt, actions, err := e.Actions(actx, c.req.AccountID, id)
 	if err != nil {
-		return nil, nil, unavailable(connectorProblem(err))
+		return nil, nil, ListingProblem(err)
 	}
 	for i := range actions {
 		if actions[i].Name == c.b.Action {

@@ -33,6 +33,7 @@ const (
 	RateLimited            Code = "rate_limited"
 	ToolUnreachable        Code = "tool_unreachable"
 	UpstreamAuthFailed     Code = "upstream_auth_failed"
+	UpstreamRefused        Code = "upstream_refused"
 	Unavailable            Code = "unavailable"
 	Internal               Code = "internal"
 )
@@ -103,7 +104,7 @@ func (e *Error) HTTPStatus() int {
 		return http.StatusUnprocessableEntity
 	case RateLimited:
 		return http.StatusTooManyRequests
-	case ToolUnreachable, UpstreamAuthFailed:
+	case ToolUnreachable, UpstreamAuthFailed, UpstreamRefused:
 		return http.StatusBadGateway
 	case Unavailable:
 		return http.StatusServiceUnavailable

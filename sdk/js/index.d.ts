@@ -304,6 +304,7 @@ export class RateLimitError extends APIStatusError {}
 export class InternalServerError extends APIStatusError {}
 export class ToolUnreachableError extends APIStatusError {}
 export class UpstreamAuthFailedError extends APIStatusError {}
+export class UpstreamRefusedError extends APIStatusError {}
 export class ServiceUnavailableError extends APIStatusError {}
 
 export function errorFromResponse(status: number, headers: Headers, text: string): APIStatusError;

@@ -36,6 +36,7 @@ export {
   InternalServerError,
   ToolUnreachableError,
   UpstreamAuthFailedError,
+  UpstreamRefusedError,
   ServiceUnavailableError,
   errorFromResponse,
 } from "./src/errors.js";

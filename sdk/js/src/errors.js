@@ -147,6 +147,12 @@ export class InternalServerError extends APIStatusError {}
 export class ToolUnreachableError extends APIStatusError {}
 /** 502 upstream_auth_failed: the tool's server rejected Quiver's credentials. */
 export class UpstreamAuthFailedError extends APIStatusError {}
+/**
+ * 502 upstream_refused: the tool's server refused the request itself and nothing ran (an HTTP 4xx from it
+ * other than 401/403/429, or a JSON-RPC refusal not about the arguments, like "method not found"). The
+ * idempotency key is released. Deterministic: the same request gets the same refusal, so never retried.
+ */
+export class UpstreamRefusedError extends APIStatusError {}
 /** 503 unavailable. */
 export class ServiceUnavailableError extends APIStatusError {}
 
@@ -167,6 +173,7 @@ const BY_CODE = {
   rate_limited: RateLimitError,
   tool_unreachable: ToolUnreachableError,
   upstream_auth_failed: UpstreamAuthFailedError,
+  upstream_refused: UpstreamRefusedError,
   unavailable: ServiceUnavailableError,
   internal: InternalServerError,
 };

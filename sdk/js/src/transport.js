@@ -14,8 +14,8 @@ export const VERSION = "0.1.0";
 /**
  * SAFE: repeating the request cannot duplicate an effect (GET, DELETE, or a tool call carrying the
  * caller's idempotency key). Retried on connection errors, timeouts, 5xx (except the terminal
- * tool_outcome_unknown and the deterministic upstream_auth_failed), 429 and 409 request_in_progress,
- * with or without Quiver's error code.
+ * tool_outcome_unknown and the deterministic upstream_auth_failed and upstream_refused), 429 and 409
+ * request_in_progress, with or without Quiver's error code.
  * REFUSED_ONLY: repeating it could duplicate an effect (POST without a key, PATCH). Retried only when
  * Quiver itself answered that it did nothing: 429 rate_limited and 503 unavailable. An answer without
  * Quiver's code (a proxy's HTML 503 "upstream reset before headers", a gateway's 502/504 or 429) proves
@@ -353,7 +353,7 @@ function shouldRetry(error, mode) {
   if ((status === 429 && code === "rate_limited") || (status === 503 && code === "unavailable")) return true;
   if (mode !== SAFE) return false;
   if (code === "request_in_progress") return true;
-  if (code === "tool_outcome_unknown" || code === "upstream_auth_failed") return false;
+  if (code === "tool_outcome_unknown" || code === "upstream_auth_failed" || code === "upstream_refused") return false;
   return status === 429 || status >= 500;
 }
 

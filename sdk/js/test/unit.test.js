@@ -242,6 +242,7 @@ describe("errors", () => {
     [500, "internal", quiver.InternalServerError],
     [502, "tool_unreachable", quiver.ToolUnreachableError],
     [502, "upstream_auth_failed", quiver.UpstreamAuthFailedError],
+    [502, "upstream_refused", quiver.UpstreamRefusedError],
     [503, "unavailable", quiver.ServiceUnavailableError],
   ];
 
@@ -290,7 +291,13 @@ describe("errors", () => {
   test("a code-less 5xx is not a Quiver claim", async () => {
     // A proxy's 502/503/504 says nothing of the tool or of what the server did.
     const c = makeClient({ maxRetries: 0 });
-    const specific = [quiver.ToolUnreachableError, quiver.UpstreamAuthFailedError, quiver.ServiceUnavailableError, quiver.ToolOutcomeUnknownError];
+    const specific = [
+      quiver.ToolUnreachableError,
+      quiver.UpstreamAuthFailedError,
+      quiver.UpstreamRefusedError,
+      quiver.ServiceUnavailableError,
+      quiver.ToolOutcomeUnknownError,
+    ];
     const cases = [
       [502, "<html>502 Bad Gateway</html>"],
       [503, "upstream connect error or disconnect/reset before headers"],
@@ -448,6 +455,27 @@ describe("retries", () => {
     fake.push(409, { error: "tool_outcome_unknown", message: "lost" });
     await assert.rejects(client.tools.call(1, { action: "a", idempotencyKey: "op-3" }), quiver.ToolOutcomeUnknownError);
     assert.equal(fake.requests.length, 2);
+  });
+
+  test("deterministic upstream refusals are not retried, even when safe to repeat", async () => {
+    // A retry would meet the fake's default 200 and succeed.
+    const codes = [
+      ["upstream_auth_failed", quiver.UpstreamAuthFailedError],
+      ["upstream_refused", quiver.UpstreamRefusedError],
+    ];
+    const sends = [
+      ["call with key", () => client.tools.call(1, { action: "a", idempotencyKey: "op-r" })],
+      ["get", () => client.tools.get(1)],
+    ];
+    for (const [code, Cls] of codes) {
+      for (const [name, send] of sends) {
+        const before = fake.requests.length;
+        fake.push(502, { error: code, message: "refused" });
+        await assert.rejects(send(), Cls, `${code}, ${name}`);
+        assert.equal(fake.requests.length, before + 1, `${code}, ${name}`);
+        assert.deepEqual(delays, [], `${code}, ${name}`);
+      }
+    }
   });
 
   test("maxRetries is configurable", async () => {

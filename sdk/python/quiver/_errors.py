@@ -38,6 +38,7 @@ __all__ = [
     "InternalServerError",
     "ToolUnreachableError",
     "UpstreamAuthFailedError",
+    "UpstreamRefusedError",
     "ServiceUnavailableError",
 ]
 
@@ -238,6 +239,16 @@ class UpstreamAuthFailedError(APIStatusError):
     """502 ``upstream_auth_failed``: the tool's server rejected Quiver's credentials."""
 
 
+class UpstreamRefusedError(APIStatusError):
+    """502 ``upstream_refused``: the tool's server refused the request itself; nothing ran.
+
+    An HTTP 4xx from it other than 401/403/429 (such as 404/405/406/415), or a JSON-RPC refusal that
+    is not about the arguments (such as "method not found" or "unsupported protocol version"). The
+    idempotency key is released. Deterministic: the same request gets the same refusal, so it is never
+    retried.
+    """
+
+
 class ServiceUnavailableError(APIStatusError):
     """503 ``unavailable``: the server cannot safely take the request now."""
 
@@ -259,6 +270,7 @@ _BY_CODE: Dict[str, Type[APIStatusError]] = {
     "rate_limited": RateLimitError,
     "tool_unreachable": ToolUnreachableError,
     "upstream_auth_failed": UpstreamAuthFailedError,
+    "upstream_refused": UpstreamRefusedError,
     "unavailable": ServiceUnavailableError,
     "internal": InternalServerError,
 }

@@ -32,8 +32,8 @@ from ._version import __version__
 #
 # SAFE: repeating it cannot duplicate an effect (GET, DELETE, or a tool call carrying the caller's
 #   idempotency key, which the server deduplicates). Retried on connection errors, timeouts, 5xx
-#   (except the terminal tool_outcome_unknown and the deterministic upstream_auth_failed), 429 and
-#   409 request_in_progress, with or without Quiver's error code.
+#   (except the terminal tool_outcome_unknown and the deterministic upstream_auth_failed and
+#   upstream_refused), 429 and 409 request_in_progress, with or without Quiver's error code.
 # REFUSED_ONLY: repeating it could duplicate an effect (POST without a key, PATCH). Retried only when
 #   Quiver itself answered that it did nothing: 429 rate_limited and 503 unavailable. An answer
 #   without Quiver's code (a proxy's HTML 503 "upstream reset before headers", a gateway's 502/504
@@ -288,7 +288,7 @@ def _should_retry(error: APIStatusError, mode: str) -> bool:
         return False
     if code == "request_in_progress":
         return True
-    if code in ("tool_outcome_unknown", "upstream_auth_failed"):
+    if code in ("tool_outcome_unknown", "upstream_auth_failed", "upstream_refused"):
         return False
     return status == 429 or status >= 500
 

@@ -155,6 +155,7 @@ class TestErrors(Base):
         (500, "internal", quiver.InternalServerError),
         (502, "tool_unreachable", quiver.ToolUnreachableError),
         (502, "upstream_auth_failed", quiver.UpstreamAuthFailedError),
+        (502, "upstream_refused", quiver.UpstreamRefusedError),
         (503, "unavailable", quiver.ServiceUnavailableError),
     ]
 
@@ -200,8 +201,8 @@ class TestErrors(Base):
     def test_codeless_5xx_is_not_a_quiver_claim(self) -> None:
         # A proxy's 502/503/504 says nothing of the tool or of what the server did.
         client = self.make_client(max_retries=0)
-        specific = (quiver.ToolUnreachableError, quiver.UpstreamAuthFailedError, quiver.ServiceUnavailableError,
-                    quiver.ToolOutcomeUnknownError)
+        specific = (quiver.ToolUnreachableError, quiver.UpstreamAuthFailedError, quiver.UpstreamRefusedError,
+                    quiver.ServiceUnavailableError, quiver.ToolOutcomeUnknownError)
         for status, body in [(502, b"<html>502 Bad Gateway</html>"),
                              (503, b"upstream connect error or disconnect/reset before headers"),
                              (504, b"<html>504 Gateway Time-out</html>"),
@@ -338,6 +339,21 @@ class TestRetries(Base):
         with self.assertRaises(quiver.ToolOutcomeUnknownError):
             self.client.tools.call(1, action="a", idempotency_key="op-3")
         self.assertEqual(len(self.fake.requests), 2)
+
+    def test_deterministic_upstream_refusals_not_retried(self) -> None:
+        # The same request would get the same answer: not retried even when safe to repeat (a retry
+        # would meet the fake's default 200 and succeed).
+        for code, cls in [("upstream_auth_failed", quiver.UpstreamAuthFailedError),
+                          ("upstream_refused", quiver.UpstreamRefusedError)]:
+            for name, send in [("call with key", lambda: self.client.tools.call(1, action="a", idempotency_key="op-r")),
+                               ("get", lambda: self.client.tools.get(1))]:
+                with self.subTest(code=code, request=name):
+                    before = len(self.fake.requests)
+                    self.fake.push(502, {"error": code, "message": "refused"})
+                    with self.assertRaises(cls):
+                        send()
+                    self.assertEqual(len(self.fake.requests), before + 1)
+                    self.assertEqual(self.delays, [])
 
     def test_max_retries_configurable(self) -> None:
         client = self.make_client(max_retries=0)

@@ -1,0 +1,202 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/quiverhq/quiver/internal/testserver"
+)
+
+// mrfRefusal is how mrfGate answers a JSON-RPC method it refuses.
+type mrfRefusal struct {
+	status int
+	header map[string]string
+	body   string
+}
+
+// mrfGate stands in front of an MCP server and answers the methods it is
+// told to refuse at the HTTP layer, as a proxy, a rate limiter or a server
+// that moved its endpoint would, passing everything else on.
+type mrfGate struct {
+	next http.Handler
+
+	mu     sync.Mutex
+	refuse map[string]mrfRefusal
+}
+
+func (g *mrfGate) set(method string, r mrfRefusal) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if r.status == 0 {
+		delete(g.refuse, method)
+		return
+	}
+	g.refuse[method] = r
+}
+
+func (g *mrfGate) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Method == http.MethodPost {
+		body, err := io.ReadAll(r.Body)
+		if err != nil {
+			http.Error(w, "cannot read body", http.StatusBadRequest)
+			return
+		}
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		var peek struct{ Method string }
+		_ = json.Unmarshal(body, &peek)
+		g.mu.Lock()
+		refusal, ok := g.refuse[peek.Method]
+		g.mu.Unlock()
+		if ok {
+			for k, v := range refusal.header {
+				w.Header().Set(k, v)
+			}
+			w.WriteHeader(refusal.status)
+			io.WriteString(w, refusal.body)
+			return
+		}
+	}
+	g.next.ServeHTTP(w, r)
+}
+
+// TestMCPServerRefusals: an MCP server that refuses a request at the HTTP
+// layer ran nothing, and what Quiver answers says whose refusal it was. A
+// 429 is the server's rate limit (429 rate_limited with its Retry-After), a
+// 405, or a JSON-RPC "method not found", refuses the request itself (502
+// upstream_refused), never the caller's arguments; each releases the key.
+// A listing the server fails, which a call needs when its cached actions
+// were invalidated, ran nothing either: tool_unreachable, not an unknown
+// outcome.
+func TestMCPServerRefusals(t *testing.T) {
+	srv := testserver.Start(t, testserver.Options{Postgres: true})
+	var sends, lookups atomic.Int64
+	up := mcp.NewServer(&mcp.Implementation{Name: "mailer", Version: "1"}, nil)
+	object := json.RawMessage(`{"type":"object"}`)
+	ok := func(n *atomic.Int64) mcp.ToolHandler {
+		return func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			n.Add(1)
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: `{"ok":true}`}}}, nil
+		}
+	}
+	up.AddTool(&mcp.Tool{Name: "send", InputSchema: object}, ok(&sends)) // no annotations: not retryable
+	up.AddTool(&mcp.Tool{Name: "lookup", InputSchema: object, Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true}}, ok(&lookups))
+	gate := &mrfGate{next: mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return up }, nil), refuse: map[string]mrfRefusal{}}
+	hs := httptest.NewServer(gate)
+	t.Cleanup(func() {
+		hs.CloseClientConnections() // Quiver's pooled session holds a stream open
+		hs.Close()
+	})
+	id := mqConnect(t, srv, "mailer", map[string]any{"url": hs.URL})
+	args := map[string]any{"to": "a@b.c"}
+	released := func(key string) {
+		t.Helper()
+		if r := srv.Do("GET", "/api/v1/idempotency-keys/"+key, nil); r.Status != 404 {
+			t.Errorf("key %s after a refusal: %d %s, want 404 (released)", key, r.Status, r.Body)
+		}
+	}
+
+	t.Run("429 is the server's rate limit", func(t *testing.T) {
+		gate.set("tools/call", mrfRefusal{status: 429, header: map[string]string{"Retry-After": "7", "Content-Type": "application/json"},
+			body: `{"error":"rate_limited","message":"Slow down: ten calls a minute."}`})
+		r := mqCall(srv, id, "send", args, "k-429")
+		m := mqWant(t, r, 429, "rate_limited")
+		if got := r.Header.Get("Retry-After"); got != "7" {
+			t.Errorf("Retry-After %q, want the server's 7", got)
+		}
+		if msg, _ := m["message"].(string); !strings.Contains(msg, "Slow down: ten calls a minute.") || !strings.Contains(msg, "not Quiver's") {
+			t.Errorf("message %q should carry the server's words and say whose limit it was", msg)
+		}
+		released("k-429")
+	})
+
+	t.Run("405 refuses the request, not its arguments", func(t *testing.T) {
+		gate.set("tools/call", mrfRefusal{status: 405, header: map[string]string{"Allow": "GET"}, body: "Method Not Allowed"})
+		m := mqWant(t, mqCall(srv, id, "send", args, "k-405"), 502, "upstream_refused")
+		if msg, _ := m["message"].(string); !strings.Contains(msg, "HTTP 405") {
+			t.Errorf("message %q does not name the status", msg)
+		}
+		if m["fields"] != nil {
+			t.Errorf("fields %v: the arguments were not what was refused", m["fields"])
+		}
+		released("k-405")
+	})
+
+	t.Run("a JSON-RPC refusal that is not about the arguments", func(t *testing.T) {
+		gate.set("tools/call", mrfRefusal{status: 400, header: map[string]string{"Content-Type": "application/json"},
+			body: `{"jsonrpc":"2.0","id":1,"error":{"code":-32601,"message":"Method not found: tools/call"}}`})
+		m := mqWant(t, mqCall(srv, id, "send", args, "k-rpc"), 502, "upstream_refused")
+		if msg, _ := m["message"].(string); !strings.Contains(msg, "Method not found") {
+			t.Errorf("message %q does not carry the server's refusal", msg)
+		}
+		released("k-rpc")
+	})
+
+	t.Run("over the agent MCP endpoint, the same code", func(t *testing.T) {
+		gate.set("tools/call", mrfRefusal{status: 405, body: "Method Not Allowed"})
+		_, endpoint := mqaAgent(t, srv, id)
+		cs := mqaSession(t, srv, endpoint)
+		res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "mailer__send",
+			Arguments: map[string]any{"to": "a@b.c", "idempotency_key": "k-agent"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if env := mqEnvelope(t, res); env["error"] != "upstream_refused" {
+			t.Errorf("tool error %v, want upstream_refused", env)
+		}
+		released("k-agent")
+	})
+
+	if n := sends.Load(); n != 0 {
+		t.Fatalf("send ran %d times behind refusals", n)
+	}
+	gate.set("tools/call", mrfRefusal{})
+	if r := mqCall(srv, id, "send", args, "k-405"); r.Status != 200 || sends.Load() != 1 {
+		t.Fatalf("the released key once the server takes calls: %d %s, %d sends", r.Status, r.Body, sends.Load())
+	}
+
+	t.Run("a listing that fails ran nothing", func(t *testing.T) {
+		actions := func() *testserver.Response {
+			return srv.Do("GET", fmt.Sprintf("/api/v1/agents/custom-tools/%d/actions/", id), nil)
+		}
+		// The server fails tools/list, then says its list changed: the
+		// cached actions go, and the next call must list them again.
+		gate.set("tools/list", mrfRefusal{status: 500, body: "boom"})
+		up.AddTool(&mcp.Tool{Name: "extra", InputSchema: object}, ok(new(atomic.Int64)))
+		testserver.Eventually(t, 5*time.Second, "the cached actions invalidated", func() bool { return actions().Status != 200 })
+		mqWant(t, actions(), 502, "tool_unreachable")
+		mqWant(t, mqCall(srv, id, "lookup", nil, ""), 502, "tool_unreachable")
+		mqWant(t, mqCall(srv, id, "send", args, "k-list"), 502, "tool_unreachable")
+		released("k-list")
+
+		gate.set("tools/list", mrfRefusal{status: 429, header: map[string]string{"Retry-After": "3"}})
+		r := actions()
+		mqWant(t, r, 429, "rate_limited")
+		if got := r.Header.Get("Retry-After"); got != "3" {
+			t.Errorf("Retry-After %q, want the server's 3", got)
+		}
+		gate.set("tools/list", mrfRefusal{status: 405, body: "Method Not Allowed"})
+		mqWant(t, actions(), 502, "upstream_refused")
+		mqWant(t, mqCall(srv, id, "send", args, "k-list"), 502, "upstream_refused")
+		released("k-list")
+
+		gate.set("tools/list", mrfRefusal{})
+		if a := mqActions(t, srv, id); a["extra"] == nil {
+			t.Errorf("actions once the server lists again: %v, want extra among them", a)
+		}
+		if n := lookups.Load() + sends.Load(); n != 1 {
+			t.Errorf("%d tool runs behind failed listings, want only the one send before", n)
+		}
+	})
+}
