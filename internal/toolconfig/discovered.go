@@ -94,14 +94,14 @@ func stepAt(steps []catalog.Step, i int) *catalog.Step {
 	return &steps[i]
 }
 
-// discover turns a verify refusal that points at OAuth into a discovered
-// provider stored in plain. handled is false when err is something else.
-func (s *Service) discover(ctx context.Context, verifyErr error, plain map[string]any) (handled bool, err error) {
+// discover turns a verify refusal from the server at serverURL that points
+// at OAuth into a discovered provider stored in plain. handled is false when
+// err is something else.
+func (s *Service) discover(ctx context.Context, verifyErr error, serverURL string, plain map[string]any) (handled bool, err error) {
 	d, ok := s.opts.OAuth.(Discoverer)
 	if !ok {
 		return false, nil
 	}
-	serverURL, _ := plain["url"].(string)
 	found, ok, err := d.Discover(ctx, verifyErr, serverURL)
 	if !ok {
 		return false, nil

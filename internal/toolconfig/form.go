@@ -209,8 +209,30 @@ func literalPrefix(pattern string) string {
 	return b.String()
 }
 
-// mask returns what a secret field's value shows on read.
+// sealed reports whether a field's value is stored sealed with the
+// secrets: a secret field's always, and a URL's when it has a query, where
+// servers commonly take their keys (https://mcp.example.com/mcp?apiKey=…).
+func sealed(f *catalog.Field, v any) bool {
+	if f.Secret {
+		return true
+	}
+	s, ok := v.(string)
+	return ok && f.Type == catalog.FieldURL && strings.Contains(s, "?")
+}
+
+// mask returns what a field's value shows on read: a secret field's masked
+// whole, a URL with its query's values masked (keys kept, so a person can
+// tell which URL it is), anything else as it is.
 func mask(f *catalog.Field, v any) any {
+	if f.Type == catalog.FieldURL && !f.Secret {
+		if s, ok := v.(string); ok {
+			return maskQuery(s)
+		}
+		return v
+	}
+	if !f.Secret {
+		return v
+	}
 	if obj, ok := v.(map[string]any); ok {
 		out := make(map[string]any, len(obj))
 		for k := range obj {
@@ -219,6 +241,33 @@ func mask(f *catalog.Field, v any) any {
 		return out
 	}
 	return literalPrefix(f.Pattern) + "****"
+}
+
+// maskQuery masks the value of every parameter of a URL's query, and a
+// parameter without "=" whole: "?key=abc&flag" shows "?key=****&****". The
+// fragment, which is never sent, goes.
+func maskQuery(u string) string {
+	u, _, _ = strings.Cut(u, "#")
+	base, query, ok := strings.Cut(u, "?")
+	if !ok {
+		return u
+	}
+	var b strings.Builder
+	b.WriteString(base)
+	b.WriteByte('?')
+	for i, part := range strings.Split(query, "&") {
+		if i > 0 {
+			b.WriteByte('&')
+		}
+		if key, _, ok := strings.Cut(part, "="); ok {
+			b.WriteString(key)
+			b.WriteByte('=')
+		}
+		if part != "" {
+			b.WriteString("****")
+		}
+	}
+	return b.String()
 }
 
 // asString renders a stored value the way connectors receive it.

@@ -85,3 +85,43 @@ func TestAnsweredElsewhere(t *testing.T) {
 		t.Errorf("at step 2: %v", bad)
 	}
 }
+
+func TestMaskQuery(t *testing.T) {
+	for in, want := range map[string]string{
+		"https://mcp.example.com/mcp":                         "https://mcp.example.com/mcp",
+		"https://mcp.example.com/mcp?apiKey=tvly-123":         "https://mcp.example.com/mcp?apiKey=****",
+		"https://x.test/mcp/?a=1&b=&flag&c=x%3Dy":             "https://x.test/mcp/?a=****&b=****&****&c=****",
+		"https://x.test/mcp?":                                 "https://x.test/mcp?",
+		"https://x.test/mcp?k=v#frag":                         "https://x.test/mcp?k=****",
+		"https://x.test/mcp?a=1&&b=2":                         "https://x.test/mcp?a=****&&b=****",
+		"http://127.0.0.1:8080/mcp?token=abc&token=def&x=%20": "http://127.0.0.1:8080/mcp?token=****&token=****&x=****",
+	} {
+		if got := maskQuery(in); got != want {
+			t.Errorf("maskQuery(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+func TestSealedAndMasked(t *testing.T) {
+	url := &catalog.Field{Name: "url", Type: catalog.FieldURL}
+	secret := &catalog.Field{Name: "token", Type: catalog.FieldString, Secret: true, Pattern: "^tvly-"}
+	plain := &catalog.Field{Name: "label", Type: catalog.FieldString}
+	for _, tc := range []struct {
+		f      *catalog.Field
+		v      any
+		sealed bool
+		shown  any
+	}{
+		{url, "https://x.test/mcp", false, "https://x.test/mcp"},
+		{url, "https://x.test/mcp?key=abc", true, "https://x.test/mcp?key=****"},
+		{secret, "tvly-abc", true, "tvly-****"},
+		{plain, "a?b=c", false, "a?b=c"},
+	} {
+		if got := sealed(tc.f, tc.v); got != tc.sealed {
+			t.Errorf("sealed(%s, %v) = %v", tc.f.Name, tc.v, got)
+		}
+		if got := mask(tc.f, tc.v); got != tc.shown {
+			t.Errorf("mask(%s, %v) = %v, want %v", tc.f.Name, tc.v, got, tc.shown)
+		}
+	}
+}

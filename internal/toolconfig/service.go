@@ -247,7 +247,7 @@ func (s *Service) Provide(ctx context.Context, accountID, id int64, answers map[
 		if !ok {
 			continue
 		}
-		if f.Secret {
+		if sealed(&f, v) {
 			secret[f.Name] = v
 		} else {
 			plain[f.Name] = v
@@ -289,7 +289,8 @@ func (s *Service) verify(ctx context.Context, e *catalog.Entry, plain, secret ma
 	}
 	ctx, cancel := context.WithTimeout(ctx, s.opts.VerifyTimeout)
 	defer cancel()
-	err := v.Verify(ctx, e, flatten(plain, secret))
+	config := flatten(plain, secret)
+	err := v.Verify(ctx, e, config)
 	var fe *connectors.FieldError
 	switch {
 	case err == nil:
@@ -297,7 +298,7 @@ func (s *Service) verify(ctx context.Context, e *catalog.Entry, plain, secret ma
 	case errors.As(err, &fe):
 		return problem.Validation("The tool refused this configuration.", map[string]string{fe.Field: fe.Message})
 	}
-	if handled, derr := s.discover(ctx, err, plain); handled {
+	if handled, derr := s.discover(ctx, err, config["url"], plain); handled {
 		return derr
 	}
 	s.opts.Logger.WarnContext(ctx, "verify failed", "catalog", e.Name, "error", err)
@@ -368,6 +369,8 @@ func (s *Service) view(ctx context.Context, t *store.Tool, e *catalog.Entry) (*V
 			f := &st.Fields[i]
 			if v, ok := secret[f.Name]; ok {
 				cfg[f.Name] = mask(f, v)
+			} else if v, ok := cfg[f.Name]; ok {
+				cfg[f.Name] = mask(f, v) // a URL stored before its query was sealed
 			}
 		}
 	}
