@@ -56,6 +56,11 @@ type Result struct {
 	Content json.RawMessage
 	// IsError is true when the tool ran and reported an error.
 	IsError bool
+	// MCPContent is true when Content is the MCP content array the tool
+	// answered with (text that is not JSON, images, resources...) rather
+	// than JSON it produced: the call's answer says so, and the agent MCP
+	// endpoint hands the array on as content.
+	MCPContent bool
 }
 
 // Connector reaches one kind of tool.

@@ -147,6 +147,7 @@ func (c *Connector) unfamiliar(raw json.RawMessage, err error) (connectors.Resul
 	out := connectors.Result{IsError: loose.IsError, Content: structuredContent(raw)}
 	if len(out.Content) == 0 || string(out.Content) == "null" {
 		out.Content, _ = json.Marshal(loose.Content) // raw messages: cannot fail
+		out.MCPContent = true
 	}
 	return c.checked(out)
 }
@@ -174,6 +175,7 @@ func (c *Connector) result(res *mcp.CallToolResult, structured json.RawMessage) 
 			content = []mcp.Content{}
 		}
 		out.Content, err = json.Marshal(content)
+		out.MCPContent = true
 	}
 	if err != nil {
 		// The SDK decoded it, so this cannot happen short of a bug.

@@ -29,6 +29,7 @@ func TestCallResults(t *testing.T) {
 				name, action, args string
 				tool               *connectors.Tool
 				isError            bool
+				mcpContent         bool // Content is the tool's MCP content array
 				check              func(t *testing.T, content json.RawMessage)
 			}{
 				{name: "json in text is parsed", tool: mt, action: "get_upcoming_travel", args: `{}`,
@@ -64,13 +65,13 @@ func TestCallResults(t *testing.T) {
 						}
 					}},
 				{name: "get_excerpt needs approval", tool: mt, action: "get_excerpt", args: `{"message_id":"m1"}`, isError: true},
-				{name: "isError", tool: ct, action: "fail", args: ``, isError: true,
+				{name: "isError", tool: ct, action: "fail", args: ``, isError: true, mcpContent: true,
 					check: func(t *testing.T, content json.RawMessage) {
 						if !strings.Contains(string(content), `"type":"text"`) || !strings.Contains(string(content), "failed on purpose") {
 							t.Errorf("content = %s", content)
 						}
 					}},
-				{name: "plain text comes as the content array", tool: ct, action: "plain", args: `null`,
+				{name: "plain text comes as the content array", tool: ct, action: "plain", args: `null`, mcpContent: true,
 					check: func(t *testing.T, content json.RawMessage) {
 						var v []map[string]any
 						if json.Unmarshal(content, &v) != nil || len(v) != 2 || v[0]["text"] != "hello" {
@@ -95,6 +96,9 @@ func TestCallResults(t *testing.T) {
 					res := mustCall(t, c, tc.tool, tc.action, tc.args)
 					if res.IsError != tc.isError {
 						t.Errorf("IsError = %v, want %v (content %s)", res.IsError, tc.isError, res.Content)
+					}
+					if res.MCPContent != tc.mcpContent {
+						t.Errorf("MCPContent = %v, want %v (content %s)", res.MCPContent, tc.mcpContent, res.Content)
 					}
 					if !json.Valid(res.Content) {
 						t.Fatalf("content is not JSON: %s", res.Content)

@@ -336,21 +336,26 @@ func (c *call) entry(rt *toolconfig.Resolved, action *connectors.Action, callID,
 		Outcome: outcome, DurationMS: dur.Milliseconds(), IdempotencyKey: key, CreatedAt: c.start.UTC()}
 }
 
+// ResultTypeMCPContent is the 200 body's result_type when result is the MCP
+// content array a tool answered with rather than JSON it produced; the
+// member is absent otherwise.
+const ResultTypeMCPContent = "mcp_content"
+
 // encodeResult writes the 200 body once; these bytes are what is stored and
 // replayed.
 func encodeResult(callID string, toolID int64, action string, r connectors.Result, dur time.Duration) []byte {
 	content := r.Content
-	isError := r.IsError
+	isError, mcpContent := r.IsError, r.MCPContent
 	if len(content) == 0 {
-		content = json.RawMessage("null")
+		content, mcpContent = json.RawMessage("null"), false
 	}
 	if len(content) > MaxResult {
 		msg, _ := json.Marshal("The tool's result was " + strconv.Itoa(len(content)) + " bytes, over the 8 MiB limit; it was not kept.")
 		content = append(append([]byte(`{"error":"result_too_large","message":`), msg...), '}')
-		isError = true
+		isError, mcpContent = true, false
 	} else if !json.Valid(content) {
 		s, _ := json.Marshal(string(content))
-		content = s
+		content, mcpContent = s, false
 	}
 	var buf bytes.Buffer
 	buf.Grow(len(content) + 160)
@@ -365,6 +370,9 @@ func encodeResult(callID string, toolID int64, action string, r connectors.Resul
 	buf.WriteString(strconv.FormatBool(isError))
 	buf.WriteString(`,"result":`)
 	buf.Write(content)
+	if mcpContent {
+		buf.WriteString(`,"result_type":"` + ResultTypeMCPContent + `"`)
+	}
 	buf.WriteString(`,"duration_ms":`)
 	buf.WriteString(strconv.FormatInt(dur.Milliseconds(), 10))
 	buf.WriteString("}\n")

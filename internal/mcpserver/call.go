@@ -196,14 +196,17 @@ func takeKey(args json.RawMessage, name string) (rest json.RawMessage, key strin
 
 // callBody is the part of the engine's 200 body a result is made from.
 type callBody struct {
-	CallID  string          `json:"call_id"`
-	IsError bool            `json:"is_error"`
-	Result  json.RawMessage `json:"result"`
+	CallID     string          `json:"call_id"`
+	IsError    bool            `json:"is_error"`
+	Result     json.RawMessage `json:"result"`
+	ResultType string          `json:"result_type"`
 }
 
 // result turns the engine's answer, first or replayed, into an MCP result:
-// the result JSON as text, and as structured content when it is an object.
-// appendResult writes the same as the SDK would encode it.
+// the result JSON as text, and as structured content when it is an object;
+// a tool's own MCP content (result_type mcp_content: plain text, images,
+// resources) as that content. appendResult writes the same as the SDK would
+// encode it, for the usual JSON result.
 func result(resp *calls.Response) *mcp.CallToolResult {
 	var b callBody
 	if err := json.Unmarshal(resp.Body, &b); err != nil || len(b.Result) == 0 {
@@ -212,13 +215,33 @@ func result(resp *calls.Response) *mcp.CallToolResult {
 	}
 	r := &mcp.CallToolResult{IsError: b.IsError, Content: []mcp.Content{&mcp.TextContent{Text: string(b.Result)}},
 		Meta: mcp.Meta{metaCallID: b.CallID}}
-	if b.Result[0] == '{' {
+	if content, ok := toolContent(b); ok {
+		r.Content = content
+	} else if b.Result[0] == '{' {
 		r.StructuredContent = b.Result
 	}
 	if resp.Replayed {
 		r.Meta[metaReplayed] = true
 	}
 	return r
+}
+
+// toolContent is the MCP content a tool answered with, when the engine's
+// answer carries it as such. Content of a kind the SDK does not know (a
+// later protocol's) is not: it goes on as the text of its JSON.
+func toolContent(b callBody) ([]mcp.Content, bool) {
+	if b.ResultType != calls.ResultTypeMCPContent || b.Result[0] != '[' {
+		return nil, false
+	}
+	var r mcp.CallToolResult
+	raw := append(append([]byte(`{"content":`), b.Result...), '}')
+	if err := json.Unmarshal(raw, &r); err != nil {
+		return nil, false
+	}
+	if r.Content == nil {
+		r.Content = []mcp.Content{}
+	}
+	return r.Content, true
 }
 
 // toolError is a refused or failed call as an MCP tool error: the text is
@@ -287,8 +310,8 @@ func appendResult(dst []byte, resp *calls.Response, serverInfo []byte, callErr e
 		return dst, false
 	}
 	var b callBody
-	if err := json.Unmarshal(resp.Body, &b); err != nil || len(b.Result) == 0 {
-		return dst, false
+	if err := json.Unmarshal(resp.Body, &b); err != nil || len(b.Result) == 0 || b.ResultType != "" {
+		return dst, false // a tool's own content: result() and the SDK's encoding
 	}
 	callID, err1 := json.Marshal(b.CallID)
 	text, err2 := json.Marshal(string(b.Result))

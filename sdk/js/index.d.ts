@@ -212,6 +212,9 @@ export class CallResult extends QuiverObject {
   readonly isError: boolean;
   /** The tool's output as JSON. */
   result: any;
+  /** "mcp_content" when `result` is the MCP content array the tool answered with (text that is not JSON, images); absent otherwise. */
+  result_type?: "mcp_content";
+  readonly resultType?: "mcp_content";
   duration_ms: number;
   readonly durationMs: number;
   /** True when the server replayed a stored outcome for the idempotency key (the tool did not run again). */

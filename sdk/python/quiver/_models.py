@@ -152,7 +152,12 @@ class Agent(QuiverObject):
 
 
 class CallResult(QuiverObject):
-    """The outcome of ``tools.call``. ``is_error`` is true when the tool ran and reported an error."""
+    """The outcome of ``tools.call``. ``is_error`` is true when the tool ran and reported an error.
+
+    ``result_type`` is ``"mcp_content"`` when ``result`` is the MCP content array the tool answered with
+    (text that is not JSON, images) rather than JSON it produced; it is absent otherwise, so read it with
+    ``res.get("result_type")``.
+    """
 
     __slots__ = ()
     call_id: str
