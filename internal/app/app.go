@@ -284,7 +284,7 @@ func checkOAuthProviders(cat *catalog.Catalog, clients map[string]config.OAuthCl
 func (a *App) Ready(ctx context.Context) error {
 	var dbErr, redisErr error
 	var wg sync.WaitGroup
-	wg.Go(func() { dbErr = a.Store.Ping(ctx) })
+	wg.Go(func() { dbErr = a.Store.Ready(ctx) })
 	if a.redis != nil {
 		wg.Go(func() { redisErr = a.redis.Ping(ctx).Err() })
 	}

@@ -159,6 +159,29 @@ func (s *Store) Ping(ctx context.Context) error {
 	return interpret(sqlDB.PingContext(ctx))
 }
 
+// ErrReadOnly is a database that takes no changes now (wrapped in
+// ErrUnavailable): a Postgres standby, or one with
+// default_transaction_read_only set.
+var ErrReadOnly = errors.New("store: the database takes no changes (read-only)")
+
+// Ready reports whether the database can take requests, which all write:
+// it answers, and (Postgres) it is not read-only, as a standby a failover
+// has not promoted, or a DATABASE_URL pointing at a replica, is. Ping alone
+// would call such a database ready while every change fails.
+func (s *Store) Ready(ctx context.Context) error {
+	if s.dialect != Postgres {
+		return s.Ping(ctx)
+	}
+	var ro string
+	if err := s.sql.QueryRowContext(ctx, "SELECT current_setting('transaction_read_only')").Scan(&ro); err != nil {
+		return interpret(err)
+	}
+	if ro == "on" {
+		return fmt.Errorf("%w: %w", ErrUnavailable, ErrReadOnly)
+	}
+	return nil
+}
+
 // Close closes the connection pool.
 func (s *Store) Close() error {
 	sqlDB, err := s.db.DB()
@@ -185,7 +208,7 @@ func interpretWrite(err error) error {
 	if !errors.Is(out, ErrUnavailable) {
 		return out
 	}
-	if notConnected(err) || outOfResources(err) {
+	if notConnected(err) || outOfResources(err) || readOnly(err) {
 		return out
 	}
 	return fmt.Errorf("%w (%w): %v", ErrUnavailable, ErrInterrupted, err)
@@ -203,6 +226,18 @@ func outOfResources(err error) bool {
 		return pgErr.Code == "53100" || pgErr.Code == "53200" || pgErr.Code == "53300"
 	}
 	return strings.Contains(err.Error(), "database or disk is full")
+}
+
+// readOnly reports whether the database refused a change because it takes
+// none now: a Postgres standby or default_transaction_read_only
+// (read_only_sql_transaction), SQLite's read-only file. It answered, so
+// nothing was applied; it cannot take requests until it is writable again.
+func readOnly(err error) bool {
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) {
+		return pgErr.Code == "25006"
+	}
+	return strings.Contains(err.Error(), "attempt to write a readonly database")
 }
 
 // notConnected reports whether err is a connection that could not be made
@@ -229,7 +264,7 @@ func interpret(err error) error {
 			return fmt.Errorf("%w: %s", ErrConflict, pgErr.ConstraintName)
 		case pgErr.Code == "23503":
 			return fmt.Errorf("%w: %s", ErrForeignKey, pgErr.ConstraintName)
-		case strings.HasPrefix(pgErr.Code, "08"), pgErr.Code == "57P01", pgErr.Code == "57P02", pgErr.Code == "57P03", outOfResources(err):
+		case strings.HasPrefix(pgErr.Code, "08"), pgErr.Code == "57P01", pgErr.Code == "57P02", pgErr.Code == "57P03", outOfResources(err), readOnly(err):
 			return fmt.Errorf("%w: %v", ErrUnavailable, err)
 		}
 		return err
@@ -244,7 +279,7 @@ func interpret(err error) error {
 	var netErr net.Error
 	// A failed disk I/O may or may not have rolled a change back (SQLite's
 	// words): unavailable, and for a write interrupted.
-	if notConnected(err) || outOfResources(err) || strings.Contains(msg, "disk I/O error") || errors.Is(err, context.DeadlineExceeded) || errors.As(err, &netErr) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) ||
+	if notConnected(err) || outOfResources(err) || readOnly(err) || strings.Contains(msg, "disk I/O error") || errors.Is(err, context.DeadlineExceeded) || errors.As(err, &netErr) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) ||
 		strings.Contains(msg, "conn closed") || strings.Contains(msg, "broken pipe") {
 		return fmt.Errorf("%w: %v", ErrUnavailable, err)
 	}
