@@ -8,8 +8,9 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 )
 
-// A database that ran out of disk, memory or connections, or takes no
-// changes (read-only), answered, and applied nothing: unavailable (503), not a bug (500), and for a write not
+// A database that ran out of disk, memory or connections, takes no changes
+// (read-only), or stopped the statement (a timeout, a deadlock) answered,
+// and applied nothing: unavailable (503), not a bug (500), and for a write not
 // "interrupted" (a change that may have been applied). A failed disk I/O
 // may have applied a write.
 func TestInterpretOutOfResources(t *testing.T) {
@@ -25,6 +26,10 @@ func TestInterpretOutOfResources(t *testing.T) {
 		"sqlite disk I/O":                     {errors.New("disk I/O error (10)"), true, true},
 		"postgres read-only transaction":      {&pgconn.PgError{Code: "25006"}, true, false},
 		"sqlite read-only file":               {errors.New("attempt to write a readonly database (8)"), true, false},
+		"postgres statement_timeout":          {&pgconn.PgError{Code: "57014"}, true, false},
+		"postgres lock_timeout":               {&pgconn.PgError{Code: "55P03"}, true, false},
+		"postgres deadlock":                   {&pgconn.PgError{Code: "40P01"}, true, false},
+		"postgres serialization failure":      {&pgconn.PgError{Code: "40001"}, true, false},
 		"postgres one statement over a limit": {&pgconn.PgError{Code: "53400"}, false, false},
 		"postgres unique violation":           {&pgconn.PgError{Code: "23505"}, false, false},
 		"a connection lost mid-write":         {errors.New("conn closed"), true, true},

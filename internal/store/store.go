@@ -208,7 +208,7 @@ func interpretWrite(err error) error {
 	if !errors.Is(out, ErrUnavailable) {
 		return out
 	}
-	if notConnected(err) || outOfResources(err) || readOnly(err) {
+	if notConnected(err) || outOfResources(err) || readOnly(err) || stopped(err) {
 		return out
 	}
 	return fmt.Errorf("%w (%w): %v", ErrUnavailable, ErrInterrupted, err)
@@ -240,6 +240,22 @@ func readOnly(err error) bool {
 	return strings.Contains(err.Error(), "attempt to write a readonly database")
 }
 
+// stopped reports whether Postgres stopped a statement and rolled it back:
+// statement_timeout or a cancel (query_canceled), lock_timeout
+// (lock_not_available), a deadlock or a serialization failure. Nothing was
+// applied; the same request may well succeed a moment later.
+func stopped(err error) bool {
+	var pgErr *pgconn.PgError
+	if !errors.As(err, &pgErr) {
+		return false
+	}
+	switch pgErr.Code {
+	case "57014", "55P03", "40001", "40P01":
+		return true
+	}
+	return false
+}
+
 // notConnected reports whether err is a connection that could not be made
 // (or that database/sql gave up on before sending): nothing was sent.
 func notConnected(err error) bool {
@@ -264,7 +280,7 @@ func interpret(err error) error {
 			return fmt.Errorf("%w: %s", ErrConflict, pgErr.ConstraintName)
 		case pgErr.Code == "23503":
 			return fmt.Errorf("%w: %s", ErrForeignKey, pgErr.ConstraintName)
-		case strings.HasPrefix(pgErr.Code, "08"), pgErr.Code == "57P01", pgErr.Code == "57P02", pgErr.Code == "57P03", outOfResources(err), readOnly(err):
+		case strings.HasPrefix(pgErr.Code, "08"), pgErr.Code == "57P01", pgErr.Code == "57P02", pgErr.Code == "57P03", outOfResources(err), readOnly(err), stopped(err):
 			return fmt.Errorf("%w: %v", ErrUnavailable, err)
 		}
 		return err
