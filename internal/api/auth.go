@@ -17,15 +17,15 @@ func (s *Server) authenticate(c *gin.Context) {
 	key, ambiguous := apiKey(c.Request.Header)
 	switch {
 	case ambiguous:
-		s.writeError(c, problem.New(problem.Unauthorized, "The request carries two different API keys; send one."))
+		s.unauthorized(c, "invalid_request", "The request carries two different API keys; send one.")
 		return
 	case key == "":
-		s.writeError(c, problem.New(problem.Unauthorized, "An API key is required: send it in the X-API-KEY header."))
+		s.unauthorized(c, "", "An API key is required: send it in the X-API-KEY header.")
 		return
 	}
 	p, err := s.Accounts.Principal(c.Request.Context(), key)
 	if errors.Is(err, accounts.ErrUnknownKey) {
-		s.writeError(c, problem.New(problem.Unauthorized, "The API key is not valid."))
+		s.unauthorized(c, "invalid_token", "The API key is not valid.")
 		return
 	}
 	if err != nil {
@@ -38,6 +38,19 @@ func (s *Server) authenticate(c *gin.Context) {
 	}
 	c.Request = c.Request.WithContext(accounts.WithPrincipal(c.Request.Context(), p))
 	c.Next()
+}
+
+// unauthorized answers 401 with the challenge HTTP requires of it (RFC 9110
+// 11.6.1), in the Bearer scheme the key is also accepted in (RFC 6750 3):
+// an error code only when a key was sent (invalid_token for an unknown one,
+// invalid_request for two), as RFC 6750 asks. MCP clients read it too.
+func (s *Server) unauthorized(c *gin.Context, code, message string) {
+	challenge := `Bearer realm="quiver"`
+	if code != "" {
+		challenge += `, error="` + code + `"`
+	}
+	c.Header("WWW-Authenticate", challenge)
+	s.writeError(c, problem.New(problem.Unauthorized, "%s", message))
 }
 
 // readOnlyAllowed reports whether a read-only key may make this request:

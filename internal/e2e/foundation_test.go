@@ -115,6 +115,10 @@ func fdTestAuth(t *testing.T, c *fdClient) {
 		"key without scheme":     {"Authorization", c.key},
 		"key under basic scheme": {"Authorization", "Basic " + c.key},
 	}
+	// The credentials that carry no key at all: an empty one, or one in a
+	// scheme other than Bearer.
+	noKeySent := map[string]bool{"no key": true, "empty X-API-KEY": true, "empty bearer": true,
+		"key without scheme": true, "key under basic scheme": true}
 	routes := fdAuthedRoutes(tool, agent)
 	routes = append(routes, [3]string{"GET", fdPath("/api/v1/agents/custom-tools/%d/", foreignTool), ""})
 	for name, headers := range credentials {
@@ -130,6 +134,15 @@ func fdTestAuth(t *testing.T, c *fdClient) {
 					continue
 				}
 				fdWantError(t, resp, 401, "unauthorized")
+				// RFC 9110: a 401 carries a challenge; RFC 6750: an error
+				// code only when credentials were sent.
+				want := `Bearer realm="quiver"`
+				if !noKeySent[name] {
+					want += `, error="invalid_token"`
+				}
+				if got := resp.Header.Get("WWW-Authenticate"); got != want {
+					t.Errorf("%s %s with %s: WWW-Authenticate %q, want %q", r[0], r[1], name, got, want)
+				}
 			}
 		})
 	}
