@@ -1,6 +1,7 @@
 package connectors
 
 import (
+	"errors"
 	"net/http"
 	"strconv"
 	"strings"
@@ -23,11 +24,14 @@ func RetryAfter(v string, now time.Time) time.Duration {
 	if v == "" {
 		return DefaultRetryAfter
 	}
-	if n, err := strconv.ParseInt(v, 10, 64); err == nil {
-		if n <= 0 {
-			return DefaultRetryAfter
-		}
+	n, err := strconv.ParseInt(v, 10, 64)
+	switch {
+	case err == nil && n <= 0:
+		return DefaultRetryAfter
+	case err == nil:
 		return time.Duration(min(n, int64(maxRetryAfter/time.Second))) * time.Second
+	case errors.Is(err, strconv.ErrRange) && v[0] != '-':
+		return maxRetryAfter // seconds past int64: absurd, and long
 	}
 	if t, err := http.ParseTime(v); err == nil {
 		if d := t.Sub(now); d >= DefaultRetryAfter {

@@ -52,14 +52,14 @@ func classify(a attemptState, err error, tgt *target) *connectors.Error {
 		e.RetryAfter = connectors.RetryAfter(a.header.Get("Retry-After"), time.Now())
 		return e
 	}
-	if werr := serverError(err); werr != nil {
+	werr := serverError(err)
+	if werr != nil && (notProcessed(werr.Code) || a.status >= 400 && a.status < 500) {
 		// Call has taken the tools/call errors that are its outcome
 		// (toolFailure): a tools/call error left here was refused before it
-		// was processed. Other requests (tools/list) change nothing. Only
-		// invalid params (the SDK's answer to arguments its schema refuses,
-		// and to an unknown tool) is about what the caller sent; the rest
-		// (parse error, unknown method, the protocol refusals) is about the
-		// request itself.
+		// was processed. Only invalid params (the SDK's answer to arguments
+		// its schema refuses, and to an unknown tool) is about what the
+		// caller sent; the rest (parse error, unknown method, the protocol
+		// refusals, any error a 4xx carries) is about the request itself.
 		kind := connectors.KindUpstreamRefused
 		if werr.Code == jsonrpc.CodeInvalidParams {
 			kind = connectors.KindRejected
@@ -77,6 +77,11 @@ func classify(a attemptState, err error, tgt *target) *connectors.Error {
 	}
 	if isTimeout(err) || isTimeout(a.err) {
 		return connectors.Errorf(connectors.KindOutcomeUnknown, err, "the MCP server did not answer in time")
+	}
+	if werr != nil {
+		// Any other error to another request (an internal error answering
+		// tools/list or initialize): the server failed, it did not refuse.
+		return connectors.Errorf(connectors.KindOutcomeUnknown, err, "the MCP server failed the request: %s", werr.Message)
 	}
 	return connectors.Errorf(connectors.KindOutcomeUnknown, err,
 		"the connection to the MCP server was lost before it answered")

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/quiverhq/quiver/catalog"
 	"github.com/quiverhq/quiver/connectors"
@@ -86,6 +87,11 @@ func verifyError(a attemptState, err error, tgt *target, entry *catalog.Entry) e
 		}
 	case a.err != nil:
 		urlField.Message = fmt.Sprintf("The connection to %s failed before it answered: %s.", tgt.host, connectReason(a.err, err))
+	case a.status == http.StatusTooManyRequests:
+		// Not the URL's fault: the server is limiting us for now.
+		wait := connectors.RetryAfter(a.header.Get("Retry-After"), time.Now())
+		urlField.Message = fmt.Sprintf("The server is limiting requests (HTTP 429: %s); nothing is wrong with this configuration, so send it again in %s.",
+			refusalMessage(a), wait.Round(time.Second))
 	case a.status != 0 && (a.status < 200 || a.status > 299):
 		urlField.Message = fmt.Sprintf("The server answered HTTP %d (%s); is this the MCP endpoint?", a.status, refusalMessage(a))
 	case isTimeout(err):

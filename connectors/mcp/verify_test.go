@@ -108,6 +108,16 @@ func TestVerify(t *testing.T) {
 			t.Fatal(err)
 		}
 	})
+	t.Run("rate limited", func(t *testing.T) {
+		// Not the URL's fault: the field says to send it again, and when.
+		limited := interceptedServer(t, func(w http.ResponseWriter, _ *http.Request, _ http.Handler) {
+			w.Header().Set("Retry-After", "20")
+			w.WriteHeader(http.StatusTooManyRequests)
+			io.WriteString(w, `{"error":"rate_limited","message":"Slow down."}`)
+		})
+		wantField(t, c.Verify(ctx, customEntry, map[string]string{"url": limited.URL + "/mcp"}), "url",
+			"The server is limiting requests (HTTP 429: Slow down.); nothing is wrong with this configuration, so send it again in 20s.")
+	})
 	t.Run("not an MCP endpoint", func(t *testing.T) {
 		wantField(t, c.Verify(ctx, customEntry, map[string]string{"url": strings.TrimSuffix(mail.URL, "/mcp") + "/nothing/here"}), "url", "")
 	})

@@ -285,7 +285,7 @@ func ListingProblem(err error) error {
 		return unavailable(err)
 	}
 	switch ce.Kind {
-	case connectors.KindUnreachable, connectors.KindUpstreamAuth, connectors.KindUpstreamLimited, connectors.KindUpstreamRefused:
+	case connectors.KindUpstreamAuth, connectors.KindUpstreamLimited, connectors.KindUpstreamRefused:
 		return connectorProblem(err)
 	case connectors.KindRejected:
 		return &problem.Error{Code: problem.UpstreamRefused, Message: "The tool's server refused to list its actions: " + ce.Message, Err: err}

@@ -19,11 +19,14 @@ import (
 	"github.com/quiverhq/quiver/internal/testserver"
 )
 
-// mrfRefusal is how mrfGate answers a JSON-RPC method it refuses.
+// mrfRefusal is how mrfGate answers a JSON-RPC method it refuses: with
+// status, header and body, or, when rpcError is set, 200 and a JSON-RPC
+// error answering the request's ID.
 type mrfRefusal struct {
-	status int
-	header map[string]string
-	body   string
+	status   int
+	header   map[string]string
+	body     string
+	rpcError string
 }
 
 // mrfGate stands in front of an MCP server and answers the methods it is
@@ -54,11 +57,19 @@ func (g *mrfGate) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		r.Body = io.NopCloser(bytes.NewReader(body))
-		var peek struct{ Method string }
+		var peek struct {
+			Method string
+			ID     json.RawMessage
+		}
 		_ = json.Unmarshal(body, &peek)
 		g.mu.Lock()
 		refusal, ok := g.refuse[peek.Method]
 		g.mu.Unlock()
+		if ok && refusal.rpcError != "" {
+			w.Header().Set("Content-Type", "application/json")
+			fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"error":%s}`, peek.ID, refusal.rpcError)
+			return
+		}
 		if ok {
 			for k, v := range refusal.header {
 				w.Header().Set(k, v)
@@ -179,6 +190,16 @@ func TestMCPServerRefusals(t *testing.T) {
 		mqWant(t, mqCall(srv, id, "lookup", nil, ""), 502, "tool_unreachable")
 		mqWant(t, mqCall(srv, id, "send", args, "k-list"), 502, "tool_unreachable")
 		released("k-list")
+
+		// A JSON-RPC error that does not say the listing went unprocessed
+		// is the server failing, not refusing: tool_unreachable too, which
+		// the SDKs retry, and its message says what the server said.
+		gate.set("tools/list", mrfRefusal{status: 200, rpcError: `{"code":-32603,"message":"backend database down"}`})
+		m := mqWant(t, actions(), 502, "tool_unreachable")
+		if msg, _ := m["message"].(string); !strings.Contains(msg, "could not be listed") || !strings.Contains(msg, "backend database down") {
+			t.Errorf("message %q", msg)
+		}
+		mqWant(t, mqCall(srv, id, "lookup", nil, ""), 502, "tool_unreachable")
 
 		gate.set("tools/list", mrfRefusal{status: 429, header: map[string]string{"Retry-After": "3"}})
 		r := actions()

@@ -7,6 +7,7 @@ package e2e
 // servers that accept only the access tokens it issued.
 
 import (
+	"database/sql"
 	"fmt"
 	"net/url"
 	"strings"
@@ -109,4 +110,47 @@ func TestOAuthRefusedTokenWhileListingForAnAgent(t *testing.T) {
 	if r.Status != 200 || strings.Contains(string(r.Body), `"isError":true`) || strings.Contains(string(r.Body), `"error":{`) {
 		t.Fatalf("tools/call: %d %s", r.Status, r.Body)
 	}
+}
+
+// A key in the URL's query of a server that asks for OAuth, and whose
+// metadata names no resource, stays sealed: the resource Quiver falls back
+// to is the URL without its query, so neither the authorization link nor
+// the stored provider holds the key, and the flow still completes.
+func TestOAuthDiscoveredServerWithKeyInURL(t *testing.T) {
+	const key = "k3y-in-an-oauth-url-0123"
+	p := oaStartProvider(t)
+	counter := mcptest.Start(t, mcptest.Counter, mcptest.Options{
+		ResourceMetadata: p.URL + "/.well-known/oauth-protected-resource", Authorize: p.valid})
+	p.mcpURL = "" // its metadata names no resource
+	srv := testserver.Start(t, testserver.Options{Postgres: true})
+	id, _ := oaCreate(t, srv, srv.Key, "custom-mcp")
+	r := srv.Do("POST", fmt.Sprintf("/api/v1/agents/custom-tools/%d/provide-config/", id),
+		map[string]any{"user_response": map[string]any{"url": counter.URL + "?apiKey=" + key}})
+	if r.Status != 200 {
+		t.Fatalf("provide-config: %d %s", r.Status, r.Body)
+	}
+	step, _ := r.JSON()["next_configuration_step"].(map[string]any)
+	authURL := oaAuthURL(t, step)
+	if u, _ := url.Parse(authURL); u.Query().Get("resource") != counter.URL {
+		t.Errorf("resource = %q, want the server's URL without its query", u.Query().Get("resource"))
+	}
+	db, err := sql.Open("pgx", srv.DatabaseURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var config string
+	if err := db.QueryRow("SELECT config FROM tools WHERE id = $1", id).Scan(&config); err != nil {
+		t.Fatal(err)
+	}
+	if status, body := oaCallback(t, srv, oaAuthorize(t, authURL)); status != 200 {
+		t.Fatalf("callback: %d %s", status, body)
+	}
+	call := oaCall(t, srv, id, "read_count")
+	if call.Status != 200 {
+		t.Fatalf("call: %d %s", call.Status, call.Body)
+	}
+	view := srv.Do("GET", fmt.Sprintf("/api/v1/agents/custom-tools/%d/", id), nil)
+	oaNoSecrets(t, "provide-config, view, call and logs", string(r.Body)+string(view.Body)+string(call.Body)+srv.LogText(), []string{key})
+	oaNoSecrets(t, "the plain config column", config, []string{key})
 }

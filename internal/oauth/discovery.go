@@ -102,7 +102,12 @@ func (f *Flow) discover(ctx context.Context, metadataURL, scope, serverURL strin
 	}
 	resource := rm.Resource
 	if resource == "" {
-		resource = serverURL
+		// The server's URL without its query (RFC 8707: a resource should
+		// have none), which may hold a key the tool's configuration keeps
+		// sealed: the resource goes in plain to the authorization server,
+		// the authorization link and the stored provider.
+		resource, _, _ = strings.Cut(serverURL, "?")
+		resource, _, _ = strings.Cut(resource, "#")
 	}
 	d := &toolconfig.DiscoveredOAuth{
 		Issuer: firstNonEmpty(sm.Issuer, issuer), AuthorizationURL: sm.AuthorizationEndpoint, TokenURL: sm.TokenEndpoint,
