@@ -216,7 +216,7 @@ func New(ctx context.Context, cfg *config.Config, logger *slog.Logger) (*App, er
 	})
 	a.agentMCP = mcpserver.New(mcpserver.Options{
 		Agents: a.Agents, Tools: a.Tools, Actions: a.Engine, Calls: a.Engine, Logger: a.Logger,
-		ListTTL: cfg.CacheTTL, MaxBodyBytes: cfg.BodyLimit,
+		ListTTL: cfg.CacheTTL, MaxBodyBytes: cfg.BodyLimit, PublicURL: cfg.PublicURL,
 	})
 	watch.tools, watch.mcp = a.Tools, a.agentMCP
 	a.API = api.New(api.Deps{

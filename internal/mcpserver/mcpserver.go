@@ -168,6 +168,10 @@ type Options struct {
 	MaxBodyBytes int64
 	// Version is reported in the initialize answer.
 	Version string
+	// PublicURL is where Quiver is reached (QUIVER_PUBLIC_URL): a request
+	// whose Origin is its origin, or the request's own host, may reach the
+	// endpoint; one from any other web origin is refused (origin.go).
+	PublicURL string
 }
 
 // Server serves agents over MCP.
@@ -232,6 +236,10 @@ func (s *Server) Register(rg *gin.RouterGroup) {
 
 // serve answers one MCP request for the account's agent.
 func (s *Server) serve(c *gin.Context) {
+	if origin := c.Request.Header.Get("Origin"); origin != "" && !s.originAllowed(origin, c.Request.Host) {
+		s.writeError(c, problem.New(problem.Forbidden, "A page at %s may not use this MCP endpoint: only Quiver's own origin may.", clipOrigin(origin)))
+		return
+	}
 	id, err := strconv.ParseInt(c.Param("id"), 10, 64)
 	if err != nil || id <= 0 || strconv.FormatInt(id, 10) != c.Param("id") { // one spelling per ID, as over REST
 		s.writeError(c, problem.New(problem.NotFound, "No agent with ID %q.", c.Param("id")))
