@@ -8,7 +8,6 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/quiverhq/quiver/connectors"
 	"github.com/quiverhq/quiver/connectors/browser"
@@ -224,7 +223,7 @@ func TestFetchPageTransportFailures(t *testing.T) {
 	t.Run("hangs past deadline", func(t *testing.T) {
 		t.Parallel()
 		srv := connectortest.HangingServer(t)
-		ctx, cancel := context.WithTimeout(context.Background(), 150*time.Millisecond)
+		ctx, cancel := context.WithTimeout(context.Background(), connectortest.HangDeadline)
 		defer cancel()
 		if _, err := call(t, c, ctx, srv.URL); connectortest.Kind(t, err) != connectors.KindOutcomeUnknown {
 			t.Errorf("hang: %v", err)

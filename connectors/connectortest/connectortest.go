@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/quiverhq/quiver/connectors"
 )
@@ -48,6 +49,12 @@ func ClosedAddr(t testing.TB) string {
 	}
 	return net.JoinHostPort("127.0.0.1", strconv.Itoa(sa.(*syscall.SockaddrInet4).Port))
 }
+
+// HangDeadline is the deadline to give a call to a HangingServer: long
+// enough that the request has reached the server before it passes, even on
+// a loaded machine under the race detector (a shorter one, 150 ms, was
+// sometimes spent dialing, which made the call unreachable, not unknown).
+const HangDeadline = time.Second
 
 // HangingServer accepts requests, reads their bodies and never answers them
 // until the test ends.

@@ -9,7 +9,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/quiverhq/quiver/catalog"
 	"github.com/quiverhq/quiver/connectors"
@@ -301,7 +300,7 @@ func TestTransportFailures(t *testing.T) {
 	t.Run("hangs past deadline", func(t *testing.T) {
 		t.Parallel()
 		srv := connectortest.HangingServer(t)
-		ctx, cancel := context.WithTimeout(context.Background(), 150*time.Millisecond)
+		ctx, cancel := context.WithTimeout(context.Background(), connectortest.HangDeadline)
 		defer cancel()
 		if _, err := open().Call(ctx, tool(srv.URL), "post", json.RawMessage(`{"path":"/","body":{"a":1}}`)); connectortest.Kind(t, err) != connectors.KindOutcomeUnknown {
 			t.Errorf("hang: %v", err)

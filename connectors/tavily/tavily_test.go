@@ -170,7 +170,7 @@ func TestTransportFailures(t *testing.T) {
 	t.Run("hangs past deadline", func(t *testing.T) {
 		t.Parallel()
 		srv := connectortest.HangingServer(t)
-		ctx, cancel := context.WithTimeout(context.Background(), 150*time.Millisecond)
+		ctx, cancel := context.WithTimeout(context.Background(), connectortest.HangDeadline)
 		defer cancel()
 		_, err := tavily.New(tavily.Options{BaseURL: srv.URL}).Call(ctx, tool(t), "search", json.RawMessage(`{"query":"q"}`))
 		if got := connectortest.Kind(t, err); got != connectors.KindOutcomeUnknown {
