@@ -42,7 +42,12 @@ func (c *Connector) Verify(ctx context.Context, entry *catalog.Entry, config map
 	a := &attempt{}
 	sess, err := c.dial(withAttempt(ctx, a), tgt, nil)
 	if err != nil {
-		return verifyError(a.snapshot(), err, tgt, entry)
+		st := a.snapshot()
+		if entry.MCPURL == "" && st.err == nil && legacyStatus(st.status) && c.legacySSE(ctx, tgt) {
+			return &connectors.FieldError{Field: "url", Message: "This server speaks MCP's older HTTP+SSE transport, which Quiver does not: " +
+				"give its streamable-HTTP endpoint instead (many servers serve both, the newer one often at /mcp)."}
+		}
+		return verifyError(st, err, tgt, entry)
 	}
 	defer sess.Close()
 	if _, st, err := listTools(ctx, sess); err != nil {

@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
 	"github.com/quiverhq/quiver/catalog"
 	"github.com/quiverhq/quiver/connectors"
 	"github.com/quiverhq/quiver/connectors/connectortest"
@@ -117,6 +119,21 @@ func TestVerify(t *testing.T) {
 		})
 		wantField(t, c.Verify(ctx, customEntry, map[string]string{"url": limited.URL + "/mcp"}), "url",
 			"The server is limiting requests (HTTP 429: Slow down.); nothing is wrong with this configuration, so send it again in 20s.")
+	})
+	t.Run("older HTTP+SSE transport", func(t *testing.T) {
+		// The Go SDK's SSE server: its stream URL is named as such, and
+		// not taken for a wrong URL.
+		legacy := httptest.NewServer(mcp.NewSSEHandler(func(*http.Request) *mcp.Server {
+			return mcp.NewServer(&mcp.Implementation{Name: "legacy", Version: "1"}, nil)
+		}, nil))
+		t.Cleanup(func() {
+			legacy.CloseClientConnections()
+			legacy.Close()
+		})
+		wantField(t, c.Verify(ctx, customEntry, map[string]string{"url": legacy.URL + "/sse"}), "url", "older HTTP+SSE transport")
+		// Another server refusing the POST is still asked whether it is
+		// the MCP endpoint.
+		wantField(t, c.Verify(ctx, customEntry, map[string]string{"url": strings.TrimSuffix(mail.URL, "/mcp") + "/nothing/here"}), "url", "is this the MCP endpoint?")
 	})
 	t.Run("not an MCP endpoint", func(t *testing.T) {
 		wantField(t, c.Verify(ctx, customEntry, map[string]string{"url": strings.TrimSuffix(mail.URL, "/mcp") + "/nothing/here"}), "url", "")

@@ -221,3 +221,22 @@ func TestMCPServerRefusals(t *testing.T) {
 		}
 	})
 }
+
+// TestMCPLegacySSEServer: a server on MCP's older HTTP+SSE transport, which
+// Quiver does not speak, is named as such when configured, rather than
+// taken for a wrong URL.
+func TestMCPLegacySSEServer(t *testing.T) {
+	srv := testserver.Start(t, testserver.Options{})
+	legacy := httptest.NewServer(mcp.NewSSEHandler(func(*http.Request) *mcp.Server {
+		return mcp.NewServer(&mcp.Implementation{Name: "legacy", Version: "1"}, nil)
+	}, nil))
+	t.Cleanup(func() {
+		legacy.CloseClientConnections()
+		legacy.Close()
+	})
+	_, r := mqConfigure(t, srv, "legacy", map[string]any{"url": legacy.URL + "/sse"})
+	m := mqWant(t, r, 422, "validation_error")
+	if f, _ := m["fields"].(map[string]any); !strings.Contains(fmt.Sprint(f["url"]), "older HTTP+SSE transport") {
+		t.Errorf("fields %v, want url to name the older transport", m["fields"])
+	}
+}
