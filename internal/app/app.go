@@ -346,7 +346,10 @@ func (a *App) Serve(ctx context.Context, ready func(addr string) error) error {
 	select {
 	case err = <-errc:
 	case <-ctx.Done():
-		drain := a.Config.CallTimeout + 5*time.Second
+		// Every request ends within its bound (a call's lease, ten seconds
+		// more for the rest: a database that stalls ends there with 503),
+		// so a drain a second longer lets each one answer: none is cut off.
+		drain := a.Config.RequestTimeout() + time.Second
 		a.Logger.Info("shutting down: no new connections; finishing the requests in flight", "drain", drain.String())
 		sctx, cancel := context.WithTimeout(context.Background(), drain)
 		err = srv.Shutdown(sctx)

@@ -160,3 +160,40 @@ func TestSignalWhileTheDatabaseDoesNotAnswer(t *testing.T) {
 		t.Fatalf("exit code %d, want 0 and the stop logged:\n%s", code, p.logText())
 	}
 }
+
+// A stop while the database stalls waits for the requests held by the
+// stall to end by their own bound (503 unavailable) and exits 0: the drain
+// outlasts every request's bound. It used to be the call timeout and five
+// seconds, shorter than a request's bound, so such a stop cut the requests
+// off and exited 1.
+func TestSignalDuringADatabaseStall(t *testing.T) {
+	t.Parallel()
+	dbURL, px := postgresBehindProxy(t, "sigstall")
+	env := map[string]string{"DATABASE_URL": dbURL, "QUIVER_SECRET_KEY": testserver.TestSecretKey,
+		"QUIVER_CALL_TIMEOUT": "1s", "QUIVER_LEASE_GRACE": "1s"} // a request's bound: 12 s
+	key := createKey(t, env, "sigstall")
+	p := startProc(t, env)
+	px.freeze(true)
+	time.Sleep(1200 * time.Millisecond) // the API key's cache entry runs out
+	done := make(chan *testserver.Response, 1)
+	go func() { done <- testserver.Do(t, p.URL, key, "GET", "/api/v1/agents/", nil) }()
+	time.Sleep(200 * time.Millisecond) // the request waits on the database
+	p.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case r := <-done:
+		if r.Status != 503 || r.JSON()["error"] != "unavailable" {
+			t.Errorf("the request held by the stall: %d %s, want 503 unavailable", r.Status, r.Body)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("no answer 30 s after the stop; the bound is 12 s")
+	}
+	select {
+	case <-p.done:
+	case <-time.After(10 * time.Second):
+		t.Fatalf("serve still running 10 s after the last request ended:\n%s", p.logText())
+	}
+	if code := p.cmd.ProcessState.ExitCode(); code != 0 {
+		t.Fatalf("exit code %d, want 0:\n%s", code, p.logText())
+	}
+	px.freeze(false)
+}
