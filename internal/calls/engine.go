@@ -325,6 +325,30 @@ func readOnlyAction(a *connectors.Action) bool {
 	return a.Annotations != nil && a.Annotations.ReadOnlyHint != nil && *a.Annotations.ReadOnlyHint
 }
 
+// runMargin is what a dispatched call may take past its lease: storing an
+// outcome that missed the lease (unstored's bound) and writing the answer.
+const runMargin = 3 * time.Second
+
+// timeToRun refuses a call that could not run to its end within ctx's
+// bound. A dispatched call runs to its end (the tool's answer or timeout,
+// and a keyed call's outcome stored: its lease) whatever the request's
+// bound says; getting ready (listing the tool's actions, a database that
+// was slow) may have used up so much of that bound that the request would
+// outlive it, and a stop's drain, which counts on every request ending
+// within it, would cut the call off. Nothing has been sent: the caller may
+// retry at once, and the listing is cached by then.
+func (e *Engine) timeToRun(ctx context.Context) error {
+	deadline, ok := ctx.Deadline()
+	if !ok {
+		return nil
+	}
+	if left := time.Until(deadline); left < e.opts.Lease+runMargin {
+		return &problem.Error{Code: problem.Unavailable, RetryAfter: 1,
+			Message: "Getting this call ready (listing the tool's actions, or waiting on the database) took too long to run it within the request's time; nothing was sent. Retry."}
+	}
+	return nil
+}
+
 // run resolves, checks, reserves, dispatches and records.
 func (c *call) run(ctx context.Context) (*Response, error) {
 	e := c.e
@@ -337,6 +361,9 @@ func (c *call) run(ctx context.Context) (*Response, error) {
 	}
 	if err == nil {
 		err = e.checkArguments(action, c.b.Arguments)
+	}
+	if err == nil {
+		err = e.timeToRun(ctx)
 	}
 	if err != nil {
 		return c.rejectBeforeReserve(ctx, unavailable(err))

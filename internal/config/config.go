@@ -93,7 +93,8 @@ func (c *Config) Lease() time.Duration { return c.CallTimeout + c.LeaseGrace }
 
 // RequestTimeout bounds every API request: a call's lease (its dispatch and
 // the storing of its outcome) and ten seconds more for the rest. A request
-// that waits on a database that stalls ends there.
+// that waits on a database that stalls ends there, and a call is not
+// started unless its lease fits in what is left (calls.Engine.timeToRun).
 func (c *Config) RequestTimeout() time.Duration { return c.Lease() + 10*time.Second }
 
 // FromEnv reads the configuration from the process environment.
