@@ -43,7 +43,7 @@ func (c *Connector) Verify(ctx context.Context, entry *catalog.Entry, config map
 	sess, err := c.dial(withAttempt(ctx, a), tgt, nil)
 	if err != nil {
 		st := a.snapshot()
-		if entry.MCPURL == "" && st.err == nil && legacyStatus(st.status) && c.legacySSE(ctx, tgt) {
+		if (entry == nil || entry.MCPURL == "") && st.err == nil && legacyStatus(st.status) && c.legacySSE(ctx, tgt) {
 			return &connectors.FieldError{Field: "url", Message: "This server speaks MCP's older HTTP+SSE transport, which Quiver does not: " +
 				"give its streamable-HTTP endpoint instead (many servers serve both, the newer one often at /mcp)."}
 		}
