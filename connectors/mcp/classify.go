@@ -1,6 +1,7 @@
 package mcp
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -123,9 +124,19 @@ func toolFailure(a attemptState, err error) *jsonrpc.Error {
 
 // sessionGone reports whether a request failed because our session is gone
 // before the server ran anything: it never left (the session had already
-// ended), or the server answered 404 to our session ID.
+// ended), or the server answered our session ID with 404, as the spec has
+// it, or with a 400 that names the session, as the TypeScript SDK's
+// example server, and the many servers written from it, do after a
+// restart ("Bad Request: No valid session ID provided").
 func sessionGone(a attemptState, sessionID string) bool {
-	return !a.started || (a.status == http.StatusNotFound && sessionID != "" && a.err == nil)
+	if !a.started {
+		return true
+	}
+	if sessionID == "" || a.err != nil {
+		return false
+	}
+	return a.status == http.StatusNotFound ||
+		a.status == http.StatusBadRequest && bytes.Contains(bytes.ToLower(a.body), []byte("session"))
 }
 
 // serverError returns the JSON-RPC error the server answered with, if err

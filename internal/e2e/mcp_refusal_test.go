@@ -240,3 +240,111 @@ func TestMCPLegacySSEServer(t *testing.T) {
 		t.Errorf("fields %v, want url to name the older transport", m["fields"])
 	}
 }
+
+// mssTSServer is a streamable-HTTP MCP server that, like the TypeScript
+// SDK's example server and the many written from it, answers a request
+// carrying a session ID it does not know with 400 "No valid session ID
+// provided" rather than the spec's 404. restart forgets every session.
+type mssTSServer struct {
+	up *mcp.Server
+
+	mu      sync.Mutex
+	sdk     http.Handler
+	known   map[string]bool
+	refused int
+}
+
+func (s *mssTSServer) restart() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.sdk = mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.up }, nil)
+	s.known = map[string]bool{}
+}
+
+func (s *mssTSServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	s.mu.Lock()
+	sdk := s.sdk
+	id := r.Header.Get("Mcp-Session-Id")
+	if id != "" && !s.known[id] {
+		s.refused++
+		s.mu.Unlock()
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusBadRequest)
+		io.WriteString(w, `{"jsonrpc":"2.0","error":{"code":-32000,"message":"Bad Request: No valid session ID provided"},"id":null}`)
+		return
+	}
+	s.mu.Unlock()
+	sdk.ServeHTTP(&mssRecorder{ResponseWriter: w, s: s}, r)
+}
+
+// mssRecorder notes the session IDs the SDK hands out.
+type mssRecorder struct {
+	http.ResponseWriter
+	s *mssTSServer
+}
+
+func (w *mssRecorder) note() {
+	if id := w.Header().Get("Mcp-Session-Id"); id != "" {
+		w.s.mu.Lock()
+		w.s.known[id] = true
+		w.s.mu.Unlock()
+	}
+}
+
+func (w *mssRecorder) WriteHeader(code int) {
+	w.note()
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *mssRecorder) Write(b []byte) (int, error) {
+	w.note()
+	return w.ResponseWriter.Write(b)
+}
+
+func (w *mssRecorder) Flush() {
+	if f, ok := w.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+// TestMCPSessionLostAnswered400: after such a server restarts, the next call
+// is refused with that 400 on the session Quiver holds. Nothing ran, so
+// Quiver opens a new session and sends the call again, as it does for the
+// spec's 404: the caller gets the tool's answer, which ran once. Before, the
+// session was kept and every call answered 502 upstream_refused.
+func TestMCPSessionLostAnswered400(t *testing.T) {
+	srv := testserver.Start(t, testserver.Options{Postgres: true})
+	var sends atomic.Int64
+	up := mcp.NewServer(&mcp.Implementation{Name: "ts-style", Version: "1"}, nil)
+	up.AddTool(&mcp.Tool{Name: "send", InputSchema: json.RawMessage(`{"type":"object"}`)},
+		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			sends.Add(1)
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: `{"sent":true}`}}}, nil
+		})
+	ts := &mssTSServer{up: up}
+	ts.restart()
+	hs := httptest.NewServer(ts)
+	t.Cleanup(func() {
+		hs.CloseClientConnections()
+		hs.Close()
+	})
+	id := mqConnect(t, srv, "ts-style", map[string]any{"url": hs.URL})
+	if r := mqCall(srv, id, "send", nil, "k-1"); r.Status != 200 {
+		t.Fatalf("first call: %d %s", r.Status, r.Body)
+	}
+	ts.restart()
+	for i, key := range []string{"k-2", "k-3"} {
+		if r := mqCall(srv, id, "send", nil, key); r.Status != 200 {
+			t.Fatalf("call %d after the restart: %d %s", i+1, r.Status, r.Body)
+		}
+	}
+	if n := sends.Load(); n != 3 {
+		t.Errorf("send ran %d times, want 3", n)
+	}
+	ts.mu.Lock()
+	refused := ts.refused
+	ts.mu.Unlock()
+	if refused == 0 {
+		t.Error("the server never refused the old session: the test did not test anything")
+	}
+}
