@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"net/http"
 	"strings"
 	"sync"
 	"time"
@@ -14,8 +16,17 @@ import (
 	"github.com/quiverhq/quiver/connectors"
 )
 
-// maxPages bounds tools/list paging against a server whose cursors never end.
-const maxPages = 100
+// maxPages and maxTools bound a tool list: against a server whose cursors
+// never end, and one that lists more tools than any agent could choose
+// from. A list past either is refused (errTooManyTools), never cut short:
+// a tool left out would answer not_found to a call naming it.
+const (
+	maxPages = 2000
+	maxTools = 10000
+)
+
+// errTooManyTools is a tool list past maxPages or maxTools.
+var errTooManyTools = fmt.Errorf("the server lists more than %d tools or %d pages of them", maxTools, maxPages)
 
 // Actions lists the tool's actions: every page of the server's tools/list,
 // cached per (tool ID, Version) for DiscoveryTTL or until the server says
@@ -54,6 +65,10 @@ func (c *Connector) Actions(ctx context.Context, t *connectors.Tool) ([]connecto
 			c.discovery.put(key, gen, actions)
 			return actions, nil
 		}
+		if errors.Is(err, errTooManyTools) {
+			return nil, connectors.Errorf(connectors.KindUnreachable, err,
+				"the MCP server at %s lists more tools than Quiver takes (%d, or %d pages)", tgt.host, maxTools, maxPages)
+		}
 		if errors.Is(listCtx.Err(), context.DeadlineExceeded) {
 			// Before sessionGone: a request the deadline stopped before it
 			// left says nothing about the session.
@@ -85,13 +100,15 @@ func listTools(ctx context.Context, sess *mcp.ClientSession) ([]*mcp.Tool, attem
 		if err != nil {
 			return nil, a.snapshot(), err
 		}
-		tools = append(tools, res.Tools...)
-		if res.NextCursor == "" || res.NextCursor == cursor {
+		if tools = append(tools, res.Tools...); len(tools) > maxTools {
 			break
+		}
+		if res.NextCursor == "" || res.NextCursor == cursor {
+			return tools, attemptState{started: true}, nil
 		}
 		cursor = res.NextCursor
 	}
-	return tools, attemptState{started: true}, nil
+	return nil, attemptState{started: true, status: http.StatusOK}, errTooManyTools
 }
 
 // toActions maps MCP tools to actions. A tool that could not be called is

@@ -3,6 +3,11 @@ package mcp
 import (
 	"encoding/json"
 	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -191,4 +196,59 @@ func TestActionsDuplicateNamesTakeTheLeastSafe(t *testing.T) {
 	if len(both) != 1 || !both[0].Retryable {
 		t.Errorf("two read-only copies: %+v", both)
 	}
+}
+
+// pagedServer answers tools/list with pageSize tools a page, of total (or
+// without end when total is negative), in hand-written JSON.
+func pagedServer(t *testing.T, total, pageSize int) *httptest.Server {
+	return interceptedServer(t, func(w http.ResponseWriter, r *http.Request, _ http.Handler) {
+		var req struct {
+			ID     json.RawMessage `json:"id"`
+			Params struct {
+				Cursor string `json:"cursor"`
+			} `json:"params"`
+		}
+		body, _ := io.ReadAll(r.Body)
+		if err := json.Unmarshal(body, &req); err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		from, _ := strconv.Atoi(req.Params.Cursor)
+		var tools []string
+		for i := from; i < from+pageSize && (total < 0 || i < total); i++ {
+			tools = append(tools, fmt.Sprintf(`{"name":"t%d","inputSchema":{"type":"object"}}`, i))
+		}
+		next := ""
+		if total < 0 || from+pageSize < total {
+			next = strconv.Itoa(from + pageSize)
+		}
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"result":{"tools":[%s],"nextCursor":%q}}`, req.ID, strings.Join(tools, ","), next)
+	})
+}
+
+// TestActionsEveryPageOrNone: a long tool list is read to its end (it was
+// cut at 100 pages, so the tools past them answered not_found), and one
+// that never ends is refused rather than cut short.
+func TestActionsEveryPageOrNone(t *testing.T) {
+	t.Parallel()
+	long := pagedServer(t, 1205, 5) // 241 pages
+	endless := pagedServer(t, -1, 100)
+	c := setup(t, &Options{AllowPrivate: true, DiscoveryTimeout: 30 * time.Second}) // closed before the servers
+	actions, err := c.Actions(ctxFor(t, 30*time.Second), &connectors.Tool{ID: 1, AccountID: 1, Entry: customEntry,
+		Config: map[string]string{"url": long.URL + "/mcp"}, Version: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m := actionsByName(t, actions); len(m) != 1205 || m["t1204"].Name == "" {
+		t.Fatalf("%d actions, want all 1205 (t1204 among them)", len(m))
+	}
+
+	_, err = c.Actions(ctxFor(t, 30*time.Second), &connectors.Tool{ID: 2, AccountID: 1, Entry: customEntry,
+		Config: map[string]string{"url": endless.URL + "/mcp"}, Version: 1})
+	wantKind(t, err, connectors.KindUnreachable)
+	if err == nil || !strings.Contains(err.Error(), "lists more tools than Quiver takes") {
+		t.Fatalf("err = %v, want the list refused as too long", err)
+	}
+	wantField(t, c.Verify(ctxFor(t, 30*time.Second), customEntry, map[string]string{"url": endless.URL + "/mcp"}), "url", "more than 10000 tools")
 }

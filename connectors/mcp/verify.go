@@ -2,6 +2,7 @@ package mcp
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"strings"
@@ -99,6 +100,8 @@ func verifyError(a attemptState, err error, tgt *target, entry *catalog.Entry) e
 			refusalMessage(a), wait.Round(time.Second))
 	case a.status != 0 && (a.status < 200 || a.status > 299):
 		urlField.Message = fmt.Sprintf("The server answered HTTP %d (%s); is this the MCP endpoint?", a.status, refusalMessage(a))
+	case errors.Is(err, errTooManyTools):
+		urlField.Message = fmt.Sprintf("%s %s, more than Quiver takes.", tgt.host, strings.TrimPrefix(err.Error(), "the server "))
 	case isTimeout(err):
 		urlField.Message = fmt.Sprintf("%s did not complete the MCP handshake in time.", tgt.host)
 	default:
