@@ -49,7 +49,7 @@ func (c *Connector) Call(ctx context.Context, t *connectors.Tool, action string,
 		if errors.As(err, &mapped) {
 			return connectors.Result{}, err // the answer came, but could not be read
 		}
-		if st.tooLarge {
+		if st.tooLarge || errors.Is(err, errTooLarge) {
 			return tooLarge(c.opts.MaxResponseBytes), nil
 		}
 		if sessionGone(st, s.sess.ID()) {
