@@ -125,9 +125,9 @@ func toolFailure(a attemptState, err error) *jsonrpc.Error {
 // sessionGone reports whether a request failed because our session is gone
 // before the server ran anything: it never left (the session had already
 // ended), or the server answered our session ID with 404, as the spec has
-// it, or with a 400 that names the session, as the TypeScript SDK's
-// example server, and the many servers written from it, do after a
-// restart ("Bad Request: No valid session ID provided").
+// it, or with the 400 the TypeScript SDK's example server, and the many
+// servers written from it, send after a restart ("Bad Request: No valid
+// session ID provided", as a JSON-RPC error with a null ID).
 func sessionGone(a attemptState, sessionID string) bool {
 	if !a.started {
 		return true
@@ -135,8 +135,25 @@ func sessionGone(a attemptState, sessionID string) bool {
 	if sessionID == "" || a.err != nil {
 		return false
 	}
-	return a.status == http.StatusNotFound ||
-		a.status == http.StatusBadRequest && bytes.Contains(bytes.ToLower(a.body), []byte("session"))
+	return a.status == http.StatusNotFound || a.status == http.StatusBadRequest && lostSession(a.body)
+}
+
+// lostSession reports whether a 400's body refuses the session itself: it
+// names the session, and if it is a JSON-RPC message, it answers no request
+// (a null or absent ID). An error for our request's own ID may be about the
+// tool's work, done or not (a browser session it holds, say), and sending
+// the request again could run it twice.
+func lostSession(body []byte) bool {
+	if !bytes.Contains(bytes.ToLower(body), []byte("session")) {
+		return false
+	}
+	var m struct {
+		ID json.RawMessage `json:"id"`
+	}
+	if json.Unmarshal(body, &m) == nil && len(m.ID) > 0 && string(bytes.TrimSpace(m.ID)) != "null" {
+		return false
+	}
+	return true
 }
 
 // serverError returns the JSON-RPC error the server answered with, if err

@@ -37,7 +37,6 @@ package mcp
 import (
 	"bufio"
 	"bytes"
-	"compress/gzip"
 	"context"
 	"encoding/json"
 	"errors"
@@ -47,7 +46,6 @@ import (
 	"net/http"
 	"os"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -172,14 +170,10 @@ func (f *fastSession) answer(ctx context.Context, resp *http.Response, id int64)
 		}
 		return nil, fmt.Errorf("tools/call: HTTP %d", resp.StatusCode)
 	}
-	body, err := f.decoded(resp)
-	if err != nil {
-		return nil, err
-	}
 	ct, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
 	switch ct {
 	case "application/json":
-		data, err := io.ReadAll(body)
+		data, err := io.ReadAll(resp.Body)
 		if err != nil {
 			return nil, err
 		}
@@ -192,30 +186,9 @@ func (f *fastSession) answer(ctx context.Context, resp *http.Response, id int64)
 		}
 		return m.outcome()
 	case "text/event-stream":
-		return f.stream(ctx, body, id)
+		return f.stream(ctx, resp.Body, id)
 	}
 	return nil, fmt.Errorf("tools/call: unsupported content type %q", ct)
-}
-
-// decoded is resp's body with its content coding undone. The fast path
-// asks for none, but HTTP lets a server choose one when a request names
-// none (RFC 9110 12.5.3), and some (behind a proxy that compresses) send
-// gzip; the SDK's path, whose transport asks for gzip, reads it too. What
-// gzip decompresses to is capped like the wire's bytes, so a small body
-// cannot expand past MaxResponseBytes. Any other coding cannot be read.
-func (f *fastSession) decoded(resp *http.Response) (io.ReadCloser, error) {
-	switch enc := strings.ToLower(strings.TrimSpace(resp.Header.Get("Content-Encoding"))); enc {
-	case "", "identity":
-		return resp.Body, nil
-	case "gzip", "x-gzip":
-		zr, err := gzip.NewReader(resp.Body)
-		if err != nil {
-			return nil, fmt.Errorf("tools/call: the gzip answer cannot be read: %w", err)
-		}
-		return readCloser{&capped{r: zr, left: f.maxBytes}, resp.Body}, nil
-	default:
-		return nil, fmt.Errorf("tools/call: the answer's content coding %q cannot be read", enc)
-	}
 }
 
 func (m *wireMessage) outcome() (json.RawMessage, error) {
@@ -261,8 +234,8 @@ func (f *fastSession) stream(ctx context.Context, body io.ReadCloser, id int64) 
 		if err == nil {
 			err = errStreamEnded
 		}
-		if lastID == "" || ctx.Err() != nil {
-			return nil, err
+		if lastID == "" || ctx.Err() != nil || errors.Is(err, errTooLarge) {
+			return nil, err // an answer over the limit is not resumed: it stays over
 		}
 		if lastID == resumedFrom {
 			if resumes++; resumes > maxResumes {

@@ -193,3 +193,19 @@ func TestFastCallReadsGzip(t *testing.T) {
 		}
 	})
 }
+
+func TestLostSession(t *testing.T) {
+	for body, want := range map[string]bool{
+		`{"jsonrpc":"2.0","error":{"code":-32000,"message":"Bad Request: No valid session ID provided"},"id":null}`: true,
+		`{"jsonrpc":"2.0","error":{"code":-32000,"message":"Bad Request: No valid session ID provided"}}`:           true,
+		`Bad Request: Session not found`: true,
+		`{"jsonrpc":"2.0","id":1099511627777,"error":{"code":-32603,"message":"upstream browser session closed"}}`: false,
+		`{"jsonrpc":"2.0","id":"a","error":{"code":-32000,"message":"session expired"}}`:                           false,
+		`{"jsonrpc":"2.0","error":{"code":-32600,"message":"Bad Request: invalid protocol version"},"id":null}`:    false,
+		``: false,
+	} {
+		if got := lostSession([]byte(body)); got != want {
+			t.Errorf("lostSession(%s) = %v, want %v", body, got, want)
+		}
+	}
+}

@@ -2,6 +2,7 @@ package mcp
 
 import (
 	"bytes"
+	"compress/gzip"
 	"context"
 	"errors"
 	"io"
@@ -98,6 +99,7 @@ func (rt *roundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
 		}
 		return resp, err
 	}
+	ungzip(resp)
 	// Every body is capped, whatever its status and whoever reads it: the
 	// SDK reads a refused response's body whole, and a DELETE's answer or a
 	// redirect's are no smaller for being nobody's attempt. The one
@@ -142,6 +144,43 @@ func (rt *roundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
 		a.mu.Unlock()
 	}
 	return resp, nil
+}
+
+// ungzip undoes a gzip content coding the base transport left in place.
+// net/http's undoes the gzip it asked for itself, and removes the header;
+// the fast path's own transport asks for none, but a server may choose one
+// when a request names none (RFC 9110 12.5.3), and some behind compressing
+// proxies do. The cap that follows then counts decompressed bytes, so a
+// small body cannot expand past MaxResponseBytes, and error bodies, event
+// streams and their resumptions read alike on both paths. Another coding
+// stays, and its body fails to read as JSON or events.
+func ungzip(resp *http.Response) {
+	switch strings.ToLower(strings.TrimSpace(resp.Header.Get("Content-Encoding"))) {
+	case "gzip", "x-gzip":
+		resp.Body = readCloser{&gunzip{src: resp.Body}, resp.Body}
+		resp.Header.Del("Content-Encoding")
+		resp.Header.Del("Content-Length")
+		resp.ContentLength = -1
+		resp.Uncompressed = true
+	}
+}
+
+// gunzip reads a gzip stream, its header on the first Read (so that a
+// response is handed over without waiting for its body).
+type gunzip struct {
+	src io.Reader
+	zr  *gzip.Reader
+	err error
+}
+
+func (g *gunzip) Read(p []byte) (int, error) {
+	if g.zr == nil && g.err == nil {
+		g.zr, g.err = gzip.NewReader(g.src)
+	}
+	if g.err != nil {
+		return 0, g.err
+	}
+	return g.zr.Read(p)
 }
 
 type readCloser struct {

@@ -1,0 +1,209 @@
+package mcp
+
+import (
+	"bytes"
+	"compress/gzip"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/quiverhq/quiver/connectors"
+)
+
+// codingServer is a hand-written MCP server: a session per initialize,
+// one tool "act" whose calls onCall answers (n counts them from 1), and
+// GETs (a stream's resumption) onGet answers when set.
+type codingServer struct {
+	onCall func(w http.ResponseWriter, id string, n int)
+	onGet  func(w http.ResponseWriter, r *http.Request)
+
+	mu           sync.Mutex
+	inits, calls int
+	gets         int
+	lastID       string
+}
+
+func (s *codingServer) counts() (inits, calls, gets int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.inits, s.calls, s.gets
+}
+
+func (s *codingServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Method == http.MethodGet && s.onGet != nil && r.Header.Get("Last-Event-ID") != "" {
+		s.mu.Lock()
+		s.gets++
+		s.mu.Unlock()
+		s.onGet(w, r)
+		return
+	}
+	if r.Method != http.MethodPost {
+		w.WriteHeader(http.StatusMethodNotAllowed)
+		return
+	}
+	var m struct {
+		ID     json.RawMessage `json:"id"`
+		Method string          `json:"method"`
+		Params struct {
+			ProtocolVersion string `json:"protocolVersion"`
+		} `json:"params"`
+	}
+	body, _ := io.ReadAll(r.Body)
+	_ = json.Unmarshal(body, &m)
+	w.Header().Set("Content-Type", "application/json")
+	switch m.Method {
+	case "initialize":
+		s.mu.Lock()
+		s.inits++
+		w.Header().Set("Mcp-Session-Id", fmt.Sprint("s-", s.inits))
+		s.mu.Unlock()
+		fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"result":{"protocolVersion":%q,"capabilities":{"tools":{}},"serverInfo":{"name":"coding","version":"1"}}}`,
+			m.ID, m.Params.ProtocolVersion)
+	case "tools/list":
+		fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"result":{"tools":[{"name":"act","inputSchema":{"type":"object"}}]}}`, m.ID)
+	case "tools/call":
+		s.mu.Lock()
+		s.calls++
+		n := s.calls
+		s.lastID = string(m.ID)
+		s.mu.Unlock()
+		s.onCall(w, string(m.ID), n)
+	default:
+		w.WriteHeader(http.StatusAccepted)
+	}
+}
+
+func (s *codingServer) start(t *testing.T) *connectors.Tool {
+	t.Helper()
+	hs := httptest.NewServer(s)
+	t.Cleanup(hs.Close)
+	return &connectors.Tool{ID: 1, AccountID: 1, Entry: customEntry, Config: map[string]string{"url": hs.URL}, Version: 1}
+}
+
+func gzipped(s string) []byte {
+	var b bytes.Buffer
+	zw := gzip.NewWriter(&b)
+	io.WriteString(zw, s)
+	zw.Close()
+	return b.Bytes()
+}
+
+func okAnswer(id string) string {
+	return `{"jsonrpc":"2.0","id":` + id + `,"result":{"content":[{"type":"text","text":"{\"ok\":true}"}]}}`
+}
+
+// sdkOnly sends c's calls through the SDK from now on.
+func sdkOnly(c *Connector) {
+	c.pool.mu.Lock()
+	defer c.pool.mu.Unlock()
+	for _, s := range c.pool.slots {
+		s.fast.Store(nil)
+	}
+}
+
+// TestLostSessionAnswered400: the TypeScript example server's 400 for a
+// session it lost, gzipped or not, on either path, gets a new session and
+// the call sent once more (it did not run); a 400 whose JSON-RPC error
+// answers our request, even one about a "session" of the tool's own, is
+// not sent again.
+func TestLostSessionAnswered400(t *testing.T) {
+	t.Parallel()
+	lost := `{"jsonrpc":"2.0","error":{"code":-32000,"message":"Bad Request: No valid session ID provided"},"id":null}`
+	for _, path := range []string{"fast", "sdk"} {
+		for _, enc := range []string{"gzip", "identity"} {
+			t.Run(path+"/"+enc, func(t *testing.T) {
+				t.Parallel()
+				srv := &codingServer{onCall: func(w http.ResponseWriter, id string, n int) {
+					if n > 1 {
+						io.WriteString(w, okAnswer(id))
+						return
+					}
+					body := []byte(lost)
+					if enc == "gzip" {
+						w.Header().Set("Content-Encoding", "gzip")
+						body = gzipped(lost)
+					}
+					w.WriteHeader(http.StatusBadRequest)
+					w.Write(body)
+				}}
+				tool := srv.start(t)
+				c := setup(t, nil)
+				if _, err := c.Actions(ctxFor(t, 10*time.Second), tool); err != nil {
+					t.Fatal(err)
+				}
+				if path == "sdk" {
+					sdkOnly(c)
+				}
+				res, err := c.Call(ctxFor(t, 10*time.Second), tool, "act", json.RawMessage(`{}`))
+				inits, calls, _ := srv.counts()
+				if err != nil || string(res.Content) != `{"ok":true}` || inits != 2 || calls != 2 {
+					t.Fatalf("result %s, %v; %d sessions, %d calls; want the call sent again on a new session", res.Content, err, inits, calls)
+				}
+			})
+		}
+	}
+	t.Run("an error for our request", func(t *testing.T) {
+		t.Parallel()
+		srv := &codingServer{onCall: func(w http.ResponseWriter, id string, _ int) {
+			w.WriteHeader(http.StatusBadRequest)
+			io.WriteString(w, `{"jsonrpc":"2.0","id":`+id+`,"error":{"code":-32603,"message":"upstream browser session closed"}}`)
+		}}
+		tool := srv.start(t)
+		c := setup(t, nil)
+		_, err := c.Call(ctxFor(t, 10*time.Second), tool, "act", json.RawMessage(`{}`))
+		wantKind(t, err, connectors.KindUpstreamRefused)
+		if _, calls, _ := srv.counts(); calls != 1 {
+			t.Fatalf("sent %d times, want once", calls)
+		}
+	})
+}
+
+// TestGzippedStreams: a gzipped event stream that ends early is resumed
+// and the resumption, gzipped too, read; one whose answer expands past the
+// limit is result_too_large, not resumed (it had event IDs) into an
+// unknown outcome.
+func TestGzippedStreams(t *testing.T) {
+	t.Parallel()
+	stream := func(w http.ResponseWriter, events string) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		w.Header().Set("Content-Encoding", "gzip")
+		w.Write(gzipped(events))
+	}
+	t.Run("resumed", func(t *testing.T) {
+		t.Parallel()
+		srv := &codingServer{}
+		srv.onCall = func(w http.ResponseWriter, _ string, _ int) { stream(w, "id: e1\ndata: \n\n") }
+		srv.onGet = func(w http.ResponseWriter, _ *http.Request) {
+			srv.mu.Lock()
+			id := srv.lastID
+			srv.mu.Unlock()
+			stream(w, "id: e2\nevent: message\ndata: "+okAnswer(id)+"\n\n")
+		}
+		tool := srv.start(t)
+		c := setup(t, nil)
+		res, err := c.Call(ctxFor(t, 10*time.Second), tool, "act", json.RawMessage(`{}`))
+		if _, _, gets := srv.counts(); err != nil || string(res.Content) != `{"ok":true}` || gets != 1 || fastSessions(c) != 1 {
+			t.Fatalf("result %s, %v; %d resumptions, fast sessions %d", res.Content, err, gets, fastSessions(c))
+		}
+	})
+	t.Run("over the limit", func(t *testing.T) {
+		t.Parallel()
+		big := strings.Repeat("x", 64<<10)
+		srv := &codingServer{onCall: func(w http.ResponseWriter, id string, _ int) {
+			stream(w, "id: e1\ndata: \n\nid: e2\nevent: message\ndata: "+
+				`{"jsonrpc":"2.0","id":`+id+`,"result":{"content":[{"type":"text","text":"`+big+`"}]}}`+"\n\n")
+		}}
+		tool := srv.start(t)
+		c := setup(t, &Options{AllowPrivate: true, MaxResponseBytes: 16 << 10})
+		res, err := c.Call(ctxFor(t, 10*time.Second), tool, "act", json.RawMessage(`{}`))
+		if err != nil || !res.IsError || !strings.Contains(string(res.Content), "result_too_large") {
+			t.Fatalf("result %s, %v; want result_too_large", res.Content, err)
+		}
+	})
+}
