@@ -330,7 +330,8 @@ func readOnlyAction(a *connectors.Action) bool {
 const runMargin = 3 * time.Second
 
 // timeToRun refuses a call that could not run to its end within ctx's
-// bound. A dispatched call runs to its end (the tool's answer or timeout,
+// bound; it is asked once the key is reserved, so that the time the
+// reservation took counts. A dispatched call runs to its end (the tool's answer or timeout,
 // and a keyed call's outcome stored: its lease) whatever the request's
 // bound says; getting ready (listing the tool's actions, a database that
 // was slow) may have used up so much of that bound that the request would
@@ -349,6 +350,19 @@ func (e *Engine) timeToRun(ctx context.Context) error {
 	return nil
 }
 
+// notStarted answers a call timeToRun refused after its key was reserved:
+// nothing was sent, so the key is released.
+func (c *call) notStarted(ctx context.Context, callID string, refusal error) (*Response, error) {
+	if c.req.HasKey {
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
+		defer cancel()
+		if _, err := c.e.opts.Store.Release(rctx, c.req.AccountID, c.req.Key, c.token); err != nil {
+			c.e.opts.Logger.ErrorContext(ctx, "releasing a key failed; it will end as outcome_unknown", "call_id", callID, "error", err)
+		}
+	}
+	return nil, refusal
+}
+
 // run resolves, checks, reserves, dispatches and records.
 func (c *call) run(ctx context.Context) (*Response, error) {
 	e := c.e
@@ -361,9 +375,6 @@ func (c *call) run(ctx context.Context) (*Response, error) {
 	}
 	if err == nil {
 		err = e.checkArguments(action, c.b.Arguments)
-	}
-	if err == nil {
-		err = e.timeToRun(ctx)
 	}
 	if err != nil {
 		return c.rejectBeforeReserve(ctx, unavailable(err))
@@ -381,6 +392,9 @@ func (c *call) run(ctx context.Context) (*Response, error) {
 		if existing != nil {
 			return c.fromRow(existing)
 		}
+	}
+	if err := e.timeToRun(ctx); err != nil {
+		return c.notStarted(ctx, callID, err)
 	}
 	return c.dispatch(ctx, rt, action, callID)
 }
