@@ -16,17 +16,23 @@ import (
 	"github.com/quiverhq/quiver/connectors"
 )
 
-// maxPages and maxTools bound a tool list: against a server whose cursors
-// never end, and one that lists more tools than any agent could choose
-// from. A list past either is refused (errTooManyTools), never cut short:
-// a tool left out would answer not_found to a call naming it.
+// maxPages and maxTools bound a tool list, as listBytes does its size:
+// against a server whose cursors never end, and one that lists more than
+// any agent could choose from (or than memory should hold: the list is
+// cached). A list past any of them is refused (errTooManyTools), never cut
+// short: a tool left out would answer not_found to a call naming it.
 const (
 	maxPages = 2000
 	maxTools = 10000
 )
 
-// errTooManyTools is a tool list past maxPages or maxTools.
-var errTooManyTools = fmt.Errorf("the server lists more than %d tools or %d pages of them", maxTools, maxPages)
+// listBytes is the most a tool list may weigh, its tools as JSON: twice the
+// largest answer, so no one page can use it up.
+func (c *Connector) listBytes() int64 { return 2 * c.opts.MaxResponseBytes }
+
+// errTooManyTools is a tool list past maxPages, maxTools or listBytes; the
+// error listTools returns wraps it with the limits.
+var errTooManyTools = errors.New("lists more tools than Quiver takes")
 
 // Actions lists the tool's actions: every page of the server's tools/list,
 // cached per (tool ID, Version) for DiscoveryTTL or until the server says
@@ -58,7 +64,7 @@ func (c *Connector) Actions(ctx context.Context, t *connectors.Tool) ([]connecto
 			listCtx, cancel = context.WithTimeout(ctx, c.opts.DiscoveryTimeout)
 			defer cancel()
 		}
-		tools, st, err := listTools(listCtx, s.sess)
+		tools, st, err := listTools(listCtx, s.sess, c.listBytes())
 		c.pool.release(s)
 		if err == nil {
 			actions := toActions(tools)
@@ -66,8 +72,7 @@ func (c *Connector) Actions(ctx context.Context, t *connectors.Tool) ([]connecto
 			return actions, nil
 		}
 		if errors.Is(err, errTooManyTools) {
-			return nil, connectors.Errorf(connectors.KindUnreachable, err,
-				"the MCP server at %s lists more tools than Quiver takes (%d, or %d pages)", tgt.host, maxTools, maxPages)
+			return nil, connectors.Errorf(connectors.KindUnreachable, err, "the MCP server at %s %v", tgt.host, err)
 		}
 		if errors.Is(listCtx.Err(), context.DeadlineExceeded) {
 			// Before sessionGone: a request the deadline stopped before it
@@ -91,8 +96,9 @@ func (c *Connector) Actions(ctx context.Context, t *connectors.Tool) ([]connecto
 
 // listTools reads every page of tools/list. On failure it returns what the
 // failed request's attempt recorded.
-func listTools(ctx context.Context, sess *mcp.ClientSession) ([]*mcp.Tool, attemptState, error) {
+func listTools(ctx context.Context, sess *mcp.ClientSession, maxBytes int64) ([]*mcp.Tool, attemptState, error) {
 	var tools []*mcp.Tool
+	var size int64
 	cursor := ""
 	for range maxPages {
 		a := &attempt{}
@@ -100,7 +106,11 @@ func listTools(ctx context.Context, sess *mcp.ClientSession) ([]*mcp.Tool, attem
 		if err != nil {
 			return nil, a.snapshot(), err
 		}
-		if tools = append(tools, res.Tools...); len(tools) > maxTools {
+		for _, tool := range res.Tools {
+			b, _ := json.Marshal(tool) // the SDK decoded it: it encodes
+			size += int64(len(b))
+		}
+		if tools = append(tools, res.Tools...); len(tools) > maxTools || size > maxBytes {
 			break
 		}
 		if res.NextCursor == "" || res.NextCursor == cursor {
@@ -108,7 +118,16 @@ func listTools(ctx context.Context, sess *mcp.ClientSession) ([]*mcp.Tool, attem
 		}
 		cursor = res.NextCursor
 	}
-	return nil, attemptState{started: true, status: http.StatusOK}, errTooManyTools
+	return nil, attemptState{started: true, status: http.StatusOK},
+		fmt.Errorf("%w (%d tools, %d pages or %s of them)", errTooManyTools, maxTools, maxPages, sizeOf(maxBytes))
+}
+
+// sizeOf writes n bytes in MiB, or in KiB under one MiB.
+func sizeOf(n int64) string {
+	if n < 1<<20 {
+		return fmt.Sprintf("%d KiB", n>>10)
+	}
+	return fmt.Sprintf("%d MiB", n>>20)
 }
 
 // toActions maps MCP tools to actions. A tool that could not be called is

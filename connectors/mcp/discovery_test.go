@@ -199,8 +199,9 @@ func TestActionsDuplicateNamesTakeTheLeastSafe(t *testing.T) {
 }
 
 // pagedServer answers tools/list with pageSize tools a page, of total (or
-// without end when total is negative), in hand-written JSON.
-func pagedServer(t *testing.T, total, pageSize int) *httptest.Server {
+// without end when total is negative), in hand-written JSON, each with a
+// description of desc bytes.
+func pagedServer(t *testing.T, total, pageSize, desc int) *httptest.Server {
 	return interceptedServer(t, func(w http.ResponseWriter, r *http.Request, _ http.Handler) {
 		var req struct {
 			ID     json.RawMessage `json:"id"`
@@ -216,7 +217,7 @@ func pagedServer(t *testing.T, total, pageSize int) *httptest.Server {
 		from, _ := strconv.Atoi(req.Params.Cursor)
 		var tools []string
 		for i := from; i < from+pageSize && (total < 0 || i < total); i++ {
-			tools = append(tools, fmt.Sprintf(`{"name":"t%d","inputSchema":{"type":"object"}}`, i))
+			tools = append(tools, fmt.Sprintf(`{"name":"t%d","description":%q,"inputSchema":{"type":"object"}}`, i, strings.Repeat("d", desc)))
 		}
 		next := ""
 		if total < 0 || from+pageSize < total {
@@ -232,9 +233,10 @@ func pagedServer(t *testing.T, total, pageSize int) *httptest.Server {
 // that never ends is refused rather than cut short.
 func TestActionsEveryPageOrNone(t *testing.T) {
 	t.Parallel()
-	long := pagedServer(t, 1205, 5) // 241 pages
-	endless := pagedServer(t, -1, 100)
-	c := setup(t, &Options{AllowPrivate: true, DiscoveryTimeout: 30 * time.Second}) // closed before the servers
+	long := pagedServer(t, 1205, 5, 0) // 241 pages
+	endless := pagedServer(t, -1, 100, 0)
+	heavy := pagedServer(t, 60, 10, 4<<10)                                                                      // 60 tools of 4 KiB: over 2 × 64 KiB
+	c := setup(t, &Options{AllowPrivate: true, DiscoveryTimeout: 30 * time.Second, MaxResponseBytes: 64 << 10}) // closed before the servers
 	actions, err := c.Actions(ctxFor(t, 30*time.Second), &connectors.Tool{ID: 1, AccountID: 1, Entry: customEntry,
 		Config: map[string]string{"url": long.URL + "/mcp"}, Version: 1})
 	if err != nil {
@@ -250,5 +252,12 @@ func TestActionsEveryPageOrNone(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "lists more tools than Quiver takes") {
 		t.Fatalf("err = %v, want the list refused as too long", err)
 	}
-	wantField(t, c.Verify(ctxFor(t, 30*time.Second), customEntry, map[string]string{"url": endless.URL + "/mcp"}), "url", "more than 10000 tools")
+	wantField(t, c.Verify(ctxFor(t, 30*time.Second), customEntry, map[string]string{"url": endless.URL + "/mcp"}), "url",
+		"lists more tools than Quiver takes (10000 tools, 2000 pages or 128 KiB of them).")
+
+	_, err = c.Actions(ctxFor(t, 30*time.Second), &connectors.Tool{ID: 3, AccountID: 1, Entry: customEntry,
+		Config: map[string]string{"url": heavy.URL + "/mcp"}, Version: 1})
+	if err == nil || !strings.Contains(err.Error(), "lists more tools than Quiver takes") {
+		t.Fatalf("err = %v, want the heavy list refused", err)
+	}
 }

@@ -51,7 +51,7 @@ func (c *Connector) Verify(ctx context.Context, entry *catalog.Entry, config map
 		return verifyError(st, err, tgt, entry)
 	}
 	defer sess.Close()
-	if _, st, err := listTools(ctx, sess); err != nil {
+	if _, st, err := listTools(ctx, sess, c.listBytes()); err != nil {
 		return verifyError(st, err, tgt, entry)
 	}
 	return nil
@@ -101,7 +101,7 @@ func verifyError(a attemptState, err error, tgt *target, entry *catalog.Entry) e
 	case a.status != 0 && (a.status < 200 || a.status > 299):
 		urlField.Message = fmt.Sprintf("The server answered HTTP %d (%s); is this the MCP endpoint?", a.status, refusalMessage(a))
 	case errors.Is(err, errTooManyTools):
-		urlField.Message = fmt.Sprintf("%s %s, more than Quiver takes.", tgt.host, strings.TrimPrefix(err.Error(), "the server "))
+		urlField.Message = fmt.Sprintf("%s %v.", tgt.host, err)
 	case isTimeout(err):
 		urlField.Message = fmt.Sprintf("%s did not complete the MCP handshake in time.", tgt.host)
 	default:
