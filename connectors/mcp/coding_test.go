@@ -164,6 +164,51 @@ func TestLostSessionAnswered400(t *testing.T) {
 	})
 }
 
+// TestFastCallReadsGzip: a server may gzip an answer to a request that
+// names no coding (RFC 9110), and some behind compressing proxies do. The
+// SDK's path read it; the fast path took it for an unknown outcome
+// although the tool had run. A small body that expands past the limit is
+// the usual result_too_large.
+func TestFastCallReadsGzip(t *testing.T) {
+	t.Parallel()
+	gzipAnswer := func(ct, body string) func(http.ResponseWriter, string, int) {
+		return func(w http.ResponseWriter, id string, _ int) {
+			w.Header().Set("Content-Type", ct)
+			w.Header().Set("Content-Encoding", "gzip")
+			w.Write(gzipped(strings.ReplaceAll(body, "ID", id)))
+		}
+	}
+	for name, srv := range map[string]*codingServer{
+		"json":         {onCall: gzipAnswer("application/json", okAnswer("ID"))},
+		"event stream": {onCall: gzipAnswer("text/event-stream", "event: message\ndata: "+okAnswer("ID")+"\n\n")},
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			tool := srv.start(t)
+			conn := setup(t, nil)
+			res, err := conn.Call(ctxFor(t, 10*time.Second), tool, "act", json.RawMessage(`{}`))
+			if err != nil || res.IsError || string(res.Content) != `{"ok":true}` {
+				t.Fatalf("result %s (error %v), %v", res.Content, res.IsError, err)
+			}
+			if fastSessions(conn) != 1 {
+				t.Fatalf("fast sessions %d", fastSessions(conn))
+			}
+		})
+	}
+	t.Run("expanding past the limit", func(t *testing.T) {
+		t.Parallel()
+		big := strings.Repeat("x", 64<<10)
+		srv := &codingServer{onCall: gzipAnswer("application/json",
+			`{"jsonrpc":"2.0","id":ID,"result":{"content":[{"type":"text","text":"`+big+`"}]}}`)}
+		tool := srv.start(t)
+		conn := setup(t, &Options{AllowPrivate: true, MaxResponseBytes: 16 << 10}) // 64 KiB gzips to far less
+		res, err := conn.Call(ctxFor(t, 10*time.Second), tool, "act", json.RawMessage(`{}`))
+		if err != nil || !res.IsError || !strings.Contains(string(res.Content), "result_too_large") {
+			t.Fatalf("result %s (error %v), %v; want result_too_large", res.Content, res.IsError, err)
+		}
+	})
+}
+
 // TestGzippedStreams: a gzipped event stream that ends early is resumed
 // and the resumption, gzipped too, read; one whose answer expands past the
 // limit is result_too_large, not resumed (it had event IDs) into an
@@ -206,4 +251,20 @@ func TestGzippedStreams(t *testing.T) {
 			t.Fatalf("result %s, %v; want result_too_large", res.Content, err)
 		}
 	})
+}
+
+func TestLostSession(t *testing.T) {
+	for body, want := range map[string]bool{
+		`{"jsonrpc":"2.0","error":{"code":-32000,"message":"Bad Request: No valid session ID provided"},"id":null}`: true,
+		`{"jsonrpc":"2.0","error":{"code":-32000,"message":"Bad Request: No valid session ID provided"}}`:           true,
+		`Bad Request: Session not found`: true,
+		`{"jsonrpc":"2.0","id":1099511627777,"error":{"code":-32603,"message":"upstream browser session closed"}}`: false,
+		`{"jsonrpc":"2.0","id":"a","error":{"code":-32000,"message":"session expired"}}`:                           false,
+		`{"jsonrpc":"2.0","error":{"code":-32600,"message":"Bad Request: invalid protocol version"},"id":null}`:    false,
+		``: false,
+	} {
+		if got := lostSession([]byte(body)); got != want {
+			t.Errorf("lostSession(%s) = %v, want %v", body, got, want)
+		}
+	}
 }

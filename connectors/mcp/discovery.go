@@ -64,7 +64,7 @@ func (c *Connector) Actions(ctx context.Context, t *connectors.Tool) ([]connecto
 			listCtx, cancel = context.WithTimeout(ctx, c.opts.DiscoveryTimeout)
 			defer cancel()
 		}
-		tools, st, err := listTools(listCtx, s.sess, c.listBytes())
+		tools, st, err := c.listTools(listCtx, s.sess)
 		c.pool.release(s)
 		if err == nil {
 			actions := toActions(tools)
@@ -96,7 +96,8 @@ func (c *Connector) Actions(ctx context.Context, t *connectors.Tool) ([]connecto
 
 // listTools reads every page of tools/list. On failure it returns what the
 // failed request's attempt recorded.
-func listTools(ctx context.Context, sess *mcp.ClientSession, maxBytes int64) ([]*mcp.Tool, attemptState, error) {
+func (c *Connector) listTools(ctx context.Context, sess *mcp.ClientSession) ([]*mcp.Tool, attemptState, error) {
+	maxBytes := c.listBytes()
 	var tools []*mcp.Tool
 	var size int64
 	cursor := ""

@@ -1,12 +1,7 @@
 package mcp
 
 import (
-	"bytes"
-	"compress/gzip"
 	"encoding/json"
-	"io"
-	"net/http"
-	"net/http/httptest"
 	"strconv"
 	"strings"
 	"testing"
@@ -119,93 +114,6 @@ func TestSameID(t *testing.T) {
 	} {
 		if got := sameID(json.RawMessage(raw), id); got != want {
 			t.Errorf("sameID(%s) = %v, want %v", raw, got, want)
-		}
-	}
-}
-
-// gzipAnswers serves srv, gzipping its answers to tools/call as a proxy in
-// front of it that compresses whatever the client asked for would.
-func gzipAnswers(t *testing.T, srv *mcptest.HandWritten) *connectors.Tool {
-	t.Helper()
-	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		body, _ := io.ReadAll(r.Body)
-		r.Body = io.NopCloser(bytes.NewReader(body))
-		if !bytes.Contains(body, []byte(`"tools/call"`)) {
-			srv.ServeHTTP(w, r)
-			return
-		}
-		rec := httptest.NewRecorder()
-		srv.ServeHTTP(rec, r)
-		for k, v := range rec.Header() {
-			w.Header()[k] = v
-		}
-		w.Header().Set("Content-Encoding", "gzip")
-		zw := gzip.NewWriter(w)
-		zw.Write(rec.Body.Bytes())
-		zw.Close()
-	}))
-	t.Cleanup(hs.Close)
-	mcptest.StartHandWritten(t, srv) // for its reply channel; its own URL goes unused
-	return &connectors.Tool{ID: 1, AccountID: 1, Entry: customEntry, Config: map[string]string{"url": hs.URL}, Version: 1}
-}
-
-// TestFastCallReadsGzip: a server may gzip an answer to a request that
-// names no coding (RFC 9110), and some behind compressing proxies do. The
-// SDK's path read it; the fast path took it for an unknown outcome
-// although the tool had run. A small body that expands past the limit is
-// the usual result_too_large.
-func TestFastCallReadsGzip(t *testing.T) {
-	t.Parallel()
-	answer := func(id string) string {
-		return `{"jsonrpc":"2.0","id":` + id + `,"result":{"content":[{"type":"text","text":"{\"ok\":true}"}]}}`
-	}
-	for name, ct := range map[string]string{"json": "application/json", "event stream": "text/event-stream"} {
-		t.Run(name, func(t *testing.T) {
-			t.Parallel()
-			srv := &mcptest.HandWritten{Answer: func(id string) (string, string) {
-				if ct == "text/event-stream" {
-					return ct, "event: message\ndata: " + answer(id) + "\n\n"
-				}
-				return ct, answer(id)
-			}}
-			tool := gzipAnswers(t, srv)
-			conn := setup(t, nil)
-			res, err := conn.Call(ctxFor(t, 10*time.Second), tool, "act", json.RawMessage(`{}`))
-			if err != nil || res.IsError || string(res.Content) != `{"ok":true}` {
-				t.Fatalf("result %s (error %v), %v", res.Content, res.IsError, err)
-			}
-			if fastSessions(conn) != 1 {
-				t.Fatalf("fast sessions %d", fastSessions(conn))
-			}
-		})
-	}
-	t.Run("expanding past the limit", func(t *testing.T) {
-		t.Parallel()
-		big := strings.Repeat("x", 64<<10)
-		srv := &mcptest.HandWritten{Answer: func(id string) (string, string) {
-			return "application/json", `{"jsonrpc":"2.0","id":` + id + `,"result":{"content":[{"type":"text","text":"` + big + `"}]}}`
-		}}
-		tool := gzipAnswers(t, srv)
-		conn := setup(t, &Options{AllowPrivate: true, MaxResponseBytes: 16 << 10}) // 64 KiB gzips to far less
-		res, err := conn.Call(ctxFor(t, 10*time.Second), tool, "act", json.RawMessage(`{}`))
-		if err != nil || !res.IsError || !strings.Contains(string(res.Content), "result_too_large") {
-			t.Fatalf("result %s (error %v), %v; want result_too_large", res.Content, res.IsError, err)
-		}
-	})
-}
-
-func TestLostSession(t *testing.T) {
-	for body, want := range map[string]bool{
-		`{"jsonrpc":"2.0","error":{"code":-32000,"message":"Bad Request: No valid session ID provided"},"id":null}`: true,
-		`{"jsonrpc":"2.0","error":{"code":-32000,"message":"Bad Request: No valid session ID provided"}}`:           true,
-		`Bad Request: Session not found`: true,
-		`{"jsonrpc":"2.0","id":1099511627777,"error":{"code":-32603,"message":"upstream browser session closed"}}`: false,
-		`{"jsonrpc":"2.0","id":"a","error":{"code":-32000,"message":"session expired"}}`:                           false,
-		`{"jsonrpc":"2.0","error":{"code":-32600,"message":"Bad Request: invalid protocol version"},"id":null}`:    false,
-		``: false,
-	} {
-		if got := lostSession([]byte(body)); got != want {
-			t.Errorf("lostSession(%s) = %v, want %v", body, got, want)
 		}
 	}
 }

@@ -33,8 +33,7 @@ func (c *Connector) legacySSE(ctx context.Context, tgt *target) bool {
 		return false
 	}
 	req.Header.Set("Accept", "text/event-stream")
-	client := &http.Client{Transport: &roundTripper{base: c.transport, target: tgt, maxBytes: c.opts.MaxResponseBytes}}
-	resp, err := client.Do(req)
+	resp, err := c.client(c.transport, tgt).Do(req)
 	if err != nil {
 		return false
 	}

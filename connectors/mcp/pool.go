@@ -2,7 +2,6 @@ package mcp
 
 import (
 	"context"
-	"net/http"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -125,7 +124,7 @@ func (p *pool) connect(s *slot, tgt *target) {
 	if !p.c.opts.SDKCalls {
 		// The fast path's requests go over connections of its own, on the
 		// caller's goroutine (h1.go), through the same round tripper.
-		client := &http.Client{Transport: &roundTripper{base: p.c.h1, target: tgt, maxBytes: p.c.opts.MaxResponseBytes}}
+		client := p.c.client(p.c.h1, tgt)
 		s.fast.Store(newFastSession(sess, client, tgt.endpoint, p.c.opts.MaxResponseBytes, toolsChanged))
 	}
 	p.mu.Unlock()
@@ -255,7 +254,7 @@ func (p *pool) close() {
 // dial opens an initialized session with the server of tgt. onToolsChanged
 // runs when the server says its tool list changed.
 func (c *Connector) dial(ctx context.Context, tgt *target, onToolsChanged func()) (*mcp.ClientSession, error) {
-	httpClient := &http.Client{Transport: &roundTripper{base: c.transport, target: tgt, maxBytes: c.opts.MaxResponseBytes}}
+	httpClient := c.client(c.transport, tgt)
 	opts := &mcp.ClientOptions{Capabilities: &mcp.ClientCapabilities{}}
 	if onToolsChanged != nil {
 		opts.ToolListChangedHandler = func(context.Context, *mcp.ToolListChangedRequest) { onToolsChanged() }

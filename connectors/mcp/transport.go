@@ -73,6 +73,13 @@ type roundTripper struct {
 	maxBytes int64
 }
 
+// client is an HTTP client over base through tgt's roundTripper: every
+// request to the tool's server, the SDK's session, the fast path's and a
+// probe alike, goes through one.
+func (c *Connector) client(base http.RoundTripper, tgt *target) *http.Client {
+	return &http.Client{Transport: &roundTripper{base: base, target: tgt, maxBytes: c.opts.MaxResponseBytes}}
+}
+
 func (rt *roundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
 	if (rt.target.auth != "" || len(rt.target.headers) > 0) && origin(req.URL) == rt.target.origin {
 		req = req.Clone(req.Context())

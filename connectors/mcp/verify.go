@@ -51,7 +51,7 @@ func (c *Connector) Verify(ctx context.Context, entry *catalog.Entry, config map
 		return verifyError(st, err, tgt, entry)
 	}
 	defer sess.Close()
-	if _, st, err := listTools(ctx, sess, c.listBytes()); err != nil {
+	if _, st, err := c.listTools(ctx, sess); err != nil {
 		return verifyError(st, err, tgt, entry)
 	}
 	return nil

@@ -230,12 +230,20 @@ func (c *call) rejected(ctx context.Context, rt *toolconfig.Resolved, action *co
 	e := c.e
 	c.count("rejected")
 	e.log.add(c.entry(rt, action, callID, "rejected", dur))
-	if c.req.HasKey {
-		if _, err := e.opts.Store.Release(ctx, c.req.AccountID, c.req.Key, c.token); err != nil {
-			e.opts.Logger.ErrorContext(ctx, "releasing a key failed; it will end as outcome_unknown", "call_id", callID, "error", err)
-		}
-	}
+	c.releaseKey(ctx, callID)
 	return nil, connectorProblem(cause)
+}
+
+// releaseKey frees the key of a call that reserved it and sent nothing.
+// A release that fails leaves the key to the sweeper, which will mark it
+// outcome_unknown once its lease runs out.
+func (c *call) releaseKey(ctx context.Context, callID string) {
+	if !c.req.HasKey {
+		return
+	}
+	if _, err := c.e.opts.Store.Release(ctx, c.req.AccountID, c.req.Key, c.token); err != nil {
+		c.e.opts.Logger.ErrorContext(ctx, "releasing a key failed; it will end as outcome_unknown", "call_id", callID, "error", err)
+	}
 }
 
 // connectorProblem maps a pre-effect connector error to its API error.

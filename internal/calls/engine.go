@@ -331,13 +331,13 @@ const runMargin = 3 * time.Second
 
 // timeToRun refuses a call that could not run to its end within ctx's
 // bound; it is asked once the key is reserved, so that the time the
-// reservation took counts. A dispatched call runs to its end (the tool's answer or timeout,
-// and a keyed call's outcome stored: its lease) whatever the request's
-// bound says; getting ready (listing the tool's actions, a database that
-// was slow) may have used up so much of that bound that the request would
-// outlive it, and a stop's drain, which counts on every request ending
-// within it, would cut the call off. Nothing has been sent: the caller may
-// retry at once, and the listing is cached by then.
+// reservation took counts. A dispatched call runs to its end (the tool's
+// answer or timeout, and a keyed call's outcome stored: its lease) whatever
+// the request's bound says; getting ready (listing the tool's actions, a
+// database that was slow) may have used up so much of that bound that the
+// request would outlive it, and a stop's drain, which counts on every
+// request ending within it, would cut the call off. Nothing has been sent:
+// the caller may retry at once, and the listing is cached by then.
 func (e *Engine) timeToRun(ctx context.Context) error {
 	deadline, ok := ctx.Deadline()
 	if !ok {
@@ -353,13 +353,9 @@ func (e *Engine) timeToRun(ctx context.Context) error {
 // notStarted answers a call timeToRun refused after its key was reserved:
 // nothing was sent, so the key is released.
 func (c *call) notStarted(ctx context.Context, callID string, refusal error) (*Response, error) {
-	if c.req.HasKey {
-		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
-		defer cancel()
-		if _, err := c.e.opts.Store.Release(rctx, c.req.AccountID, c.req.Key, c.token); err != nil {
-			c.e.opts.Logger.ErrorContext(ctx, "releasing a key failed; it will end as outcome_unknown", "call_id", callID, "error", err)
-		}
-	}
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
+	defer cancel()
+	c.releaseKey(rctx, callID)
 	return nil, refusal
 }
 

@@ -62,19 +62,26 @@ func TestMCPKeyInURL(t *testing.T) {
 	}
 	fdNoSecret(t, key, provided.Body, view.Body, list.Body, r.Body, []byte(srv.LogText()))
 
-	db, err := sql.Open("pgx", srv.DatabaseURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	var config, secrets string
-	if err := db.QueryRow("SELECT config, secrets FROM tools WHERE id = $1", id).Scan(&config, &secrets); err != nil {
-		t.Fatal(err)
-	}
+	config, secrets := storedTool(t, srv.DatabaseURL, id)
 	if strings.Contains(config, key) || strings.Contains(secrets, key) || strings.Contains(config, "apiKey") {
 		t.Errorf("stored config %s / secrets %.40s…: the URL with its key is not sealed", config, secrets)
 	}
 	if secrets == "" {
 		t.Error("no sealed secrets stored")
 	}
+}
+
+// storedTool reads a tool's row as stored: its plain configuration and its
+// sealed secrets, straight from the database at dbURL.
+func storedTool(t *testing.T, dbURL string, id int64) (config, secrets string) {
+	t.Helper()
+	db, err := sql.Open("pgx", dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if err := db.QueryRow("SELECT config, secrets FROM tools WHERE id = $1", id).Scan(&config, &secrets); err != nil {
+		t.Fatal(err)
+	}
+	return config, secrets
 }

@@ -7,7 +7,6 @@ package e2e
 // servers that accept only the access tokens it issued.
 
 import (
-	"database/sql"
 	"fmt"
 	"net/url"
 	"strings"
@@ -134,15 +133,7 @@ func TestOAuthDiscoveredServerWithKeyInURL(t *testing.T) {
 	if u, _ := url.Parse(authURL); u.Query().Get("resource") != counter.URL {
 		t.Errorf("resource = %q, want the server's URL without its query", u.Query().Get("resource"))
 	}
-	db, err := sql.Open("pgx", srv.DatabaseURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	var config string
-	if err := db.QueryRow("SELECT config FROM tools WHERE id = $1", id).Scan(&config); err != nil {
-		t.Fatal(err)
-	}
+	config, _ := storedTool(t, srv.DatabaseURL, id)
 	if status, body := oaCallback(t, srv, oaAuthorize(t, authURL)); status != 200 {
 		t.Fatalf("callback: %d %s", status, body)
 	}
