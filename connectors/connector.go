@@ -73,6 +73,14 @@ type Connector interface {
 	Call(ctx context.Context, t *Tool, action string, args json.RawMessage) (Result, error)
 }
 
+// ActionsAtHand is implemented by connectors that can tell when Actions
+// would answer without waiting for anything: CachedActions is then what it
+// would answer, and false when Actions has to ask the tool. A caller may
+// then skip the bound it puts on the asking.
+type ActionsAtHand interface {
+	CachedActions(t *Tool) ([]Action, bool)
+}
+
 // Verifier is implemented by connectors that can check a step's credentials
 // before the step is accepted. config holds every field gathered so far.
 // A problem with a field is returned as a *FieldError.

@@ -92,6 +92,12 @@ func (c *Connector) Actions(_ context.Context, t *connectors.Tool) ([]connectors
 	return connectors.EntryActions(t.Entry), nil
 }
 
+// CachedActions implements connectors.ActionsAtHand: the catalog's actions
+// are always at hand.
+func (c *Connector) CachedActions(t *connectors.Tool) ([]connectors.Action, bool) {
+	return connectors.EntryActions(t.Entry), true
+}
+
 // Page is the result of fetch_page.
 type Page struct {
 	URL         string `json:"url"` // after redirects

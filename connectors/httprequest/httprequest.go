@@ -83,6 +83,12 @@ func (c *Connector) Actions(_ context.Context, t *connectors.Tool) ([]connectors
 	return connectors.EntryActions(t.Entry), nil
 }
 
+// CachedActions implements connectors.ActionsAtHand: the catalog's actions
+// are always at hand.
+func (c *Connector) CachedActions(t *connectors.Tool) ([]connectors.Action, bool) {
+	return connectors.EntryActions(t.Entry), true
+}
+
 // Response is the result of every action. A status >= 400 makes the result
 // a tool error with this same shape.
 type Response struct {

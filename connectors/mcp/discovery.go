@@ -94,6 +94,12 @@ func (c *Connector) Actions(ctx context.Context, t *connectors.Tool) ([]connecto
 	}
 }
 
+// CachedActions implements connectors.ActionsAtHand: the actions Actions
+// has cached for t, if any.
+func (c *Connector) CachedActions(t *connectors.Tool) ([]connectors.Action, bool) {
+	return c.discovery.get(slotKey{t.ID, t.Version})
+}
+
 // listTools reads every page of tools/list. On failure it returns what the
 // failed request's attempt recorded.
 func (c *Connector) listTools(ctx context.Context, sess *mcp.ClientSession) ([]*mcp.Tool, attemptState, error) {

@@ -76,6 +76,12 @@ func (c *Connector) Actions(_ context.Context, t *connectors.Tool) ([]connectors
 	return connectors.EntryActions(t.Entry), nil
 }
 
+// CachedActions implements connectors.ActionsAtHand: the catalog's actions
+// are always at hand.
+func (c *Connector) CachedActions(t *connectors.Tool) ([]connectors.Action, bool) {
+	return connectors.EntryActions(t.Entry), true
+}
+
 // Call runs search or extract.
 func (c *Connector) Call(ctx context.Context, t *connectors.Tool, action string, args json.RawMessage) (connectors.Result, error) {
 	path, names, ok := endpoint(action)

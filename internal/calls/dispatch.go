@@ -72,7 +72,7 @@ func (c *call) dispatch(ctx context.Context, rt *toolconfig.Resolved, action *co
 	if result.IsError {
 		outcome = "tool_error"
 	}
-	respBody := encodeResult(callID, rt.Tool.ID, action.Name, result, dur)
+	respBody, answer := encodeResult(callID, rt.Tool.ID, action.Name, result, dur)
 	if c.req.HasKey {
 		// The row decides: only once it holds the outcome does the outcome
 		// go to the replay cache. Another replica that reads an entry there
@@ -98,7 +98,9 @@ func (c *call) dispatch(ctx context.Context, rt *toolconfig.Resolved, action *co
 	} else {
 		e.log.add(c.entry(rt, action, callID, outcome, dur)) // a keyed call's was written with its outcome
 	}
-	return c.succeeded(outcome, respBody), nil
+	resp := c.succeeded(outcome, respBody)
+	resp.Answer = answer
+	return resp, nil
 }
 
 // succeeded counts a call whose outcome came back, and answers it. Its log
@@ -350,8 +352,8 @@ func (c *call) entry(rt *toolconfig.Resolved, action *connectors.Action, callID,
 const ResultTypeMCPContent = "mcp_content"
 
 // encodeResult writes the 200 body once; these bytes are what is stored and
-// replayed.
-func encodeResult(callID string, toolID int64, action string, r connectors.Result, dur time.Duration) []byte {
+// replayed. answer holds the members it wrote from r.
+func encodeResult(callID string, toolID int64, action string, r connectors.Result, dur time.Duration) (body []byte, answer *Answer) {
 	content := r.Content
 	isError, mcpContent := r.IsError, r.MCPContent
 	if len(content) == 0 {
@@ -384,5 +386,11 @@ func encodeResult(callID string, toolID int64, action string, r connectors.Resul
 	buf.WriteString(`,"duration_ms":`)
 	buf.WriteString(strconv.FormatInt(dur.Milliseconds(), 10))
 	buf.WriteString("}\n")
-	return buf.Bytes()
+	// As a decoder of the body would read it: JSON's whitespace around a
+	// value is not the value's.
+	answer = &Answer{CallID: callID, IsError: isError, Result: bytes.TrimSpace(content)}
+	if mcpContent {
+		answer.ResultType = ResultTypeMCPContent
+	}
+	return buf.Bytes(), answer
 }

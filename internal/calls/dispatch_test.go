@@ -1,6 +1,8 @@
 package calls
 
 import (
+	"encoding/json"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -57,6 +59,33 @@ func TestConnectorProblemKinds(t *testing.T) {
 		p, ok := problem.As(connectorProblem(connectors.Errorf(kind, nil, "no")))
 		if !ok || p.Code != want || p.RetryAfter != 0 {
 			t.Errorf("%s: %+v", kind, p)
+		}
+	}
+}
+
+// TestEncodeResultAnswer: the Answer encodeResult returns is what decoding
+// the body it wrote gives, for every form a result takes there (the agent
+// endpoint uses one in place of the other).
+func TestEncodeResultAnswer(t *testing.T) {
+	t.Parallel()
+	cases := []connectors.Result{
+		{Content: json.RawMessage(`{"count":3}`)},
+		{Content: json.RawMessage(" \n{\"a\": [1, 2]}\r\n\t"), IsError: true},
+		{Content: json.RawMessage(`"text"`)},
+		{Content: json.RawMessage(`[{"type":"text","text":"hi"}]`), MCPContent: true},
+		{Content: json.RawMessage(`not json`), MCPContent: true},
+		{},
+		{Content: json.RawMessage(`null`)},
+		{Content: json.RawMessage(`"` + strings.Repeat("x", MaxResult) + `"`), MCPContent: true},
+	}
+	for _, r := range cases {
+		body, answer := encodeResult("call_1", 7, "read", r, time.Millisecond)
+		var decoded Answer
+		if err := json.Unmarshal(body, &decoded); err != nil {
+			t.Fatalf("%.40q: the body does not decode: %v", r.Content, err)
+		}
+		if !reflect.DeepEqual(*answer, decoded) {
+			t.Errorf("%.40q: answer %+v, the body decodes to %+v", r.Content, *answer, decoded)
 		}
 	}
 }

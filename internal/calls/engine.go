@@ -64,6 +64,8 @@ var _ Store = (*store.Store)(nil)
 type Tools interface {
 	Resolve(ctx context.Context, accountID, id int64) (*toolconfig.Resolved, error)
 	ResolveName(ctx context.Context, accountID int64, name string) (int64, error)
+	// AtHand is Resolve's answer when it needs no waiting, or false.
+	AtHand(accountID, id int64) (*toolconfig.Resolved, bool)
 }
 
 // Options configures an Engine.
@@ -129,6 +131,18 @@ type Response struct {
 	ContentType string
 	Body        []byte
 	Replayed    bool
+	// Answer is Body's members saying what the tool answered, for a 200
+	// this call dispatched, so a caller that re-encodes them (the agent
+	// endpoint) need not decode Body. Nil otherwise: decode Body.
+	Answer *Answer
+}
+
+// Answer is the members of a 200 call body that say what the tool answered.
+type Answer struct {
+	CallID     string          `json:"call_id"`
+	IsError    bool            `json:"is_error"`
+	Result     json.RawMessage `json:"result"`
+	ResultType string          `json:"result_type"`
 }
 
 // body is the call request's JSON: its members "tool", "action" and
@@ -301,15 +315,7 @@ func (c *call) target(ctx context.Context) (*toolconfig.Resolved, *connectors.Ac
 			return nil, nil, err
 		}
 	}
-	// Listing the tool's actions is part of the call: it waits no longer
-	// than the call may (a tool that does not answer is unreachable).
-	actx := ctx
-	if e.opts.CallTimeout > 0 {
-		var cancel context.CancelFunc
-		actx, cancel = context.WithTimeout(ctx, e.opts.CallTimeout)
-		defer cancel()
-	}
-	rt, actions, err := e.Actions(actx, c.req.AccountID, id)
+	rt, actions, err := e.actionsForCall(ctx, c.req.AccountID, id)
 	if err != nil {
 		return nil, nil, ListingProblem(err)
 	}
@@ -319,6 +325,26 @@ func (c *call) target(ctx context.Context) (*toolconfig.Resolved, *connectors.Ac
 		}
 	}
 	return nil, nil, problem.New(problem.NotFound, "Tool %d has no action %q.", id, c.b.Action)
+}
+
+// actionsForCall is Actions for a call. Listing the tool's actions is part
+// of the call: it waits no longer than the call may (a tool that does not
+// answer is unreachable). A tool and actions at hand need no bound, and
+// are taken without one (a timer costs a call CPU).
+func (e *Engine) actionsForCall(ctx context.Context, accountID, toolID int64) (*toolconfig.Resolved, []connectors.Action, error) {
+	if e.opts.CallTimeout <= 0 {
+		return e.Actions(ctx, accountID, toolID)
+	}
+	if rt, ok := e.opts.Tools.AtHand(accountID, toolID); ok {
+		if c, ok := rt.Connector.(connectors.ActionsAtHand); ok {
+			if actions, ok := c.CachedActions(rt.Tool); ok {
+				return rt, actions, nil
+			}
+		}
+	}
+	actx, cancel := context.WithTimeout(ctx, e.opts.CallTimeout)
+	defer cancel()
+	return e.Actions(actx, accountID, toolID)
 }
 
 func readOnlyAction(a *connectors.Action) bool {

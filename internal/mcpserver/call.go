@@ -194,12 +194,17 @@ func takeKey(args json.RawMessage, name string) (rest json.RawMessage, key strin
 	return out, key, true, nil
 }
 
-// callBody is the part of the engine's 200 body a result is made from.
-type callBody struct {
-	CallID     string          `json:"call_id"`
-	IsError    bool            `json:"is_error"`
-	Result     json.RawMessage `json:"result"`
-	ResultType string          `json:"result_type"`
+// answerOf is what the engine's 200 body says the tool answered: as the
+// engine gave it for a call it dispatched, else decoded from the body.
+func answerOf(resp *calls.Response) (*calls.Answer, bool) {
+	if resp.Answer != nil {
+		return resp.Answer, len(resp.Answer.Result) > 0
+	}
+	var b calls.Answer
+	if err := json.Unmarshal(resp.Body, &b); err != nil || len(b.Result) == 0 {
+		return nil, false
+	}
+	return &b, true
 }
 
 // result turns the engine's answer, first or replayed, into an MCP result:
@@ -208,8 +213,8 @@ type callBody struct {
 // resources) as that content. appendResult writes the same as the SDK would
 // encode it, for the usual JSON result.
 func result(resp *calls.Response) *mcp.CallToolResult {
-	var b callBody
-	if err := json.Unmarshal(resp.Body, &b); err != nil || len(b.Result) == 0 {
+	b, ok := answerOf(resp)
+	if !ok {
 		// Not the engine's usual body: hand it over whole.
 		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: string(resp.Body)}}}
 	}
@@ -229,7 +234,7 @@ func result(resp *calls.Response) *mcp.CallToolResult {
 // toolContent is the MCP content a tool answered with, when the engine's
 // answer carries it as such. Content of a kind the SDK does not know (a
 // later protocol's) is not: it goes on as the text of its JSON.
-func toolContent(b callBody) ([]mcp.Content, bool) {
+func toolContent(b *calls.Answer) ([]mcp.Content, bool) {
 	if b.ResultType != calls.ResultTypeMCPContent || b.Result[0] != '[' {
 		return nil, false
 	}
@@ -309,8 +314,8 @@ func appendResult(dst []byte, resp *calls.Response, serverInfo []byte, callErr e
 	if callErr != nil {
 		return dst, false
 	}
-	var b callBody
-	if err := json.Unmarshal(resp.Body, &b); err != nil || len(b.Result) == 0 || b.ResultType != "" {
+	b, ok := answerOf(resp)
+	if !ok || b.ResultType != "" {
 		return dst, false // a tool's own content: result() and the SDK's encoding
 	}
 	callID, err1 := json.Marshal(b.CallID)

@@ -147,10 +147,15 @@ func (s *Service) attachToken(r *Resolved) error {
 // fresh returns r, or r with a refreshed token when its token is about to
 // expire.
 func (s *Service) fresh(ctx context.Context, r *Resolved) (*Resolved, error) {
-	if r.Row.OAuthToken == "" || r.refreshAt.IsZero() || !time.Now().After(r.refreshAt) {
+	if !r.refreshDue() {
 		return r, nil
 	}
 	return s.refresh(ctx, r, "")
+}
+
+// refreshDue reports whether r's access token is due for a refresh.
+func (r *Resolved) refreshDue() bool {
+	return r.Row.OAuthToken != "" && !r.refreshAt.IsZero() && time.Now().After(r.refreshAt)
 }
 
 // Reauthorize answers a server's refusal of r's access token (HTTP 401):

@@ -63,6 +63,17 @@ func (s *Service) Resolve(ctx context.Context, accountID, id int64) (*Resolved, 
 	return s.fresh(ctx, r)
 }
 
+// AtHand is what Resolve would answer when it can answer without waiting
+// for anything (the tool is cached and no token refresh is due), and false
+// when Resolve would have to ask the database or the token endpoint.
+func (s *Service) AtHand(accountID, id int64) (*Resolved, bool) {
+	r := s.cached(accountID, id)
+	if r == nil || r.refreshDue() {
+		return nil, false
+	}
+	return r, true
+}
+
 // ResolveName finds the account's one connected tool made from the catalog
 // entry name.
 // A found name is cached like a resolved tool, so a call by name costs no
