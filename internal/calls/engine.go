@@ -228,6 +228,13 @@ func (e *Engine) Call(ctx context.Context, req Request) (*Response, error) {
 	c := &call{e: e, req: req, b: decodeBody(members), start: start}
 	if req.HasKey {
 		c.fp, c.token = Fingerprint(canon), newToken()
+		if req.ReadOnly {
+			// Before the key is looked up: a read-only key gets no answer
+			// of an action it may not call, a replay included.
+			if err := c.readOnlyAllowed(ctx); err != nil {
+				return nil, err
+			}
+		}
 		if resp, err, done := c.lookup(ctx); done {
 			return resp, err
 		}
@@ -279,20 +286,27 @@ func (c *call) rejectBeforeReserve(ctx context.Context, rejection error) (*Respo
 	return c.fromRow(r)
 }
 
-// releaseUnsure deletes the row a failed Reserve may have written all the
-// same (its connection lost after the insert was sent): nothing was
-// dispatched, and a row left behind would hold the key as in progress, then
-// as outcome_unknown, though the tool never ran. The row is this call's
-// only if it holds its lease token. Best effort: the database may still be
-// down, and then the lease runs out as it would have.
-func (c *call) releaseUnsure(ctx context.Context, callID string) {
-	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
-	defer cancel()
-	if ok, err := c.e.opts.Store.Release(rctx, c.req.AccountID, c.req.Key, c.token); ok {
-		c.e.opts.Logger.WarnContext(ctx, "released a key whose reservation failed but had been written", "call_id", callID)
-	} else if err != nil {
-		c.e.opts.Logger.DebugContext(ctx, "releasing after a failed reservation", "call_id", callID, "error", err)
+// readOnlyAllowed refuses a read-only key's call of an action not
+// annotated read-only, and passes on what stops the call from being
+// checked (a tool it cannot see, a listing that failed). A body whose
+// members are missing or of the wrong type is left to the lookup, which
+// answers a key already used whatever the body holds.
+func (c *call) readOnlyAllowed(ctx context.Context) error {
+	if c.b.problem != nil {
+		return nil
 	}
+	_, action, err := c.target(ctx)
+	if err != nil {
+		return err
+	}
+	if !readOnlyAction(action) {
+		return forbiddenToReadOnly(action)
+	}
+	return nil
+}
+
+func forbiddenToReadOnly(a *connectors.Action) error {
+	return problem.New(problem.Forbidden, "This API key is read-only, and action %q is not annotated read-only.", a.Name)
 }
 
 func unavailable(err error) error {
@@ -351,46 +365,12 @@ func readOnlyAction(a *connectors.Action) bool {
 	return a.Annotations != nil && a.Annotations.ReadOnlyHint != nil && *a.Annotations.ReadOnlyHint
 }
 
-// runMargin is what a dispatched call may take past its lease: storing an
-// outcome that missed the lease (unstored's bound) and writing the answer.
-const runMargin = 3 * time.Second
-
-// timeToRun refuses a call that could not run to its end within ctx's
-// bound; it is asked once the key is reserved, so that the time the
-// reservation took counts. A dispatched call runs to its end (the tool's
-// answer or timeout, and a keyed call's outcome stored: its lease) whatever
-// the request's bound says; getting ready (listing the tool's actions, a
-// database that was slow) may have used up so much of that bound that the
-// request would outlive it, and a stop's drain, which counts on every
-// request ending within it, would cut the call off. Nothing has been sent:
-// the caller may retry at once, and the listing is cached by then.
-func (e *Engine) timeToRun(ctx context.Context) error {
-	deadline, ok := ctx.Deadline()
-	if !ok {
-		return nil
-	}
-	if left := time.Until(deadline); left < e.opts.Lease+runMargin {
-		return &problem.Error{Code: problem.Unavailable, RetryAfter: 1,
-			Message: "Getting this call ready (listing the tool's actions, or waiting on the database) took too long to run it within the request's time; nothing was sent. Retry."}
-	}
-	return nil
-}
-
-// notStarted answers a call timeToRun refused after its key was reserved:
-// nothing was sent, so the key is released.
-func (c *call) notStarted(ctx context.Context, callID string, refusal error) (*Response, error) {
-	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
-	defer cancel()
-	c.releaseKey(rctx, callID)
-	return nil, refusal
-}
-
 // run resolves, checks, reserves, dispatches and records.
 func (c *call) run(ctx context.Context) (*Response, error) {
 	e := c.e
 	rt, action, err := c.target(ctx)
 	if err == nil && c.req.ReadOnly && !readOnlyAction(action) {
-		err = problem.New(problem.Forbidden, "This API key is read-only, and action %q is not annotated read-only.", action.Name)
+		err = forbiddenToReadOnly(action)
 	}
 	if err == nil && !action.Retryable && !c.req.HasKey {
 		err = problem.New(problem.IdempotencyKeyRequired, "Action %q is not retryable: call it with an Idempotency-Key header.", action.Name)
@@ -405,8 +385,13 @@ func (c *call) run(ctx context.Context) (*Response, error) {
 	if c.req.HasKey {
 		rec := &store.IdemRecord{AccountID: c.req.AccountID, Key: c.req.Key, Fingerprint: c.fp, LeaseToken: &c.token,
 			ToolID: rt.Tool.ID, Action: action.Name, CallID: callID}
+		if err := e.timeToRun(ctx); err != nil {
+			return nil, err // nothing reserved yet
+		}
 		c.leaseUntil = time.Now().Add(e.opts.Lease)
-		existing, err := e.opts.Store.Reserve(ctx, rec, e.opts.Lease, e.opts.IdempotencyTTL)
+		rctx, cancel := e.reserving(ctx)
+		existing, err := e.opts.Store.Reserve(rctx, rec, e.opts.Lease, e.opts.IdempotencyTTL)
+		cancel()
 		if err != nil {
 			c.releaseUnsure(ctx, callID)
 			return nil, unavailable(err)

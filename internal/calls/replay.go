@@ -31,13 +31,13 @@ func (c *call) lookup(ctx context.Context) (*Response, error, bool) {
 	case res.Locked:
 		c.locked = true
 		return nil, nil, false
-	case res.HolderFingerprint != nil && !bytes.Equal(res.HolderFingerprint, c.fp):
-		return nil, c.conflict(problem.IdempotencyKeyReused), true
 	}
-	// Nothing cached, or a lock on the same body: another call holds the
-	// key, or held it (a lock stays until its lease ends when its holder's
-	// outcome could not be put in the cache, see cacheDo). The row says
-	// which.
+	// Nothing cached, or another call's lock: it holds the key, or held it
+	// (a lock stays until its lease ends when its holder's outcome could
+	// not be put in the cache, see cacheDo), or is about to, or never will
+	// (it may yet be refused before reserving, or have died). The row says
+	// which, whatever body the lock was taken for: a different body is
+	// idempotency_key_reused only once the key holds a row.
 	return nil, nil, false
 }
 

@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"testing"
@@ -36,6 +37,15 @@ func TestReadOnlyKeys(t *testing.T) {
 	}
 	if r := e.call(callBody(e.id, "/ro-post", 1), "ro-1"); r.Status != 200 {
 		t.Fatalf("the refused call's key with a full key: %d %s", r.Status, r.Body)
+	}
+	// Nor does it get the stored answer of such a call: a replay is an
+	// answer of the action too.
+	wantError(t, do("POST", callPath, callBody(e.id, "/ro-post", 1), "Idempotency-Key", "ro-1"), 403, "forbidden")
+	// A read-only action's answer replays as for any key.
+	getKeyed := func() *testserver.Response { return do("POST", callPath, get, "Idempotency-Key", "ro-get") }
+	first := getKeyed()
+	if again := getKeyed(); first.Status != 200 || again.Status != 200 || again.Header.Get("Idempotent-Replayed") != "true" || !bytes.Equal(first.Body, again.Body) {
+		t.Fatalf("a read-only action with a key, twice: %d %s, then %d %s", first.Status, first.Body, again.Status, again.Body)
 	}
 
 	// Retryable is not read-only: put and delete change the target.

@@ -55,7 +55,7 @@ func (m *Memory) Begin(_ context.Context, account int64, key string, fingerprint
 		return BeginResult{Entry: e}, nil
 	}
 	if l, ok := m.locks[k]; ok && now.Before(l.expires) {
-		return BeginResult{HolderFingerprint: []byte(l.value[:32])}, nil
+		return BeginResult{}, nil
 	}
 	m.locks[k] = memLock{value: lockValue(fingerprint, token), expires: now.Add(lease)}
 	return BeginResult{Locked: true}, nil

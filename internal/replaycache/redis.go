@@ -78,13 +78,13 @@ func (r *Redis) names(account int64, key string) (outcome, lock string) {
 	return base + ":o", base + ":l"
 }
 
-// begin returns {1, outcome} on a hit, {2} when it took the lock, and
-// {3, holder} when another request holds it.
+// begin returns {1, outcome} on a hit, {2} when it took the lock, and {3}
+// when another request holds it.
 var begin = redis.NewScript(`
 local o = redis.call('GET', KEYS[1])
 if o then return {1, o} end
 if redis.call('SET', KEYS[2], ARGV[1], 'NX', 'PX', ARGV[2]) then return {2, ''} end
-return {3, redis.call('GET', KEYS[2]) or ''}
+return {3, ''}
 `)
 
 // Begin implements Cache.
@@ -108,11 +108,8 @@ func (r *Redis) Begin(ctx context.Context, account int64, key string, fingerprin
 		return BeginResult{Entry: e}, nil
 	case 2:
 		return BeginResult{Locked: true}, nil
-	default:
-		if len(val) < 32 { // the lock vanished between SET and GET
-			return BeginResult{}, nil
-		}
-		return BeginResult{HolderFingerprint: []byte(val[:32])}, nil
+	default: // another request holds the lock
+		return BeginResult{}, nil
 	}
 }
 

@@ -35,10 +35,9 @@ type Entry struct {
 type BeginResult struct {
 	// Entry is set when the key has a cached outcome.
 	Entry *Entry
-	// Locked is true when this caller took the reservation lock.
+	// Locked is true when this caller took the reservation lock; false
+	// with no Entry when another request holds it.
 	Locked bool
-	// HolderFingerprint is set when another request holds the lock.
-	HolderFingerprint []byte
 }
 
 // Cache is implemented by Redis and Memory.

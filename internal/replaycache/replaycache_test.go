@@ -49,7 +49,7 @@ func TestCacheRules(t *testing.T) {
 				t.Fatalf("first Begin: %+v %v", r, err)
 			}
 			r, _ = c.Begin(ctx, 1, "k", fp(2), "tok2", time.Minute)
-			if r.Locked || !bytes.Equal(r.HolderFingerprint, fp(1)) {
+			if r.Locked || r.Entry != nil {
 				t.Fatalf("second Begin: %+v", r)
 			}
 			if r, _ := c.Begin(ctx, 2, "k", fp(1), "tok3", time.Minute); !r.Locked {

@@ -98,8 +98,11 @@ func newIdemSQL(d Dialect, now string) idemSQL {
 		markUnknown: q(`UPDATE idempotency_keys
 			SET state = 'outcome_unknown', lease_token = NULL, lease_expires_at = NULL
 			WHERE account_id = ? AND key = ? AND state = 'dispatched' AND lease_token = ?`),
+		// Like Complete, Release needs a live lease: once it has run out,
+		// readers answer outcome_unknown for the key, and freeing it then
+		// would contradict them.
 		release: q(`DELETE FROM idempotency_keys
-			WHERE account_id = ? AND key = ? AND state = 'dispatched' AND lease_token = ?`),
+			WHERE account_id = ? AND key = ? AND state = 'dispatched' AND lease_token = ? AND lease_expires_at > {now}`),
 	}
 	if d == Postgres {
 		s.completeLogged = q(`WITH done AS (` + complete + ` RETURNING 1), logged AS (

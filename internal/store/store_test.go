@@ -186,6 +186,20 @@ func TestIdempotencyTransitions(t *testing.T) {
 			if _, err := s.GetIdem(ctx, acct.ID, "k4"); !errors.Is(err, store.ErrNotFound) {
 				t.Fatalf("released key still there: %v", err)
 			}
+			// Not once its lease has run out: readers answer outcome_unknown
+			// for it by then.
+			tok7 := "lease-7"
+			r7 := &store.IdemRecord{AccountID: acct.ID, Key: "k7", Fingerprint: []byte{7}, LeaseToken: &tok7, ToolID: 1, Action: "a", CallID: "c7"}
+			if _, err := s.Reserve(ctx, r7, time.Millisecond, time.Hour); err != nil {
+				t.Fatal(err)
+			}
+			time.Sleep(5 * time.Millisecond) // the database clock must pass a 1 ms lease
+			if ok, err := s.Release(ctx, acct.ID, "k7", tok7); ok || err != nil {
+				t.Fatalf("Release after the lease ran out: %v %v", ok, err)
+			}
+			if got, err := s.GetIdem(ctx, acct.ID, "k7"); err != nil || got.State != store.IdemDispatched {
+				t.Fatalf("the key whose lease ran out: %+v %v", got, err)
+			}
 
 			// A key past its TTL is new again.
 			tok5 := "lease-5"

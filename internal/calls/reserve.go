@@ -1,0 +1,106 @@
+package calls
+
+// The key's reservation: how long it may wait for the database, what a
+// reservation that failed may have left behind, and whether a reserved call
+// still has the time to run.
+
+import (
+	"context"
+	"time"
+
+	"github.com/quiverhq/quiver/internal/problem"
+)
+
+// releaseUnsure deletes the row a failed Reserve may have written all the
+// same (its connection lost after the insert was sent): nothing was
+// dispatched, and a row left behind would hold the key as in progress, then
+// as outcome_unknown, though the tool never ran. The row is this call's
+// only if it holds its lease token, and only while the lease lasts. If the
+// database does not answer now, the release is tried again off the request
+// until the lease ends: a database back within it frees the key. One away
+// for longer leaves the key to end as outcome_unknown.
+func (c *call) releaseUnsure(ctx context.Context, callID string) {
+	if !c.tryRelease(ctx, callID) {
+		go c.releaseLater(context.WithoutCancel(ctx), callID)
+	}
+}
+
+// tryRelease makes one attempt of releaseUnsure's and reports whether the
+// database answered it.
+func (c *call) tryRelease(ctx context.Context, callID string) bool {
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
+	defer cancel()
+	ok, err := c.e.opts.Store.Release(rctx, c.req.AccountID, c.req.Key, c.token)
+	if ok {
+		c.e.opts.Logger.WarnContext(ctx, "released a key whose reservation failed but had been written", "call_id", callID)
+	} else if err != nil {
+		c.e.opts.Logger.DebugContext(ctx, "releasing after a failed reservation", "call_id", callID, "error", err)
+	}
+	return err == nil
+}
+
+// releaseLater repeats tryRelease, with a growing pause, until the
+// database answers or the lease has ended.
+func (c *call) releaseLater(ctx context.Context, callID string) {
+	pause := 250 * time.Millisecond
+	for time.Now().Add(pause).Before(c.leaseUntil) {
+		time.Sleep(pause)
+		if c.tryRelease(ctx, callID) {
+			return
+		}
+		pause = min(2*pause, 2*time.Second)
+	}
+}
+
+// minReserveWait is the least a reservation waits for the database.
+const minReserveWait = 2 * time.Second
+
+// runMargin is what a dispatched call may take past its lease: storing an
+// outcome that missed the lease (unstored's bound) and writing the answer.
+const runMargin = 3 * time.Second
+
+// timeToRun refuses a call that could not run to its end within ctx's
+// bound; it is asked once the key is reserved, so that the time the
+// reservation took counts. A dispatched call runs to its end (the tool's
+// answer or timeout, and a keyed call's outcome stored: its lease) whatever
+// the request's bound says; getting ready (listing the tool's actions, a
+// database that was slow) may have used up so much of that bound that the
+// request would outlive it, and a stop's drain, which counts on every
+// request ending within it, would cut the call off. Nothing has been sent:
+// the caller may retry at once, and the listing is cached by then.
+func (e *Engine) timeToRun(ctx context.Context) error {
+	deadline, ok := ctx.Deadline()
+	if !ok {
+		return nil
+	}
+	if left := time.Until(deadline); left < e.opts.Lease+runMargin {
+		return &problem.Error{Code: problem.Unavailable, RetryAfter: 1,
+			Message: "Getting this call ready (listing the tool's actions, or waiting on the database) took too long to run it within the request's time; nothing was sent. Retry."}
+	}
+	return nil
+}
+
+// reserving bounds a reservation: it ends when the call could no longer
+// start in time (timeToRun), so that a database that stalls leaves the
+// request time to release what it may have written and answer, and after
+// half the lease (2 s at least, for a database merely slow), so that a
+// release tried again later still finds the row this call's (see
+// releaseUnsure).
+func (e *Engine) reserving(ctx context.Context) (context.Context, context.CancelFunc) {
+	end := time.Now().Add(max(e.opts.Lease/2, minReserveWait))
+	if deadline, ok := ctx.Deadline(); ok {
+		if start := deadline.Add(-(e.opts.Lease + runMargin)); start.Before(end) {
+			end = start
+		}
+	}
+	return context.WithDeadline(ctx, end)
+}
+
+// notStarted answers a call timeToRun refused after its key was reserved:
+// nothing was sent, so the key is released.
+func (c *call) notStarted(ctx context.Context, callID string, refusal error) (*Response, error) {
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
+	defer cancel()
+	c.releaseKey(rctx, callID)
+	return nil, refusal
+}
