@@ -111,7 +111,10 @@ type Error struct {
 	// trying again (its Retry-After), for KindUpstreamLimited; zero when it
 	// gave no delay or retrying will not help soon.
 	RetryAfter time.Duration
-	Err        error
+	// Argument names the argument a KindRejected error refuses, when it is
+	// about one; "" when it is about the arguments as a whole.
+	Argument string
+	Err      error
 }
 
 func (e *Error) Error() string {

@@ -23,6 +23,13 @@ func rejected(format string, a ...any) *connectors.Error {
 	return connectors.Errorf(connectors.KindRejected, nil, format, a...)
 }
 
+// refused is rejected for the argument arg.
+func refused(arg, format string, a ...any) *connectors.Error {
+	e := rejected(format, a...)
+	e.Argument = arg
+	return e
+}
+
 // build checks the configuration and arguments and makes the request.
 func build(ctx context.Context, m string, config map[string]string, in *args) (*http.Request, error) {
 	base, err := url.Parse(config[ConfigBaseURL])
@@ -40,11 +47,11 @@ func build(ctx context.Context, m string, config map[string]string, in *args) (*
 	target.RawQuery = joinQueries(target.RawQuery, extra.Encode())
 
 	if m == http.MethodHead && len(in.Body) > 0 && string(in.Body) != "null" {
-		return nil, rejected("a head request has no body")
+		return nil, refused("body", "a head request has no body")
 	}
 	reader, contentType, err := body(in.Body)
 	if err != nil {
-		return nil, rejected("body is not valid JSON")
+		return nil, refused("body", "body is not valid JSON")
 	}
 	req, err := http.NewRequestWithContext(ctx, m, target.String(), reader)
 	if err != nil {
@@ -67,18 +74,18 @@ func build(ctx context.Context, m string, config map[string]string, in *args) (*
 // out of the base with "..", is refused: requests never leave base_url.
 func join(base *url.URL, path string) (*url.URL, error) {
 	if strings.HasPrefix(path, "//") || strings.HasPrefix(path, `\\`) || strings.HasPrefix(path, `/\`) {
-		return nil, rejected("path must be relative to the base URL, not name a host")
+		return nil, refused("path", "path must be relative to the base URL, not name a host")
 	}
 	rel, err := url.Parse(path)
 	if err != nil {
-		return nil, rejected("path is not a valid URL path: %v", err)
+		return nil, refused("path", "path is not a valid URL path: %v", err)
 	}
 	if rel.Scheme != "" || rel.Host != "" || rel.User != nil || rel.Opaque != "" {
-		return nil, rejected("path must be relative to the base URL; absolute URLs are refused")
+		return nil, refused("path", "path must be relative to the base URL; absolute URLs are refused")
 	}
 	for _, seg := range strings.Split(rel.Path, "/") {
 		if seg == ".." {
-			return nil, rejected(`path cannot contain ".." segments`)
+			return nil, refused("path", `path cannot contain ".." segments`)
 		}
 	}
 	out := *base
@@ -88,7 +95,7 @@ func join(base *url.URL, path string) (*url.URL, error) {
 		escaped := strings.TrimSuffix(base.EscapedPath(), "/") + "/" + strings.TrimPrefix(rel.EscapedPath(), "/")
 		p, err := url.PathUnescape(escaped)
 		if err != nil {
-			return nil, rejected("path is not a valid URL path: %v", err)
+			return nil, refused("path", "path is not a valid URL path: %v", err)
 		}
 		out.Path, out.RawPath = p, escaped
 		if out.EscapedPath() != escaped {
@@ -96,7 +103,7 @@ func join(base *url.URL, path string) (*url.URL, error) {
 		}
 	}
 	if out.Scheme != base.Scheme || out.Host != base.Host {
-		return nil, rejected("path must stay under the base URL")
+		return nil, refused("path", "path must stay under the base URL")
 	}
 	return &out, nil
 }
@@ -122,12 +129,12 @@ func queryValues(q map[string]json.RawMessage) (url.Values, error) {
 		}
 		var list []json.RawMessage
 		if json.Unmarshal(raw, &list) != nil {
-			return nil, rejected("query parameter %q must be a string, number or boolean, or a list of them", name)
+			return nil, refused("query", "query parameter %q must be a string, number or boolean, or a list of them", name)
 		}
 		for _, item := range list {
 			v, ok := scalar(item)
 			if !ok {
-				return nil, rejected("query parameter %q must be a string, number or boolean, or a list of them", name)
+				return nil, refused("query", "query parameter %q must be a string, number or boolean, or a list of them", name)
 			}
 			out.Add(name, v)
 		}
@@ -169,15 +176,15 @@ func reserved(canonical string) bool {
 func setHeaders(h http.Header, in map[string]json.RawMessage) error {
 	for name, raw := range in {
 		if !httpguts.ValidHeaderFieldName(name) {
-			return rejected("header name %q is not valid", name)
+			return refused("headers", "header name %q is not valid", name)
 		}
 		canonical := http.CanonicalHeaderKey(name)
 		if reserved(canonical) {
-			return rejected("header %q is managed by Quiver and cannot be set", canonical)
+			return refused("headers", "header %q is managed by Quiver and cannot be set", canonical)
 		}
 		v, ok := scalar(raw)
 		if !ok || !httpguts.ValidHeaderFieldValue(v) {
-			return rejected("header %q must be a string without line breaks", canonical)
+			return refused("headers", "header %q must be a string without line breaks", canonical)
 		}
 		h.Set(canonical, v)
 	}

@@ -268,8 +268,12 @@ func connectorProblem(err error) error {
 	case connectors.KindUpstreamRefused:
 		return &problem.Error{Code: problem.UpstreamRefused, Message: "The tool's server refused the request before running anything: " + ce.Message, Err: err}
 	case connectors.KindRejected:
+		field := "arguments"
+		if ce.Argument != "" {
+			field = ce.Argument
+		}
 		return &problem.Error{Code: problem.InvalidArguments, Message: "The tool refused the request before running it: " + ce.Message,
-			Fields: map[string]string{"arguments": ce.Message}, Err: err}
+			Fields: map[string]string{field: ce.Message}, Err: err}
 	case connectors.KindUpstreamLimited:
 		// Nothing ran: the tool's provider (Tavily, say) refused for its own
 		// rate or usage limits. rate_limited tells the caller to slow down;

@@ -480,3 +480,32 @@ func TestConcurrentDuplicatesRunOnce(t *testing.T) {
 		})
 	}
 }
+
+// TestToolRefusalNamesTheArgument: an argument the http-request tool
+// refuses before sending anything is named in fields, as a schema refusal
+// is, rather than "arguments"; the key stays free.
+func TestToolRefusalNamesTheArgument(t *testing.T) {
+	t.Parallel()
+	e := setupCalls(t, testserver.Options{})
+	post := func(args map[string]any) map[string]any {
+		return map[string]any{"tool": e.id, "action": "post", "arguments": args}
+	}
+	for i, tc := range []struct {
+		body  map[string]any
+		field string
+	}{
+		{post(map[string]any{"path": "/../x"}), "path"},
+		{post(map[string]any{"path": "//elsewhere.example/x"}), "path"},
+		{post(map[string]any{"path": "/x", "headers": map[string]any{"Host": "elsewhere.example"}}), "headers"},
+		{post(map[string]any{"path": "/x", "query": map[string]any{"q": map[string]any{"a": 1}}}), "query"},
+	} {
+		key := fmt.Sprintf("k-refused-%d", i)
+		fdWantFields(t, e.call(tc.body, key), "invalid_arguments", tc.field)
+		if r := e.srv.Do("GET", "/api/v1/idempotency-keys/"+key, nil); r.Status != 404 {
+			t.Errorf("%v: the key after the refusal: %d %s, want 404 (free)", tc.body, r.Status, r.Body)
+		}
+	}
+	if n := e.tool.count("/x"); n != 0 {
+		t.Fatalf("the tool ran %d times", n)
+	}
+}
