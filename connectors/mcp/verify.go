@@ -38,6 +38,10 @@ func (c *Connector) Verify(ctx context.Context, entry *catalog.Entry, config map
 	if err != nil {
 		return err
 	}
+	if _, ok := tgt.headers["Authorization"]; ok && tgt.bearer {
+		// bearer_token sets the header: the one in headers would go unused.
+		return &connectors.FieldError{Field: "headers", Message: "Authorization is set from bearer_token; give the credential in one of the two, not both."}
+	}
 	ctx, cancel := context.WithTimeout(ctx, c.opts.ConnectTimeout)
 	defer cancel()
 	a := &attempt{}

@@ -64,6 +64,14 @@ func TestVerify(t *testing.T) {
 		wantField(t, c.Verify(ctx, customEntry, map[string]string{"url": "ftp://x/mcp"}), "url", "http")
 		wantField(t, c.Verify(ctx, customEntry, map[string]string{"url": "http://u:p@x/mcp"}), "url", "password")
 	})
+	t.Run("authorization twice", func(t *testing.T) {
+		before := inbox.Requests()
+		wantField(t, c.Verify(ctx, customEntry, map[string]string{"url": inbox.URL, "bearer_token": mcptest.InboxKey,
+			"headers": `{"authorization":"Bearer other"}`}), "headers", "bearer_token")
+		if inbox.Requests() != before {
+			t.Error("verify reached the server with a configuration it refuses")
+		}
+	})
 	t.Run("unreachable", func(t *testing.T) {
 		wantField(t, c.Verify(ctx, customEntry, map[string]string{"url": closedURL(t)}), "url", "connection refused")
 	})
