@@ -355,8 +355,19 @@ func (c *call) entry(rt *toolconfig.Resolved, action *connectors.Action, callID,
 // member is absent otherwise.
 const ResultTypeMCPContent = "mcp_content"
 
+// maxNesting is how deeply encoding/json decodes arrays and objects.
+const maxNesting = 10000
+
+// nestedUnder reports whether JSON data surely nests arrays and objects no
+// deeper than n: it has no more than n brackets that open one.
+func nestedUnder(data []byte, n int) bool {
+	return bytes.Count(data, []byte("["))+bytes.Count(data, []byte("{")) <= n
+}
+
 // encodeResult writes the 200 body once; these bytes are what is stored and
-// replayed. answer holds the members it wrote from r.
+// replayed. answer holds the members it wrote from r, unless the body
+// nests them too deeply to be decoded (nil: decoding the body fails as
+// well).
 func encodeResult(callID string, toolID int64, action string, r connectors.Result, dur time.Duration) (body []byte, answer *Answer) {
 	content := r.Content
 	isError, mcpContent := r.IsError, r.MCPContent
@@ -390,11 +401,13 @@ func encodeResult(callID string, toolID int64, action string, r connectors.Resul
 	buf.WriteString(`,"duration_ms":`)
 	buf.WriteString(strconv.FormatInt(dur.Milliseconds(), 10))
 	buf.WriteString("}\n")
-	// As a decoder of the body would read it: JSON's whitespace around a
-	// value is not the value's.
-	answer = &Answer{CallID: callID, IsError: isError, Result: bytes.TrimSpace(content)}
-	if mcpContent {
-		answer.ResultType = ResultTypeMCPContent
+	if nestedUnder(content, maxNesting-1) {
+		// As a decoder of the body would read it: JSON's whitespace around
+		// a value is not the value's.
+		answer = &Answer{CallID: callID, IsError: isError, Result: bytes.TrimSpace(content)}
+		if mcpContent {
+			answer.ResultType = ResultTypeMCPContent
+		}
 	}
 	return buf.Bytes(), answer
 }

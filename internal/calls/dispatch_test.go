@@ -65,7 +65,8 @@ func TestConnectorProblemKinds(t *testing.T) {
 
 // TestEncodeResultAnswer: the Answer encodeResult returns is what decoding
 // the body it wrote gives, for every form a result takes there (the agent
-// endpoint uses one in place of the other).
+// endpoint uses one in place of the other); none when the body cannot be
+// decoded (nested too deeply), as on a replay.
 func TestEncodeResultAnswer(t *testing.T) {
 	t.Parallel()
 	cases := []connectors.Result{
@@ -77,11 +78,20 @@ func TestEncodeResultAnswer(t *testing.T) {
 		{},
 		{Content: json.RawMessage(`null`)},
 		{Content: json.RawMessage(`"` + strings.Repeat("x", MaxResult) + `"`), MCPContent: true},
+		{Content: json.RawMessage(strings.Repeat("[", 9999) + strings.Repeat("]", 9999))},
+		{Content: json.RawMessage(strings.Repeat(`{"a":`, 5000) + strings.Repeat("[", 5000) + "1" + strings.Repeat("]", 5000) + strings.Repeat("}", 5000))},
 	}
 	for _, r := range cases {
 		body, answer := encodeResult("call_1", 7, "read", r, time.Millisecond)
 		var decoded Answer
-		if err := json.Unmarshal(body, &decoded); err != nil {
+		err := json.Unmarshal(body, &decoded)
+		if answer == nil {
+			if err == nil {
+				t.Errorf("%.40q: no answer, though the body decodes", r.Content)
+			}
+			continue
+		}
+		if err != nil {
 			t.Fatalf("%.40q: the body does not decode: %v", r.Content, err)
 		}
 		if !reflect.DeepEqual(*answer, decoded) {

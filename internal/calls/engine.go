@@ -231,7 +231,7 @@ func (e *Engine) Call(ctx context.Context, req Request) (*Response, error) {
 		if req.ReadOnly {
 			// Before the key is looked up: a read-only key gets no answer
 			// of an action it may not call, a replay included.
-			if err := c.readOnlyAllowed(ctx); err != nil {
+			if err := c.readOnlyForbidden(ctx); err != nil {
 				return nil, err
 			}
 		}
@@ -286,20 +286,16 @@ func (c *call) rejectBeforeReserve(ctx context.Context, rejection error) (*Respo
 	return c.fromRow(r)
 }
 
-// readOnlyAllowed refuses a read-only key's call of an action not
-// annotated read-only, and passes on what stops the call from being
-// checked (a tool it cannot see, a listing that failed). A body whose
-// members are missing or of the wrong type is left to the lookup, which
-// answers a key already used whatever the body holds.
-func (c *call) readOnlyAllowed(ctx context.Context) error {
+// readOnlyForbidden refuses a read-only key's call of an action known not
+// to be annotated read-only. What it cannot tell (a body with members
+// missing or of the wrong type, a tool gone or not configured, a listing
+// that failed) is left to the lookup and the run, as for any key: a key
+// already used answers as stored, whatever the tool has become.
+func (c *call) readOnlyForbidden(ctx context.Context) error {
 	if c.b.problem != nil {
 		return nil
 	}
-	_, action, err := c.target(ctx)
-	if err != nil {
-		return err
-	}
-	if !readOnlyAction(action) {
+	if _, action, err := c.target(ctx); err == nil && !readOnlyAction(action) {
 		return forbiddenToReadOnly(action)
 	}
 	return nil
@@ -393,7 +389,9 @@ func (c *call) run(ctx context.Context) (*Response, error) {
 		existing, err := e.opts.Store.Reserve(rctx, rec, e.opts.Lease, e.opts.IdempotencyTTL)
 		cancel()
 		if err != nil {
-			c.releaseUnsure(ctx, callID)
+			if errors.Is(err, store.ErrInterrupted) {
+				c.releaseUnsure(ctx, callID)
+			}
 			return nil, unavailable(err)
 		}
 		if existing != nil {

@@ -12,21 +12,23 @@ import (
 )
 
 // releaseUnsure deletes the row a failed Reserve may have written all the
-// same (its connection lost after the insert was sent): nothing was
-// dispatched, and a row left behind would hold the key as in progress, then
-// as outcome_unknown, though the tool never ran. The row is this call's
-// only if it holds its lease token, and only while the lease lasts. If the
-// database does not answer now, the release is tried again off the request
-// until the lease ends: a database back within it frees the key. One away
-// for longer leaves the key to end as outcome_unknown.
+// same (its connection lost, or its bound reached, after the insert was
+// sent): nothing was dispatched, and a row left behind would hold the key
+// as in progress, then as outcome_unknown, though the tool never ran. The
+// row is this call's only if it holds its lease token, and only while the
+// lease lasts. Until a release deletes it, the release is tried again off
+// the request until the lease ends: the database may not answer yet, or
+// the insert, still running there, may not have committed yet. A database
+// away for longer than the lease leaves the key to end as outcome_unknown,
+// as does a stop of this replica meanwhile.
 func (c *call) releaseUnsure(ctx context.Context, callID string) {
 	if !c.tryRelease(ctx, callID) {
 		go c.releaseLater(context.WithoutCancel(ctx), callID)
 	}
 }
 
-// tryRelease makes one attempt of releaseUnsure's and reports whether the
-// database answered it.
+// tryRelease makes one attempt of releaseUnsure's and reports whether it
+// deleted the row.
 func (c *call) tryRelease(ctx context.Context, callID string) bool {
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
 	defer cancel()
@@ -36,11 +38,11 @@ func (c *call) tryRelease(ctx context.Context, callID string) bool {
 	} else if err != nil {
 		c.e.opts.Logger.DebugContext(ctx, "releasing after a failed reservation", "call_id", callID, "error", err)
 	}
-	return err == nil
+	return ok
 }
 
-// releaseLater repeats tryRelease, with a growing pause, until the
-// database answers or the lease has ended.
+// releaseLater repeats tryRelease, with a growing pause, until it deletes
+// the row or the lease has ended.
 func (c *call) releaseLater(ctx context.Context, callID string) {
 	pause := 250 * time.Millisecond
 	for time.Now().Add(pause).Before(c.leaseUntil) {
@@ -60,8 +62,8 @@ const minReserveWait = 2 * time.Second
 const runMargin = 3 * time.Second
 
 // timeToRun refuses a call that could not run to its end within ctx's
-// bound; it is asked once the key is reserved, so that the time the
-// reservation took counts. A dispatched call runs to its end (the tool's
+// bound; it is asked before the key is reserved, and again once it is, so
+// that the time the reservation took counts. A dispatched call runs to its end (the tool's
 // answer or timeout, and a keyed call's outcome stored: its lease) whatever
 // the request's bound says; getting ready (listing the tool's actions, a
 // database that was slow) may have used up so much of that bound that the
@@ -80,12 +82,12 @@ func (e *Engine) timeToRun(ctx context.Context) error {
 	return nil
 }
 
-// reserving bounds a reservation: it ends when the call could no longer
-// start in time (timeToRun), so that a database that stalls leaves the
-// request time to release what it may have written and answer, and after
-// half the lease (2 s at least, for a database merely slow), so that a
-// release tried again later still finds the row this call's (see
-// releaseUnsure).
+// reserving bounds a reservation: after half the lease (2 s at least, for a
+// database merely slow), so that a release tried again later still finds
+// the row this call's (see releaseUnsure), and in any case when the call
+// could no longer start in time (timeToRun), so that a database that
+// stalls leaves the request time to release what it may have written and
+// answer.
 func (e *Engine) reserving(ctx context.Context) (context.Context, context.CancelFunc) {
 	end := time.Now().Add(max(e.opts.Lease/2, minReserveWait))
 	if deadline, ok := ctx.Deadline(); ok {

@@ -150,3 +150,52 @@ func TestKeyLockedForAnotherBody(t *testing.T) {
 		t.Fatalf("the tool ran /first %d and /second %d times, want 0 and 1", n, m)
 	}
 }
+
+// TestReserveInsertOutlivesItsBound: the insert that reserves a key runs
+// past the reservation's bound (a commit waiting on a slow disk or on a
+// synchronous standby, which a cancel does not stop) and commits after the
+// call answered 503 and found no row to release. The release is tried
+// again until the lease ends, so the key ends free, not burned. It used to
+// stop at the first answer from the database, and the row committed after
+// it was swept to outcome_unknown.
+func TestReserveInsertOutlivesItsBound(t *testing.T) {
+	t.Parallel()
+	// A lease of 10 s: the reservation waits 5 s; the insert's row is in
+	// place at once (a retry waits on it) and commits after 7 s.
+	e := setupCalls(t, testserver.Options{Postgres: true,
+		Env: map[string]string{"QUIVER_CALL_TIMEOUT": "8s", "QUIVER_LEASE_GRACE": "2s"}})
+	if r := e.call(callBody(e.id, "/warm", 1), "k-warm"); r.Status != 200 {
+		t.Fatalf("warm-up: %d %s", r.Status, r.Body)
+	}
+	db := e.srv.App.Store.DB()
+	for _, stmt := range []string{`CREATE SEQUENCE test_slow_once`, // once: not for the retries
+		`CREATE FUNCTION test_slow_insert() RETURNS trigger AS $$
+		DECLARE until timestamptz := clock_timestamp() + interval '7 seconds';
+		BEGIN
+			IF NEW.key = 'k-slow-insert' AND nextval('test_slow_once') = 1 THEN
+				WHILE clock_timestamp() < until LOOP
+					BEGIN PERFORM pg_sleep(0.1); EXCEPTION WHEN query_canceled THEN NULL; END;
+				END LOOP;
+			END IF;
+			RETURN NEW;
+		END $$ LANGUAGE plpgsql`,
+		`CREATE TRIGGER test_slow_insert AFTER INSERT ON idempotency_keys FOR EACH ROW EXECUTE FUNCTION test_slow_insert()`,
+	} {
+		if err := db.Exec(stmt).Error; err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	wantError(t, e.call(callBody(e.id, "/slow-insert", 1), "k-slow-insert"), 503, "unavailable")
+	var r *testserver.Response
+	testserver.Eventually(t, 15*time.Second, "the key to be released", func() bool {
+		r = e.call(callBody(e.id, "/slow-insert", 1), "k-slow-insert")
+		if r.Status != 200 && r.Status != 503 && !(r.Status == 409 && r.JSON()["error"] == "request_in_progress") {
+			t.Fatalf("retry: %d %s, want 200 once the key is released", r.Status, r.Body)
+		}
+		return r.Status == 200
+	})
+	if n := e.tool.count("/slow-insert"); n != 1 {
+		t.Fatalf("the tool ran %d times, want 1", n)
+	}
+}

@@ -47,6 +47,16 @@ func TestReadOnlyKeys(t *testing.T) {
 	if again := getKeyed(); first.Status != 200 || again.Status != 200 || again.Header.Get("Idempotent-Replayed") != "true" || !bytes.Equal(first.Body, again.Body) {
 		t.Fatalf("a read-only action with a key, twice: %d %s, then %d %s", first.Status, first.Body, again.Status, again.Body)
 	}
+	defer func() {
+		// Once the tool is gone too (API.md: a replay holds even if the
+		// tool was since deleted).
+		if r := e.srv.Do("DELETE", fmt.Sprintf("/api/v1/agents/custom-tools/%d/", e.id), nil); r.Status != 204 {
+			t.Fatalf("delete: %d %s", r.Status, r.Body)
+		}
+		if again := getKeyed(); again.Status != 200 || !bytes.Equal(first.Body, again.Body) {
+			t.Errorf("a read-only action's replay once its tool is deleted: %d %s", again.Status, again.Body)
+		}
+	}()
 
 	// Retryable is not read-only: put and delete change the target.
 	for _, action := range []string{"put", "delete"} {

@@ -135,6 +135,7 @@ func rebind(d Dialect, q string) string {
 // Reserve inserts r in state dispatched with a lease, unless the key exists.
 // It returns (nil, nil) when this call created the row, and the existing
 // row otherwise. A row past its TTL is deleted and the insert tried again.
+// An error with ErrInterrupted means the insert may have been written.
 func (s *Store) Reserve(ctx context.Context, r *IdemRecord, lease, ttl time.Duration) (*IdemRecord, error) {
 	for attempt := 0; ; attempt++ {
 		var created int64
@@ -146,7 +147,7 @@ func (s *Store) Reserve(ctx context.Context, r *IdemRecord, lease, ttl time.Dura
 			return nil, nil
 		}
 		if !errors.Is(err, sql.ErrNoRows) {
-			return nil, interpret(err)
+			return nil, interpretWrite(err)
 		}
 		existing, err := s.GetIdem(ctx, r.AccountID, r.Key)
 		if err == ErrNotFound && attempt < 3 {
