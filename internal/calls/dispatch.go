@@ -359,15 +359,16 @@ const ResultTypeMCPContent = "mcp_content"
 const maxNesting = 10000
 
 // nestedUnder reports whether JSON data surely nests arrays and objects no
-// deeper than n: it has no more than n brackets that open one.
+// deeper than n: it is no longer than n bytes, or has no more than n
+// brackets that open one (those in strings counted too).
 func nestedUnder(data []byte, n int) bool {
-	return bytes.Count(data, []byte("["))+bytes.Count(data, []byte("{")) <= n
+	return len(data) <= n || bytes.Count(data, []byte("["))+bytes.Count(data, []byte("{")) <= n
 }
 
 // encodeResult writes the 200 body once; these bytes are what is stored and
-// replayed. answer holds the members it wrote from r, unless the body
-// nests them too deeply to be decoded (nil: decoding the body fails as
-// well).
+// replayed. answer holds the members it wrote from r, unless the body may
+// nest them too deeply to be decoded (nil: decode the body, as for a
+// replay).
 func encodeResult(callID string, toolID int64, action string, r connectors.Result, dur time.Duration) (body []byte, answer *Answer) {
 	content := r.Content
 	isError, mcpContent := r.IsError, r.MCPContent

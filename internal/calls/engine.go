@@ -259,6 +259,11 @@ type call struct {
 	// after the moment before Reserve, whose lease begins later on the
 	// database's clock.
 	leaseUntil time.Time
+	// What target found, once targeted.
+	targeted  bool
+	rt        *toolconfig.Resolved
+	action    *connectors.Action
+	targetErr error
 }
 
 func newToken() string {
@@ -312,8 +317,18 @@ func unavailable(err error) error {
 	return err
 }
 
-// target resolves the tool named by the body.
+// target resolves the tool named by the body, once per call: a read-only
+// key's check and the run share the answer (a tool that failed to list its
+// actions is not asked twice).
 func (c *call) target(ctx context.Context) (*toolconfig.Resolved, *connectors.Action, error) {
+	if !c.targeted {
+		c.rt, c.action, c.targetErr = c.resolveTarget(ctx)
+		c.targeted = true
+	}
+	return c.rt, c.action, c.targetErr
+}
+
+func (c *call) resolveTarget(ctx context.Context) (*toolconfig.Resolved, *connectors.Action, error) {
 	e := c.e
 	if c.b.problem != nil {
 		return nil, nil, c.b.problem

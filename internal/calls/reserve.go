@@ -17,10 +17,11 @@ import (
 // as in progress, then as outcome_unknown, though the tool never ran. The
 // row is this call's only if it holds its lease token, and only while the
 // lease lasts. Until a release deletes it, the release is tried again off
-// the request until the lease ends: the database may not answer yet, or
-// the insert, still running there, may not have committed yet. A database
-// away for longer than the lease leaves the key to end as outcome_unknown,
-// as does a stop of this replica meanwhile.
+// the request until shortly before the lease ends (releaseMargin): the
+// database may not answer yet, or the insert, still running there, may not
+// have committed yet. A database away for longer, or an insert that
+// commits later, leaves the key to end as outcome_unknown, as does a stop
+// of this replica meanwhile.
 func (c *call) releaseUnsure(ctx context.Context, callID string) {
 	if !c.tryRelease(ctx, callID) {
 		go c.releaseLater(context.WithoutCancel(ctx), callID)
@@ -41,11 +42,16 @@ func (c *call) tryRelease(ctx context.Context, callID string) bool {
 	return ok
 }
 
+// releaseMargin is how long before the lease ends releaseLater stops: an
+// attempt's bound and a second, so that a release never lands once the
+// lease has run out and other replicas answer outcome_unknown for the key.
+const releaseMargin = 3 * time.Second
+
 // releaseLater repeats tryRelease, with a growing pause, until it deletes
-// the row or the lease has ended.
+// the row or the lease is about to end.
 func (c *call) releaseLater(ctx context.Context, callID string) {
 	pause := 250 * time.Millisecond
-	for time.Now().Add(pause).Before(c.leaseUntil) {
+	for time.Now().Add(pause + releaseMargin).Before(c.leaseUntil) {
 		time.Sleep(pause)
 		if c.tryRelease(ctx, callID) {
 			return
@@ -87,7 +93,8 @@ func (e *Engine) timeToRun(ctx context.Context) error {
 // the row this call's (see releaseUnsure), and in any case when the call
 // could no longer start in time (timeToRun), so that a database that
 // stalls leaves the request time to release what it may have written and
-// answer.
+// answer. It is not cancelled with the request (an agent's MCP client can
+// cancel it): a cancel would not say whether the insert was written.
 func (e *Engine) reserving(ctx context.Context) (context.Context, context.CancelFunc) {
 	end := time.Now().Add(max(e.opts.Lease/2, minReserveWait))
 	if deadline, ok := ctx.Deadline(); ok {
@@ -95,7 +102,7 @@ func (e *Engine) reserving(ctx context.Context) (context.Context, context.Cancel
 			end = start
 		}
 	}
-	return context.WithDeadline(ctx, end)
+	return context.WithDeadline(context.WithoutCancel(ctx), end)
 }
 
 // notStarted answers a call timeToRun refused after its key was reserved:

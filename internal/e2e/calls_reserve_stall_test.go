@@ -1,10 +1,14 @@
 package e2e
 
 import (
+	"context"
 	"maps"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/quiverhq/quiver/internal/testserver"
 )
@@ -160,17 +164,18 @@ func TestKeyLockedForAnotherBody(t *testing.T) {
 // it was swept to outcome_unknown.
 func TestReserveInsertOutlivesItsBound(t *testing.T) {
 	t.Parallel()
-	// A lease of 10 s: the reservation waits 5 s; the insert's row is in
-	// place at once (a retry waits on it) and commits after 7 s.
+	// A lease of 14 s: the reservation waits 7 s; the insert's row is in
+	// place at once (a retry waits on it) and commits after 8 s; releases
+	// are tried until 3 s before the lease ends.
 	e := setupCalls(t, testserver.Options{Postgres: true,
-		Env: map[string]string{"QUIVER_CALL_TIMEOUT": "8s", "QUIVER_LEASE_GRACE": "2s"}})
+		Env: map[string]string{"QUIVER_CALL_TIMEOUT": "12s", "QUIVER_LEASE_GRACE": "2s"}})
 	if r := e.call(callBody(e.id, "/warm", 1), "k-warm"); r.Status != 200 {
 		t.Fatalf("warm-up: %d %s", r.Status, r.Body)
 	}
 	db := e.srv.App.Store.DB()
 	for _, stmt := range []string{`CREATE SEQUENCE test_slow_once`, // once: not for the retries
 		`CREATE FUNCTION test_slow_insert() RETURNS trigger AS $$
-		DECLARE until timestamptz := clock_timestamp() + interval '7 seconds';
+		DECLARE until timestamptz := clock_timestamp() + interval '8 seconds';
 		BEGIN
 			IF NEW.key = 'k-slow-insert' AND nextval('test_slow_once') = 1 THEN
 				WHILE clock_timestamp() < until LOOP
@@ -197,5 +202,58 @@ func TestReserveInsertOutlivesItsBound(t *testing.T) {
 	})
 	if n := e.tool.count("/slow-insert"); n != 1 {
 		t.Fatalf("the tool ran %d times, want 1", n)
+	}
+}
+
+// TestAgentCallCancelledWhileReserving: an agent's MCP client gives up on a
+// tools/call (the SDK then sends notifications/cancelled) while its key's
+// insert has not committed. The call ends one way or the other: here it
+// runs, as a REST call whose client left does, and the retry replays it;
+// the key never ends as outcome_unknown for a tool that did not run. (The
+// reservation is not cancelled with the request in any case, see
+// reserving; the agent endpoint's fast path does not cancel it today.)
+func TestAgentCallCancelledWhileReserving(t *testing.T) {
+	t.Parallel()
+	srv := testserver.Start(t, testserver.Options{Postgres: true,
+		Env: map[string]string{"QUIVER_CALL_TIMEOUT": "8s", "QUIVER_LEASE_GRACE": "2s"}}) // a lease of 10 s
+	f := mqrSetup(t, srv, srv.Key)
+	db := srv.App.Store.DB()
+	for _, stmt := range []string{`CREATE SEQUENCE test_cancel_once`,
+		`CREATE FUNCTION test_slow_commit() RETURNS trigger AS $$
+		DECLARE until timestamptz := clock_timestamp() + interval '2 seconds';
+		BEGIN
+			IF NEW.key = 'k-cancel' AND nextval('test_cancel_once') = 1 THEN
+				WHILE clock_timestamp() < until LOOP
+					BEGIN PERFORM pg_sleep(0.1); EXCEPTION WHEN query_canceled THEN NULL; END;
+				END LOOP;
+			END IF;
+			RETURN NEW;
+		END $$ LANGUAGE plpgsql`,
+		`CREATE TRIGGER test_slow_commit AFTER INSERT ON idempotency_keys FOR EACH ROW EXECUTE FUNCTION test_slow_commit()`,
+	} {
+		if err := db.Exec(stmt).Error; err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	args := map[string]any{"to": "a", "idempotency_key": "k-cancel"}
+	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+	defer cancel()
+	if res, err := f.cs.CallTool(ctx, &mcp.CallToolParams{Name: "t__send", Arguments: args}); err == nil {
+		t.Fatalf("the call answered before its client gave up: %+v", res)
+	}
+	var res *mcp.CallToolResult
+	testserver.Eventually(t, 15*time.Second, "the key to hold an outcome", func() bool {
+		var err error
+		if res, err = f.call(t, "t__send", args); err != nil {
+			t.Fatal(err)
+		}
+		return !res.IsError || !strings.Contains(mqText(t, res), "request_in_progress")
+	})
+	if res.IsError || res.Meta["quiver/replayed"] != true {
+		t.Fatalf("the retry: %+v (%s), want the replay of the call that went on", res, mqText(t, res))
+	}
+	if n := len(f.up.ran()); n != 1 {
+		t.Fatalf("the upstream ran %d times, want 1", n)
 	}
 }

@@ -10,8 +10,8 @@ package store
 //     conditional statement on state = 'dispatched' AND lease_token = the
 //     token its Reserve created, so a replica that lost its lease (the
 //     sweeper declared the outcome unknown) cannot overwrite that decision.
-//     Complete also needs the lease unexpired: past it, readers already
-//     take the outcome as unknown.
+//     Complete and Release also need the lease unexpired: past it, readers
+//     already take the outcome as unknown.
 //   - Lease and expiry times are read from the database clock (s.nowMS) in
 //     the same statement that compares them, never from a replica's clock.
 
