@@ -136,23 +136,10 @@ func SentOnce(req *http.Request) *http.Request {
 }
 
 // redactURL rewrites the URL in a *url.Error (net/http's client wraps every
-// error in one) without its query and user information.
+// error in one) as ShownURL shows it.
 func redactURL(err error) error {
-	ue, ok := errors.AsType[*url.Error](err)
-	if !ok {
-		return err
-	}
-	if u, perr := url.Parse(ue.URL); perr == nil {
-		if u.RawQuery != "" || u.ForceQuery {
-			u.RawQuery, u.ForceQuery = "…", false
-		}
-		if u.User != nil {
-			u.User = url.User("…")
-		}
-		u.Fragment, u.RawFragment = "", ""
-		ue.URL = u.String()
-	} else {
-		ue.URL = "(the tool's URL)"
+	if ue, ok := errors.AsType[*url.Error](err); ok {
+		ue.URL = ShownURL(ue.URL)
 	}
 	return err
 }

@@ -222,13 +222,13 @@ func TestSendOtherRoundTripper(t *testing.T) {
 	}
 }
 
-// A failed round trip's error ends up in logs: it names the tool's URL
-// without its query or user information, which may hold a credential or a
-// call's arguments.
+// A failed round trip's error ends up in logs: it names the tool's URL as
+// ShownURL shows it, without what of its query, user information or path
+// may hold a credential.
 func TestSendErrorHidesURLSecrets(t *testing.T) {
 	t.Parallel()
 	srv := connectortest.CutServer(t, "")
-	secretURL := strings.Replace(srv.URL, "http://", "http://user:pw-SECRET@", 1) + "/p?api_key=q-SECRET#f-SECRET"
+	secretURL := strings.Replace(srv.URL, "http://", "http://user:pw-SECRET@", 1) + "/p/tok3n0123456789SECRET/x?api_key=q-SECRET#f-SECRET"
 	other := &http.Client{Transport: roundTripperFunc(func(*http.Request) (*http.Response, error) {
 		return nil, errors.New("lost after writing")
 	})}
@@ -237,7 +237,7 @@ func TestSendErrorHidesURLSecrets(t *testing.T) {
 		if err == nil {
 			t.Fatalf("%s: no error", name)
 		}
-		if msg := err.Error(); strings.Contains(msg, "SECRET") || !strings.Contains(msg, "/p?…") {
+		if msg := err.Error(); strings.Contains(msg, "SECRET") || !strings.Contains(msg, "/p/****/x?api_key=****") {
 			t.Errorf("%s: the error reads %q; want the URL without its secrets", name, msg)
 		}
 	}

@@ -222,8 +222,9 @@ func clip(s string) string {
 	return s
 }
 
-// redacted hides the query of the endpoint (which may carry a key) from an
-// error's text, keeping the error chain for errors.Is and errors.As.
+// redacted hides what of the endpoint may be a credential (its query, user
+// information, a token in its path: connectors.ShownURL) from an error's
+// text, keeping the error chain for errors.Is and errors.As.
 type redacted struct {
 	err      error
 	old, new string
@@ -233,9 +234,8 @@ func (r *redacted) Error() string { return strings.ReplaceAll(r.err.Error(), r.o
 func (r *redacted) Unwrap() error { return r.err }
 
 func redact(err error, tgt *target) error {
-	i := strings.IndexByte(tgt.endpoint, '?')
-	if err == nil || i < 0 {
+	if err == nil || !connectors.HoldsSecret(tgt.endpoint) {
 		return err
 	}
-	return &redacted{err: err, old: tgt.endpoint, new: tgt.endpoint[:i] + "?…"}
+	return &redacted{err: err, old: tgt.endpoint, new: connectors.ShownURL(tgt.endpoint)}
 }

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/quiverhq/quiver/catalog"
+	"github.com/quiverhq/quiver/connectors"
 )
 
 // maxFieldBytes bounds one answer, so a form cannot be used to store blobs.
@@ -210,23 +211,25 @@ func literalPrefix(pattern string) string {
 }
 
 // sealed reports whether a field's value is stored sealed with the
-// secrets: a secret field's always, and a URL's when it has a query, where
-// servers commonly take their keys (https://mcp.example.com/mcp?apiKey=…).
+// secrets: a secret field's always, and a URL's when it holds what may be a
+// credential (connectors.HoldsSecret: a query, user information, a token in
+// its path), where servers commonly take their keys.
 func sealed(f *catalog.Field, v any) bool {
 	if f.Secret {
 		return true
 	}
 	s, ok := v.(string)
-	return ok && f.Type == catalog.FieldURL && strings.Contains(s, "?")
+	return ok && f.Type == catalog.FieldURL && connectors.HoldsSecret(s)
 }
 
 // mask returns what a field's value shows on read: a secret field's masked
-// whole, a URL with its query's values masked (keys kept, so a person can
-// tell which URL it is), anything else as it is.
+// whole, a URL as connectors.ShownURL shows it (what may be a credential
+// masked, the rest kept, so a person can tell which URL it is), anything
+// else as it is.
 func mask(f *catalog.Field, v any) any {
 	if f.Type == catalog.FieldURL && !f.Secret {
 		if s, ok := v.(string); ok {
-			return maskQuery(s)
+			return connectors.ShownURL(s)
 		}
 		return v
 	}
@@ -241,33 +244,6 @@ func mask(f *catalog.Field, v any) any {
 		return out
 	}
 	return literalPrefix(f.Pattern) + "****"
-}
-
-// maskQuery masks the value of every parameter of a URL's query, and a
-// parameter without "=" whole: "?key=abc&flag" shows "?key=****&****". The
-// fragment, which is never sent, goes.
-func maskQuery(u string) string {
-	u, _, _ = strings.Cut(u, "#")
-	base, query, ok := strings.Cut(u, "?")
-	if !ok {
-		return u
-	}
-	var b strings.Builder
-	b.WriteString(base)
-	b.WriteByte('?')
-	for i, part := range strings.Split(query, "&") {
-		if i > 0 {
-			b.WriteByte('&')
-		}
-		if key, _, ok := strings.Cut(part, "="); ok {
-			b.WriteString(key)
-			b.WriteByte('=')
-		}
-		if part != "" {
-			b.WriteString("****")
-		}
-	}
-	return b.String()
 }
 
 // asString renders a stored value the way connectors receive it.

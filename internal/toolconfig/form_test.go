@@ -86,22 +86,6 @@ func TestAnsweredElsewhere(t *testing.T) {
 	}
 }
 
-func TestMaskQuery(t *testing.T) {
-	for in, want := range map[string]string{
-		"https://mcp.example.com/mcp":                         "https://mcp.example.com/mcp",
-		"https://mcp.example.com/mcp?apiKey=tvly-123":         "https://mcp.example.com/mcp?apiKey=****",
-		"https://x.test/mcp/?a=1&b=&flag&c=x%3Dy":             "https://x.test/mcp/?a=****&b=****&****&c=****",
-		"https://x.test/mcp?":                                 "https://x.test/mcp?",
-		"https://x.test/mcp?k=v#frag":                         "https://x.test/mcp?k=****",
-		"https://x.test/mcp?a=1&&b=2":                         "https://x.test/mcp?a=****&&b=****",
-		"http://127.0.0.1:8080/mcp?token=abc&token=def&x=%20": "http://127.0.0.1:8080/mcp?token=****&token=****&x=****",
-	} {
-		if got := maskQuery(in); got != want {
-			t.Errorf("maskQuery(%q) = %q, want %q", in, got, want)
-		}
-	}
-}
-
 func TestSealedAndMasked(t *testing.T) {
 	url := &catalog.Field{Name: "url", Type: catalog.FieldURL}
 	secret := &catalog.Field{Name: "token", Type: catalog.FieldString, Secret: true, Pattern: "^tvly-"}
@@ -114,6 +98,9 @@ func TestSealedAndMasked(t *testing.T) {
 	}{
 		{url, "https://x.test/mcp", false, "https://x.test/mcp"},
 		{url, "https://x.test/mcp?key=abc", true, "https://x.test/mcp?key=****"},
+		{url, "https://x.test/api/mcp/s/Zk3q9v0aTr51xW8yQe/mcp", true, "https://x.test/api/mcp/s/****/mcp"},
+		{url, "https://user:pw@x.test/mcp", true, "https://****@x.test/mcp"},
+		{url, "https://x.test/mcp?", false, "https://x.test/mcp?"},
 		{secret, "tvly-abc", true, "tvly-****"},
 		{plain, "a?b=c", false, "a?b=c"},
 	} {
