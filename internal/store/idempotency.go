@@ -43,6 +43,7 @@ type IdemRecord struct {
 	LeaseExpiresAt *int64
 	ToolID         int64
 	Action         string
+	ReadOnly       *bool // Action was annotated read-only when reserved; nil: not recorded (an older row)
 	CallID         string
 	StatusCode     *int
 	ContentType    *string
@@ -58,7 +59,7 @@ func (r *IdemRecord) LeaseExpired() bool {
 	return r.State == IdemDispatched && r.LeaseExpiresAt != nil && *r.LeaseExpiresAt <= r.NowMS
 }
 
-const idemColumns = `account_id, key, fingerprint, state, lease_token, lease_expires_at, tool_id, action,
+const idemColumns = `account_id, key, fingerprint, state, lease_token, lease_expires_at, tool_id, action, read_only,
 	call_id, status_code, content_type, response, created_at, expires_at`
 
 // idemSQL holds the hot statements, rendered once for the store's dialect
@@ -85,8 +86,8 @@ func newIdemSQL(d Dialect, now string) idemSQL {
 		// ON CONFLICT DO NOTHING RETURNING returns a row only when this
 		// statement inserted it: one round trip tells "new" from "taken".
 		reserve: q(`INSERT INTO idempotency_keys
-			(account_id, key, fingerprint, state, lease_token, lease_expires_at, tool_id, action, call_id, created_at, expires_at)
-			VALUES (?, ?, ?, 'dispatched', ?, {now} + ?, ?, ?, ?, {now}, {now} + ?)
+			(account_id, key, fingerprint, state, lease_token, lease_expires_at, tool_id, action, read_only, call_id, created_at, expires_at)
+			VALUES (?, ?, ?, 'dispatched', ?, {now} + ?, ?, ?, ?, ?, {now}, {now} + ?)
 			ON CONFLICT (account_id, key) DO NOTHING
 			RETURNING created_at`),
 		get: q(`SELECT ` + idemColumns + `, {now} FROM idempotency_keys WHERE account_id = ? AND key = ?`),
@@ -140,7 +141,7 @@ func (s *Store) Reserve(ctx context.Context, r *IdemRecord, lease, ttl time.Dura
 	for attempt := 0; ; attempt++ {
 		var created int64
 		err := s.sql.QueryRowContext(ctx, s.idem.reserve,
-			r.AccountID, r.Key, r.Fingerprint, r.LeaseToken, lease.Milliseconds(), r.ToolID, r.Action, r.CallID, ttl.Milliseconds(),
+			r.AccountID, r.Key, r.Fingerprint, r.LeaseToken, lease.Milliseconds(), r.ToolID, r.Action, r.ReadOnly, r.CallID, ttl.Milliseconds(),
 		).Scan(&created)
 		if err == nil {
 			r.State, r.CreatedAt = IdemDispatched, created
@@ -169,7 +170,7 @@ func (s *Store) Reserve(ctx context.Context, r *IdemRecord, lease, ttl time.Dura
 func (s *Store) GetIdem(ctx context.Context, accountID int64, key string) (*IdemRecord, error) {
 	var r IdemRecord
 	err := s.sql.QueryRowContext(ctx, s.idem.get, accountID, key).Scan(
-		&r.AccountID, &r.Key, &r.Fingerprint, &r.State, &r.LeaseToken, &r.LeaseExpiresAt, &r.ToolID, &r.Action,
+		&r.AccountID, &r.Key, &r.Fingerprint, &r.State, &r.LeaseToken, &r.LeaseExpiresAt, &r.ToolID, &r.Action, &r.ReadOnly,
 		&r.CallID, &r.StatusCode, &r.ContentType, &r.Response, &r.CreatedAt, &r.ExpiresAt, &r.NowMS)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, ErrNotFound
