@@ -130,6 +130,10 @@ func (m *Memory) putLocked(k memKey, e *Entry, expires, now time.Time) {
 	cp := *e
 	cp.Body = bytes.Clone(e.Body)
 	cp.Fingerprint = bytes.Clone(e.Fingerprint)
+	if e.ReadOnly != nil {
+		ro := *e.ReadOnly
+		cp.ReadOnly = &ro
+	}
 	m.outcomes[k] = memOutcome{e: &cp, expires: expires}
 	m.bytes += len(cp.Body)
 }

@@ -72,25 +72,31 @@ func ParseURL(raw string) (redis.UniversalClient, error) {
 	}
 }
 
-func (r *Redis) names(account int64, key string) (outcome, lock string) {
+// names are a key's three Redis keys: its outcome, the outcome as builds
+// before the read-only byte wrote it (read, never written: an older build
+// would misread the newer layout), and its lock.
+func (r *Redis) names(account int64, key string) (outcome, legacy, lock string) {
 	sum := sha256.Sum256([]byte(key))
 	base := r.prefix + "idem:{" + strconv.FormatInt(account, 10) + ":" + hex.EncodeToString(sum[:16]) + "}"
-	return base + ":o", base + ":l"
+	return base + ":o2", base + ":o", base + ":l"
 }
 
-// begin returns {1, outcome} on a hit, {2} when it took the lock, and {3}
-// when another request holds it.
+// begin returns {1, outcome} on a hit, {4, outcome} on a hit of an older
+// build's outcome, {2} when it took the lock, and {3} when another request
+// holds it.
 var begin = redis.NewScript(`
 local o = redis.call('GET', KEYS[1])
 if o then return {1, o} end
-if redis.call('SET', KEYS[2], ARGV[1], 'NX', 'PX', ARGV[2]) then return {2, ''} end
+o = redis.call('GET', KEYS[2])
+if o then return {4, o} end
+if redis.call('SET', KEYS[3], ARGV[1], 'NX', 'PX', ARGV[2]) then return {2, ''} end
 return {3, ''}
 `)
 
 // Begin implements Cache.
 func (r *Redis) Begin(ctx context.Context, account int64, key string, fingerprint []byte, token string, lease time.Duration) (BeginResult, error) {
-	o, l := r.names(account, key)
-	res, err := begin.Run(ctx, r.rdb, []string{o, l}, lockValue(fingerprint, token), lease.Milliseconds()).Slice()
+	o, legacy, l := r.names(account, key)
+	res, err := begin.Run(ctx, r.rdb, []string{o, legacy, l}, lockValue(fingerprint, token), lease.Milliseconds()).Slice()
 	if err != nil {
 		return BeginResult{}, err
 	}
@@ -100,8 +106,12 @@ func (r *Redis) Begin(ctx context.Context, account int64, key string, fingerprin
 	code, _ := res[0].(int64)
 	val, _ := res[1].(string)
 	switch code {
-	case 1:
-		e, err := decode([]byte(val))
+	case 1, 4:
+		dec := decode
+		if code == 4 {
+			dec = decodeLegacy
+		}
+		e, err := dec([]byte(val))
 		if err != nil {
 			return BeginResult{}, err
 		}
@@ -115,7 +125,7 @@ func (r *Redis) Begin(ctx context.Context, account int64, key string, fingerprin
 
 // Finish implements Cache.
 func (r *Redis) Finish(ctx context.Context, account int64, key string, e *Entry, ttl time.Duration) error {
-	o, l := r.names(account, key)
+	o, _, l := r.names(account, key)
 	if e.ExpiresAt == 0 {
 		e.ExpiresAt = time.Now().Add(ttl).UnixMilli()
 	}
@@ -140,7 +150,7 @@ return 0
 
 // Unlock implements Cache.
 func (r *Redis) Unlock(ctx context.Context, account int64, key, token string) error {
-	_, l := r.names(account, key)
+	_, _, l := r.names(account, key)
 	return unlock.Run(ctx, r.rdb, []string{l}, token).Err()
 }
 

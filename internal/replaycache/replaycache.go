@@ -26,6 +26,11 @@ type Entry struct {
 	ContentType string
 	Body        []byte
 	CallID      string
+	// ReadOnly is whether the call's action was annotated read-only when
+	// its key was reserved; nil when not known (an entry an older build
+	// wrote, or the outcome of a row reserved before the database recorded
+	// it).
+	ReadOnly *bool
 	// ExpiresAt (unix milliseconds) is when the key expires; a cached copy
 	// must not outlive it. Zero means unknown.
 	ExpiresAt int64
@@ -59,12 +64,39 @@ const MaxBody = 1 << 20
 
 var errCorrupt = errors.New("replaycache: corrupt entry")
 
-// encode lays an entry out as: fingerprint(32) state(1) status(2)
-// expiresAt(8) len(ct)(2) ct len(callID)(1) callID body.
+// Values of the read-only byte of an encoded entry.
+const (
+	readOnlyUnknown byte = 0
+	readOnlyNo      byte = 'w'
+	readOnlyYes     byte = 'r'
+)
+
+// encode lays an entry out as: fingerprint(32) state(1) readOnly(1)
+// status(2) expiresAt(8) len(ct)(2) ct len(callID)(1) callID body.
 func encode(e *Entry) []byte {
-	b := make([]byte, 0, 46+len(e.ContentType)+len(e.CallID)+len(e.Body))
+	b := make([]byte, 0, 47+len(e.ContentType)+len(e.CallID)+len(e.Body))
 	b = append(b, e.Fingerprint...)
 	b = append(b, e.State)
+	switch {
+	case e.ReadOnly == nil:
+		b = append(b, readOnlyUnknown)
+	case *e.ReadOnly:
+		b = append(b, readOnlyYes)
+	default:
+		b = append(b, readOnlyNo)
+	}
+	return appendRest(b, e)
+}
+
+// encodeLegacy is encode without the read-only byte: the layout of the
+// builds before it, which they still read (only tests write it now).
+func encodeLegacy(e *Entry) []byte {
+	b := make([]byte, 0, 46+len(e.ContentType)+len(e.CallID)+len(e.Body))
+	b = append(b, e.Fingerprint...)
+	return appendRest(append(b, e.State), e)
+}
+
+func appendRest(b []byte, e *Entry) []byte {
 	b = binary.BigEndian.AppendUint16(b, uint16(e.Status))
 	b = binary.BigEndian.AppendUint64(b, uint64(e.ExpiresAt))
 	b = binary.BigEndian.AppendUint16(b, uint16(len(e.ContentType)))
@@ -74,14 +106,40 @@ func encode(e *Entry) []byte {
 	return append(b, e.Body...)
 }
 
+// decode reads what encode wrote.
 func decode(b []byte) (*Entry, error) {
-	if len(b) < 45 {
+	if len(b) < 34 {
 		return nil, errCorrupt
 	}
-	e := &Entry{Fingerprint: b[:32], State: b[32], Status: int(binary.BigEndian.Uint16(b[33:35])),
-		ExpiresAt: int64(binary.BigEndian.Uint64(b[35:43]))}
-	n := int(binary.BigEndian.Uint16(b[43:45]))
-	b = b[45:]
+	e := &Entry{Fingerprint: b[:32], State: b[32]}
+	switch b[33] {
+	case readOnlyUnknown:
+	case readOnlyYes, readOnlyNo:
+		ro := b[33] == readOnlyYes
+		e.ReadOnly = &ro
+	default:
+		return nil, errCorrupt
+	}
+	return decodeRest(e, b[34:])
+}
+
+// decodeLegacy reads what encodeLegacy wrote (an older build's entry):
+// whether its action was read-only is not known.
+func decodeLegacy(b []byte) (*Entry, error) {
+	if len(b) < 33 {
+		return nil, errCorrupt
+	}
+	return decodeRest(&Entry{Fingerprint: b[:32], State: b[32]}, b[33:])
+}
+
+func decodeRest(e *Entry, b []byte) (*Entry, error) {
+	if len(b) < 12 {
+		return nil, errCorrupt
+	}
+	e.Status = int(binary.BigEndian.Uint16(b[0:2]))
+	e.ExpiresAt = int64(binary.BigEndian.Uint64(b[2:10]))
+	n := int(binary.BigEndian.Uint16(b[10:12]))
+	b = b[12:]
 	if len(b) < n+1 {
 		return nil, errCorrupt
 	}

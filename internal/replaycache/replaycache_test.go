@@ -13,15 +13,44 @@ import (
 func fp(b byte) []byte { return bytes.Repeat([]byte{b}, 32) }
 
 func TestEncodeDecode(t *testing.T) {
-	e := &Entry{Fingerprint: fp(1), State: StateSucceeded, Status: 200, ContentType: "application/json",
-		Body: []byte(`{"x":"<&>"}`), CallID: "c_1", ExpiresAt: 1234567890123}
-	got, err := decode(encode(e))
-	if err != nil || !bytes.Equal(got.Body, e.Body) || got.ExpiresAt != e.ExpiresAt || got.CallID != e.CallID || got.Status != 200 {
-		t.Fatalf("round trip: %+v, %v", got, err)
+	yes, no := true, false
+	for _, ro := range []*bool{&yes, &no, nil} {
+		e := &Entry{Fingerprint: fp(1), State: StateSucceeded, Status: 200, ContentType: "application/json",
+			Body: []byte(`{"x":"<&>"}`), CallID: "c_1", ReadOnly: ro, ExpiresAt: 1234567890123}
+		got, err := decode(encode(e))
+		if err != nil || !bytes.Equal(got.Body, e.Body) || got.ExpiresAt != e.ExpiresAt || got.CallID != e.CallID || got.Status != 200 ||
+			got.ContentType != e.ContentType || !sameBool(got.ReadOnly, ro) {
+			t.Fatalf("round trip of read-only %v: %+v, %v", showBool(ro), got, err)
+		}
+		// An older build's layout has no read-only byte: not known.
+		got, err = decodeLegacy(encodeLegacy(e))
+		if err != nil || !bytes.Equal(got.Body, e.Body) || got.ExpiresAt != e.ExpiresAt || got.CallID != e.CallID || got.Status != 200 ||
+			got.ContentType != e.ContentType || got.ReadOnly != nil {
+			t.Fatalf("round trip of the older layout: %+v, %v", got, err)
+		}
 	}
-	if _, err := decode([]byte("short")); err == nil {
-		t.Fatal("a short value decoded")
+	for _, short := range []string{"short", string(fp(1)) + "s", string(fp(1)) + "sr"} {
+		if _, err := decode([]byte(short)); err == nil {
+			t.Fatalf("a short value decoded: %q", short)
+		}
+		if _, err := decodeLegacy([]byte(short)); err == nil {
+			t.Fatalf("a short value of the older layout decoded: %q", short)
+		}
 	}
+	bad := encode(&Entry{Fingerprint: fp(1), State: StateSucceeded})
+	bad[33] = 'x'
+	if _, err := decode(bad); err == nil {
+		t.Fatal("an unknown read-only byte decoded")
+	}
+}
+
+func sameBool(a, b *bool) bool { return (a == nil) == (b == nil) && (a == nil || *a == *b) }
+
+func showBool(b *bool) string {
+	if b == nil {
+		return "nil"
+	}
+	return fmt.Sprint(*b)
 }
 
 // caches returns each Cache implementation, the Redis ones on the
@@ -64,8 +93,18 @@ func TestCacheRules(t *testing.T) {
 				t.Fatal(err)
 			}
 			r, _ = c.Begin(ctx, 1, "k", fp(9), "tok5", time.Minute)
-			if r.Entry == nil || !bytes.Equal(r.Entry.Body, e.Body) || r.Entry.CallID != "c" {
+			if r.Entry == nil || !bytes.Equal(r.Entry.Body, e.Body) || r.Entry.CallID != "c" || r.Entry.ReadOnly != nil {
 				t.Fatalf("after Finish: %+v", r)
+			}
+			// Whether the action was read-only travels with the outcome.
+			for i, ro := range []bool{true, false} {
+				key := fmt.Sprint("ro-", i)
+				if err := c.Finish(ctx, 1, key, &Entry{Fingerprint: fp(1), State: StateOutcomeUnknown, ReadOnly: &ro}, time.Minute); err != nil {
+					t.Fatal(err)
+				}
+				if r, _ := c.Begin(ctx, 1, key, fp(1), "tok", time.Minute); r.Entry == nil || r.Entry.ReadOnly == nil || *r.Entry.ReadOnly != ro {
+					t.Fatalf("read-only %v after Finish: %+v", ro, r.Entry)
+				}
 			}
 			// An outcome expires with its key.
 			c.Finish(ctx, 1, "short", &Entry{Fingerprint: fp(1), State: StateOutcomeUnknown}, 50*time.Millisecond)
@@ -124,5 +163,34 @@ func TestParseURLSchemes(t *testing.T) {
 	}
 	if _, err := ParseURL("redis-sentinel://127.0.0.1:26379?bogus=1"); err == nil {
 		t.Error("an unknown parameter was accepted")
+	}
+}
+
+// An outcome an older build put in Redis, in its own layout under its own
+// name, is read, as not known to be read-only; one this build wrote wins.
+func TestRedisReadsAnOlderBuildsOutcome(t *testing.T) {
+	ctx := context.Background()
+	rdb, err := ParseURL("redis://" + testdb.RedisAddr() + "/0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rdb.Close()
+	c := NewRedis(rdb, fmt.Sprintf("quivertest:rc:%d:", time.Now().UnixNano()))
+	old := &Entry{Fingerprint: fp(1), State: StateSucceeded, Status: 200, ContentType: "application/json", Body: []byte("{}"), CallID: "c_old",
+		ExpiresAt: time.Now().Add(time.Minute).UnixMilli()}
+	_, legacy, _ := c.names(1, "k")
+	if err := rdb.Set(ctx, legacy, encodeLegacy(old), time.Minute).Err(); err != nil {
+		t.Fatal(err)
+	}
+	r, err := c.Begin(ctx, 1, "k", fp(1), "tok", time.Minute)
+	if err != nil || r.Locked || r.Entry == nil || r.Entry.CallID != "c_old" || string(r.Entry.Body) != "{}" || r.Entry.ReadOnly != nil {
+		t.Fatalf("the older build's outcome: %+v, %v", r, err)
+	}
+	no := false
+	if err := c.Finish(ctx, 1, "k", &Entry{Fingerprint: fp(1), State: StateSucceeded, Status: 200, Body: []byte("{}"), CallID: "c_old", ReadOnly: &no}, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	if r, err := c.Begin(ctx, 1, "k", fp(1), "tok", time.Minute); err != nil || r.Entry == nil || r.Entry.ReadOnly == nil || *r.Entry.ReadOnly {
+		t.Fatalf("after this build's Finish: %+v, %v", r.Entry, err)
 	}
 }
