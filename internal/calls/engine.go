@@ -295,7 +295,8 @@ func (c *call) rejectBeforeReserve(ctx context.Context, rejection error) (*Respo
 // to be annotated read-only. What it cannot tell (a body with members
 // missing or of the wrong type, a tool gone or not configured, a listing
 // that failed) is left to the lookup and the run, as for any key: a key
-// already used answers as stored, whatever the tool has become.
+// already used answers as stored, whatever the tool has become, unless the
+// key's row records that its action was not read-only (fromEntry, fromRow).
 func (c *call) readOnlyForbidden(ctx context.Context) error {
 	if c.b.problem != nil {
 		return nil
@@ -308,6 +309,13 @@ func (c *call) readOnlyForbidden(ctx context.Context) error {
 
 func forbiddenToReadOnly(a *connectors.Action) error {
 	return problem.New(problem.Forbidden, "This API key is read-only, and action %q is not annotated read-only.", a.Name)
+}
+
+// forbiddenReplay refuses a read-only key every answer under a key whose
+// action, when the key was reserved, was not annotated read-only: its
+// replay, and its 409s, since such a key should learn nothing of the call.
+func forbiddenReplay(action string) error {
+	return problem.New(problem.Forbidden, "This API key is read-only, and action %q was not annotated read-only when this Idempotency-Key was used.", action)
 }
 
 func unavailable(err error) error {
@@ -376,6 +384,13 @@ func readOnlyAction(a *connectors.Action) bool {
 	return a.Annotations != nil && a.Annotations.ReadOnlyHint != nil && *a.Annotations.ReadOnlyHint
 }
 
+// readOnlyRecord is readOnlyAction as a key's row and cached outcome
+// record it.
+func readOnlyRecord(a *connectors.Action) *bool {
+	ro := readOnlyAction(a)
+	return &ro
+}
+
 // run resolves, checks, reserves, dispatches and records.
 func (c *call) run(ctx context.Context) (*Response, error) {
 	e := c.e
@@ -395,7 +410,7 @@ func (c *call) run(ctx context.Context) (*Response, error) {
 	callID := "c_" + ulid.Make().String()
 	if c.req.HasKey {
 		rec := &store.IdemRecord{AccountID: c.req.AccountID, Key: c.req.Key, Fingerprint: c.fp, LeaseToken: &c.token,
-			ToolID: rt.Tool.ID, Action: action.Name, CallID: callID}
+			ToolID: rt.Tool.ID, Action: action.Name, ReadOnly: readOnlyRecord(action), CallID: callID}
 		if err := e.timeToRun(ctx); err != nil {
 			return nil, err // nothing reserved yet
 		}

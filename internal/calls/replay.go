@@ -26,7 +26,7 @@ func (c *call) lookup(ctx context.Context) (*Response, error, bool) {
 	}
 	switch {
 	case res.Entry != nil:
-		resp, err := c.fromEntry(res.Entry)
+		resp, err := c.fromEntry(ctx, res.Entry)
 		return resp, err, true
 	case res.Locked:
 		c.locked = true
@@ -42,9 +42,18 @@ func (c *call) lookup(ctx context.Context) (*Response, error, bool) {
 }
 
 // fromEntry answers from a cached terminal outcome.
-func (c *call) fromEntry(en *replaycache.Entry) (*Response, error) {
+func (c *call) fromEntry(ctx context.Context, en *replaycache.Entry) (*Response, error) {
 	if !bytes.Equal(en.Fingerprint, c.fp) {
 		return nil, c.conflict(problem.IdempotencyKeyReused)
+	}
+	if c.req.ReadOnly {
+		ro := en.ReadOnly
+		if ro == nil {
+			ro = c.rowReadOnly(ctx, en)
+		}
+		if ro != nil && !*ro {
+			return nil, forbiddenReplay(c.b.Action) // the same body: the same action
+		}
 	}
 	if en.State == replaycache.StateOutcomeUnknown {
 		return nil, c.conflict(problem.OutcomeUnknownConflict)
@@ -73,10 +82,34 @@ func (c *call) conflict(code problem.Code) *problem.Error {
 	}
 }
 
-// fromRow answers from the database row that holds the key.
+// rowReadOnly reads from the key's row whether the action of a cached
+// outcome that does not say (an older build cached it) was read-only, and
+// caches the outcome again with the answer: the cost of a database read
+// falls on a read-only key's replay of such an outcome alone. It is nil
+// when the row does not say either (it was reserved before rows recorded
+// it), holds another call, or cannot be read: a read-only key is then
+// refused only where the tool still says the action is not read-only
+// (readOnlyForbidden), as before rows recorded it.
+func (c *call) rowReadOnly(ctx context.Context, en *replaycache.Entry) *bool {
+	r, err := c.e.opts.Store.GetIdem(ctx, c.req.AccountID, c.req.Key)
+	if err != nil || r.CallID != en.CallID || r.ReadOnly == nil {
+		return nil
+	}
+	c.cacheOutcome(en.CallID, en.State, en.Status, en.ContentType, en.Body, r.ReadOnly, rowTTL(r))
+	return r.ReadOnly
+}
+
+// fromRow answers from the database row that holds the key. A read-only
+// key is refused every answer of a row whose action was not read-only
+// when it was reserved, whatever its tool has become; a row reserved
+// before rows recorded it (ReadOnly nil) answers it as any key, once
+// readOnlyForbidden found nothing to refuse.
 func (c *call) fromRow(r *store.IdemRecord) (*Response, error) {
 	if !bytes.Equal(r.Fingerprint, c.fp) {
 		return nil, c.conflict(problem.IdempotencyKeyReused)
+	}
+	if c.req.ReadOnly && r.ReadOnly != nil && !*r.ReadOnly {
+		return nil, forbiddenReplay(r.Action)
 	}
 	switch {
 	case r.State == store.IdemSucceeded:
@@ -88,10 +121,10 @@ func (c *call) fromRow(r *store.IdemRecord) (*Response, error) {
 		if r.StatusCode != nil {
 			status = *r.StatusCode
 		}
-		c.cacheOutcome(r.CallID, replaycache.StateSucceeded, status, ct, r.Response, rowTTL(r))
+		c.cacheOutcome(r.CallID, replaycache.StateSucceeded, status, ct, r.Response, r.ReadOnly, rowTTL(r))
 		return c.replay(status, ct, r.Response), nil
 	case r.State == store.IdemOutcomeUnknown || r.LeaseExpired():
-		c.cacheOutcome(r.CallID, replaycache.StateOutcomeUnknown, 0, "", nil, rowTTL(r))
+		c.cacheOutcome(r.CallID, replaycache.StateOutcomeUnknown, 0, "", nil, r.ReadOnly, rowTTL(r))
 		return nil, c.conflict(problem.OutcomeUnknownConflict)
 	default:
 		return nil, c.conflict(problem.RequestInProgress)
@@ -108,14 +141,15 @@ func rowTTL(r *store.IdemRecord) time.Duration {
 func (c *call) freshTTL() time.Duration { return c.e.opts.IdempotencyTTL - time.Since(c.start) }
 
 // cacheOutcome puts a terminal outcome in the replay cache for the rest of
-// its key's life (best effort).
-func (c *call) cacheOutcome(callID string, state byte, status int, ct string, b []byte, ttl time.Duration) {
+// its key's life (best effort), with whether its action was read-only as
+// the key's row records it.
+func (c *call) cacheOutcome(callID string, state byte, status int, ct string, b []byte, readOnly *bool, ttl time.Duration) {
 	e := c.e
 	if e.opts.Cache == nil || ttl <= 0 {
 		return
 	}
 	en := &replaycache.Entry{Fingerprint: c.fp, State: state, Status: status, ContentType: ct, Body: b, CallID: callID,
-		ExpiresAt: time.Now().Add(ttl).UnixMilli()}
+		ReadOnly: readOnly, ExpiresAt: time.Now().Add(ttl).UnixMilli()}
 	e.cacheDo(func(ctx context.Context) error { return e.opts.Cache.Finish(ctx, c.req.AccountID, c.req.Key, en, ttl) })
 	c.locked = false
 }
