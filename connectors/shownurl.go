@@ -97,23 +97,28 @@ func shownURL(raw string) (string, bool) {
 }
 
 // secretSegment reports whether a path segment looks like a credential: at
-// least minSecretSegment characters, holding both a letter and a digit. It
-// errs towards hiding: a long slug with a number in it ("release-notes-2026")
-// is masked too, which costs only how the URL reads, while a token shown
-// would be a leak.
+// least minSecretSegment characters, holding a letter and a digit, or
+// letters of both cases (a random base62 token of 16 characters has no
+// digit about one time in twenty, and one case only about one in 10^6).
+// Percent-escapes are not counted. It errs towards hiding: a long slug with
+// a number in it ("release-notes-2026") or a CamelCase name is masked too,
+// which costs only how the URL reads, while a token shown would be a leak.
 func secretSegment(seg string) bool {
 	if len(seg) < minSecretSegment {
 		return false
 	}
-	var letter, digit bool
+	var lower, upper, digit bool
 	for i := 0; i < len(seg); i++ {
-		c := seg[i]
-		switch {
+		switch c := seg[i]; {
+		case c == '%' && i+2 < len(seg):
+			i += 2 // an escape's hex digits say nothing of the segment
 		case c >= '0' && c <= '9':
 			digit = true
-		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z':
-			letter = true
+		case c >= 'a' && c <= 'z':
+			lower = true
+		case c >= 'A' && c <= 'Z':
+			upper = true
 		}
 	}
-	return letter && digit
+	return (lower || upper) && digit || lower && upper
 }

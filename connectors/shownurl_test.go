@@ -26,6 +26,10 @@ func TestShownURL(t *testing.T) {
 		"https://mcp.zapier.example/api/mcp/s/NjQ5YjM1ZTgtZDk0Ny00/mcp":                   "https://mcp.zapier.example/api/mcp/s/****/mcp",
 		"https://mcp.example.com/server/550e8400-e29b-41d4-a716-446655440000/mcp?user=me": "https://mcp.example.com/server/****/mcp?user=****",
 		"https://mcp.example.com/sk-ant-0123456789abcdef":                                 "https://mcp.example.com/****",
+		"https://mcp.example.com/s/ZkqvaTrxWyQeLmNoPq/mcp":                                "https://mcp.example.com/s/****/mcp",
+		"https://mcp.example.com/mcp/ghp_AbCdEfGhIjKlMnOpQrStUvWxYz":                      "https://mcp.example.com/mcp/****",
+		// Percent-escapes are not digits.
+		"https://mcp.example.com/my%20long%20page%20name/": "https://mcp.example.com/my%20long%20page%20name/",
 	} {
 		if got := ShownURL(in); got != want {
 			t.Errorf("ShownURL(%q) = %q, want %q", in, got, want)

@@ -55,8 +55,9 @@ func maybeSent(err error) *Error {
 // Only an *http.Transport is known to report to the trace: with any other
 // RoundTripper, Send classifies as HTTPFailure does.
 //
-// The error never holds the URL's query or user information, which may carry
-// a credential or a call's arguments: it ends up in logs.
+// The error shows the URL as ShownURL does, never what of its query, user
+// information or path may carry a credential or a call's arguments: it ends
+// up in logs.
 //
 // A request Send is given goes out at most once (SentOnce).
 func Send(client *http.Client, req *http.Request) (*http.Response, error) {

@@ -16,8 +16,8 @@ var _ connectors.Verifier = (*Connector)(nil)
 
 // Verify checks the step being answered. At the base_url step (the one
 // without auth_type, which has a default and so is always among the auth
-// step's answers) it refuses a URL that carries credentials, since base_url
-// is shown as is, and one whose host the egress guard would refuse: a
+// step's answers) it refuses a URL that carries user information, since the
+// auth step is where credentials go, and one whose host the egress guard would refuse: a
 // literal private address, or a name that resolves now only to such
 // addresses. A name that does not resolve is accepted: the calls report it.
 // At the auth step it refuses what authenticate would refuse on every call,
@@ -47,7 +47,7 @@ func (c *Connector) baseURLProblem(ctx context.Context, raw string) (field, msg 
 		return ConfigBaseURL, "must be an http:// or https:// URL"
 	}
 	if u.User != nil {
-		return ConfigBaseURL, "must not carry credentials (user:password@); base_url is not secret and is shown as is: put credentials in the auth step"
+		return ConfigBaseURL, "must not carry credentials (user:password@): put credentials in the auth step"
 	}
 	host := u.Hostname()
 	if egress.CheckLiteral(host, c.guard) != nil {

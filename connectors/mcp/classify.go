@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 
@@ -224,18 +225,21 @@ func clip(s string) string {
 
 // redacted hides what of the endpoint may be a credential (its query, user
 // information, a token in its path: connectors.ShownURL) from an error's
-// text, keeping the error chain for errors.Is and errors.As.
+// text, keeping the error chain for errors.Is and errors.As. The endpoint
+// is replaced as written and as quoted (a *url.Error prints it with %q).
 type redacted struct {
 	err      error
-	old, new string
+	replacer *strings.Replacer
 }
 
-func (r *redacted) Error() string { return strings.ReplaceAll(r.err.Error(), r.old, r.new) }
+func (r *redacted) Error() string { return r.replacer.Replace(r.err.Error()) }
 func (r *redacted) Unwrap() error { return r.err }
 
 func redact(err error, tgt *target) error {
 	if err == nil || !connectors.HoldsSecret(tgt.endpoint) {
 		return err
 	}
-	return &redacted{err: err, old: tgt.endpoint, new: connectors.ShownURL(tgt.endpoint)}
+	shown := connectors.ShownURL(tgt.endpoint)
+	quote := func(s string) string { q := strconv.Quote(s); return q[1 : len(q)-1] }
+	return &redacted{err: err, replacer: strings.NewReplacer(tgt.endpoint, shown, quote(tgt.endpoint), quote(shown))}
 }

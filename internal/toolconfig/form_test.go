@@ -112,3 +112,26 @@ func TestSealedAndMasked(t *testing.T) {
 		}
 	}
 }
+
+// A URL an older build stored plain, with a key in its path, is sealed the
+// next time any step writes the configuration.
+func TestReseal(t *testing.T) {
+	steps := []catalog.Step{
+		{ID: "base", Fields: []catalog.Field{{Name: "base_url", Type: catalog.FieldURL}}},
+		{ID: "auth", Fields: []catalog.Field{{Name: "auth_type", Type: catalog.FieldEnum, Options: []string{"none"}}}},
+	}
+	keyed := "https://api.example.com/s/Zk3q9v0aTr51xW8yQe/v1"
+	plain := map[string]any{"base_url": keyed, "auth_type": "none", "other": "x"}
+	secret := map[string]any{}
+	reseal(steps, plain, secret)
+	if _, ok := plain["base_url"]; ok || secret["base_url"] != keyed {
+		t.Errorf("plain %v, secret %v: the keyed URL is not sealed", plain, secret)
+	}
+	if plain["auth_type"] != "none" || plain["other"] != "x" {
+		t.Errorf("plain %v: what needs no sealing moved", plain)
+	}
+	plain, secret = map[string]any{"base_url": "https://api.example.com/v1"}, map[string]any{}
+	if reseal(steps, plain, secret); len(secret) != 0 {
+		t.Errorf("a URL with nothing to hide was sealed: %v", secret)
+	}
+}

@@ -240,6 +240,7 @@ func (s *Service) Provide(ctx context.Context, accountID, id int64, answers map[
 	if err != nil {
 		return nil, err
 	}
+	reseal(toolSteps, plain, secret)
 	for _, f := range step.Fields {
 		delete(plain, f.Name)
 		delete(secret, f.Name)
@@ -428,4 +429,20 @@ func (s *Service) stepView(ctx context.Context, t *store.Tool, e *catalog.Entry)
 		}
 	}
 	return sv
+}
+
+// reseal moves into secret each plain value that is now stored sealed
+// (sealed): a URL an older build kept in the plain configuration, with a
+// key in its path, is sealed once the tool's configuration is next written,
+// not only if its own step is answered again.
+func reseal(steps []catalog.Step, plain, secret map[string]any) {
+	for i := range steps {
+		for j := range steps[i].Fields {
+			f := &steps[i].Fields[j]
+			if v, ok := plain[f.Name]; ok && sealed(f, v) {
+				secret[f.Name] = v
+				delete(plain, f.Name)
+			}
+		}
+	}
 }

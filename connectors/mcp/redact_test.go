@@ -1,0 +1,39 @@
+package mcp
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"net/url"
+	"strings"
+	"testing"
+)
+
+// An error naming the tool's endpoint shows it as connectors.ShownURL does,
+// whether the endpoint is written out plainly or quoted, as a *url.Error
+// quotes it, and keeps its chain.
+func TestRedactHidesTheEndpoint(t *testing.T) {
+	for _, endpoint := range []string{
+		"https://h.example/mcp?key=Zk3q9v0aTr51",
+		`https://h.example/mcp?key=Zk3"q9v0aTr51`,
+		"https://h.example/api/mcp/s/Zk3q9v0aTr51xW8yQe/mcp",
+	} {
+		tgt := &target{endpoint: endpoint}
+		for _, err := range []error{
+			&url.Error{Op: "Post", URL: endpoint, Err: io.EOF},
+			fmt.Errorf("sending %q to %s: %w", "initialize", endpoint, io.EOF),
+		} {
+			got := redact(err, tgt)
+			if msg := got.Error(); strings.Contains(msg, "Zk3") {
+				t.Errorf("redact(%v) reads %q", err, msg)
+			}
+			if !errors.Is(got, io.EOF) {
+				t.Errorf("redact(%v) lost its chain", err)
+			}
+		}
+	}
+	plain := errors.New("no endpoint here")
+	if got := redact(plain, &target{endpoint: "https://h.example/mcp"}); got != plain {
+		t.Errorf("an endpoint with nothing to hide: got %v, want the error as it was", got)
+	}
+}
