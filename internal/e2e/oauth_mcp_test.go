@@ -8,6 +8,9 @@ package e2e
 
 import (
 	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
 	"net/url"
 	"strings"
 	"testing"
@@ -144,4 +147,50 @@ func TestOAuthDiscoveredServerWithKeyInURL(t *testing.T) {
 	view := srv.Do("GET", fmt.Sprintf("/api/v1/agents/custom-tools/%d/", id), nil)
 	oaNoSecrets(t, "provide-config, view, call and logs", string(r.Body)+string(view.Body)+string(call.Body)+srv.LogText(), []string{key})
 	oaNoSecrets(t, "the plain config column", config, []string{key})
+}
+
+// A key in the URL's path of a server that asks for OAuth is the resource
+// Quiver names to the authorization server (its metadata naming none), so
+// the authorization link shown to the tool's owner carries it; the stored
+// provider keeps it sealed, and once the tool is connected no view, call
+// or log line shows it.
+func TestOAuthDiscoveredServerWithKeyInPath(t *testing.T) {
+	const key = "Zk3q9v0aTr51xW8yQeSECRET"
+	p := oaStartProvider(t)
+	counter := mcptest.Start(t, mcptest.Counter, mcptest.Options{
+		ResourceMetadata: p.URL + "/.well-known/oauth-protected-resource", Authorize: p.valid})
+	p.mcpURL = "" // its metadata names no resource
+	// A gateway that takes the key as a path segment: /api/mcp/s/<key>/mcp
+	// reaches the server's /mcp.
+	target, _ := url.Parse(strings.TrimSuffix(counter.URL, "/mcp"))
+	gateway := httptest.NewServer(http.StripPrefix("/api/mcp/s/"+key, httputil.NewSingleHostReverseProxy(target)))
+	t.Cleanup(gateway.Close)
+	serverURL := gateway.URL + "/api/mcp/s/" + key + "/mcp"
+
+	srv := testserver.Start(t, testserver.Options{Postgres: true})
+	id, _ := oaCreate(t, srv, srv.Key, "custom-mcp")
+	r := srv.Do("POST", fmt.Sprintf("/api/v1/agents/custom-tools/%d/provide-config/", id),
+		map[string]any{"user_response": map[string]any{"url": serverURL}})
+	if r.Status != 200 {
+		t.Fatalf("provide-config: %d %s", r.Status, r.Body)
+	}
+	step, _ := r.JSON()["next_configuration_step"].(map[string]any)
+	authURL := oaAuthURL(t, step)
+	if u, _ := url.Parse(authURL); u.Query().Get("resource") != serverURL {
+		t.Errorf("resource = %q, want the server's URL", u.Query().Get("resource"))
+	}
+	config, _ := storedTool(t, srv.DatabaseURL, id)
+	oaNoSecrets(t, "the plain config column", config, []string{key})
+	if status, body := oaCallback(t, srv, oaAuthorize(t, authURL)); status != 200 {
+		t.Fatalf("callback: %d %s", status, body)
+	}
+	call := oaCall(t, srv, id, "read_count")
+	if call.Status != 200 {
+		t.Fatalf("call: %d %s", call.Status, call.Body)
+	}
+	view := srv.Do("GET", fmt.Sprintf("/api/v1/agents/custom-tools/%d/", id), nil)
+	list := srv.Do("GET", "/api/v1/agents/custom-tools/", nil)
+	oaNoSecrets(t, "view, list, call and logs", string(view.Body)+string(list.Body)+string(call.Body)+srv.LogText(), []string{key})
+	config, _ = storedTool(t, srv.DatabaseURL, id)
+	oaNoSecrets(t, "the plain config column once connected", config, []string{key})
 }

@@ -22,6 +22,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/quiverhq/quiver/connectors"
 	"github.com/quiverhq/quiver/connectors/mcp"
 	"github.com/quiverhq/quiver/internal/toolconfig"
 )
@@ -104,14 +105,20 @@ func (f *Flow) discover(ctx context.Context, metadataURL, scope, serverURL strin
 	if resource == "" {
 		// The server's URL without its query (RFC 8707: a resource should
 		// have none), which may hold a key the tool's configuration keeps
-		// sealed: the resource goes in plain to the authorization server,
-		// the authorization link and the stored provider.
+		// sealed.
 		resource, _, _ = strings.Cut(serverURL, "?")
 		resource, _, _ = strings.Cut(resource, "#")
 	}
 	d := &toolconfig.DiscoveredOAuth{
 		Issuer: firstNonEmpty(sm.Issuer, issuer), AuthorizationURL: sm.AuthorizationEndpoint, TokenURL: sm.TokenEndpoint,
 		Scopes: scopes, Resource: resource, ClientID: reg.ClientID, AuthMethod: reg.AuthMethod,
+	}
+	if connectors.HoldsSecret(resource) {
+		// A token in the server's path (or a resource the metadata names
+		// with one): stored sealed, as the tool's url is. It still goes to
+		// the authorization server, which must know what the token is for,
+		// and so is in the authorization link shown to the tool's owner.
+		d.Resource, d.ResourceSealed = "", f.opts.Box.Seal([]byte(resource))
 	}
 	if reg.ClientSecret != "" {
 		d.ClientSecret = f.opts.Box.Seal([]byte(reg.ClientSecret))

@@ -166,10 +166,18 @@ func (f *Flow) provider(t *store.Tool, e *catalog.Entry) (*provider, error) {
 			ClientID: d.ClientID, ClientSecret: secret, Scopes: d.Scopes, RedirectURL: f.RedirectURL(),
 			Endpoint: oauth2.Endpoint{AuthURL: d.AuthorizationURL, TokenURL: d.TokenURL, AuthStyle: style},
 		}}
-		if d.Resource != "" {
+		resource := d.Resource
+		if d.ResourceSealed != "" {
+			b, err := f.opts.Box.Open(d.ResourceSealed)
+			if err != nil {
+				return nil, errors.New("oauth: the discovered resource cannot be opened")
+			}
+			resource = string(b)
+		}
+		if resource != "" {
 			// RFC 8707: name the resource the token is for.
-			p.authParams = append(p.authParams, oauth2.SetAuthURLParam("resource", d.Resource))
-			p.tokenParams = append(p.tokenParams, oauth2.SetAuthURLParam("resource", d.Resource))
+			p.authParams = append(p.authParams, oauth2.SetAuthURLParam("resource", resource))
+			p.tokenParams = append(p.tokenParams, oauth2.SetAuthURLParam("resource", resource))
 		}
 		return p, nil
 	}

@@ -31,7 +31,11 @@ type DiscoveredOAuth struct {
 	Scopes           []string `json:"scopes,omitempty"`
 	// Resource is the protected resource (RFC 8707 resource indicator).
 	Resource string `json:"resource,omitempty"`
-	ClientID string `json:"client_id"`
+	// ResourceSealed is Resource sealed with the server's box, in its place,
+	// when it holds what may be a key (connectors.HoldsSecret: the server's
+	// URL with a token in its path), as the tool's url then is.
+	ResourceSealed string `json:"resource_sealed,omitempty"`
+	ClientID       string `json:"client_id"`
 	// ClientSecret is sealed with the server's box; empty for a public client.
 	ClientSecret string `json:"client_secret_sealed,omitempty"`
 	// AuthMethod is how the client authenticates at the token endpoint:
