@@ -387,8 +387,7 @@ func readOnlyAction(a *connectors.Action) bool {
 // readOnlyRecord is readOnlyAction as a key's row and cached outcome
 // record it.
 func readOnlyRecord(a *connectors.Action) *bool {
-	ro := readOnlyAction(a)
-	return &ro
+	return replaycache.Flag(readOnlyAction(a))
 }
 
 // run resolves, checks, reserves, dispatches and records.

@@ -22,7 +22,7 @@ package mcpserver
 //	calls.Engine.Call: the stored answer if the arguments are the same,
 //	idempotency_key_reused if not, request_in_progress or
 //	tool_outcome_unknown as over REST; a read-only API key gets what REST
-//	gives it (the engine replays a stored outcome before refusing it).
+//	gives it (forbidden for a key whose action was not read-only).
 //
 // Nothing new is run from here that REST would not run: the call carries the
 // key, and the engine reserves a key it has no row for only after finding the

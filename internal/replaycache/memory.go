@@ -131,8 +131,7 @@ func (m *Memory) putLocked(k memKey, e *Entry, expires, now time.Time) {
 	cp.Body = bytes.Clone(e.Body)
 	cp.Fingerprint = bytes.Clone(e.Fingerprint)
 	if e.ReadOnly != nil {
-		ro := *e.ReadOnly
-		cp.ReadOnly = &ro
+		cp.ReadOnly = Flag(*e.ReadOnly)
 	}
 	m.outcomes[k] = memOutcome{e: &cp, expires: expires}
 	m.bytes += len(cp.Body)

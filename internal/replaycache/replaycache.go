@@ -64,6 +64,17 @@ const MaxBody = 1 << 20
 
 var errCorrupt = errors.New("replaycache: corrupt entry")
 
+var flagTrue, flagFalse = true, false
+
+// Flag returns a pointer to b for an Entry's ReadOnly, shared by every
+// entry (none is written through), so that recording it allocates nothing.
+func Flag(b bool) *bool {
+	if b {
+		return &flagTrue
+	}
+	return &flagFalse
+}
+
 // Values of the read-only byte of an encoded entry.
 const (
 	readOnlyUnknown byte = 0
@@ -113,12 +124,13 @@ func decode(b []byte) (*Entry, error) {
 	}
 	e := &Entry{Fingerprint: b[:32], State: b[32]}
 	switch b[33] {
-	case readOnlyUnknown:
-	case readOnlyYes, readOnlyNo:
-		ro := b[33] == readOnlyYes
-		e.ReadOnly = &ro
+	case readOnlyYes:
+		e.ReadOnly = Flag(true)
+	case readOnlyNo:
+		e.ReadOnly = Flag(false)
 	default:
-		return nil, errCorrupt
+		// Not known: readOnlyUnknown, or a value a later build wrote. The
+		// engine then asks the key's row, rather than losing the cache.
 	}
 	return decodeRest(e, b[34:])
 }
