@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -225,8 +226,11 @@ func clip(s string) string {
 
 // redacted hides what of the endpoint may be a credential (its query, user
 // information, a token in its path: connectors.ShownURL) from an error's
-// text, keeping the error chain for errors.Is and errors.As. The endpoint
-// is replaced as written and as quoted (a *url.Error prints it with %q).
+// text, keeping the error chain for errors.Is and errors.As. It replaces
+// the text, since a wrapping error (fmt.Errorf) keeps its message as
+// rendered: the endpoint as written and as quoted, and the URL of a
+// *url.Error in the chain, which net/http's client names after following a
+// redirect (/mcp?key=… to /mcp/?key=…).
 type redacted struct {
 	err      error
 	replacer *strings.Replacer
@@ -236,10 +240,22 @@ func (r *redacted) Error() string { return r.replacer.Replace(r.err.Error()) }
 func (r *redacted) Unwrap() error { return r.err }
 
 func redact(err error, tgt *target) error {
-	if err == nil || !connectors.HoldsSecret(tgt.endpoint) {
+	if err == nil {
 		return err
 	}
-	shown := connectors.ShownURL(tgt.endpoint)
-	quote := func(s string) string { q := strconv.Quote(s); return q[1 : len(q)-1] }
-	return &redacted{err: err, replacer: strings.NewReplacer(tgt.endpoint, shown, quote(tgt.endpoint), quote(shown))}
+	var pairs []string
+	hide := func(u string) {
+		if connectors.HoldsSecret(u) {
+			shown := connectors.ShownURL(u)
+			pairs = append(pairs, strconv.Quote(u), strconv.Quote(shown), u, shown)
+		}
+	}
+	if ue, ok := errors.AsType[*url.Error](err); ok && ue.URL != tgt.endpoint {
+		hide(ue.URL)
+	}
+	hide(tgt.endpoint)
+	if pairs == nil {
+		return err
+	}
+	return &redacted{err: err, replacer: strings.NewReplacer(pairs...)}
 }

@@ -21,6 +21,8 @@ func TestRedactHidesTheEndpoint(t *testing.T) {
 		tgt := &target{endpoint: endpoint}
 		for _, err := range []error{
 			&url.Error{Op: "Post", URL: endpoint, Err: io.EOF},
+			// The URL a redirect led to, which is not the endpoint.
+			fmt.Errorf("sending %q: %w", "initialize", &url.Error{Op: "Post", URL: strings.Replace(endpoint, "/mcp", "/mcp/", 1), Err: io.EOF}),
 			fmt.Errorf("sending %q to %s: %w", "initialize", endpoint, io.EOF),
 		} {
 			got := redact(err, tgt)

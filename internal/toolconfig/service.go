@@ -440,7 +440,9 @@ func reseal(steps []catalog.Step, plain, secret map[string]any) {
 		for j := range steps[i].Fields {
 			f := &steps[i].Fields[j]
 			if v, ok := plain[f.Name]; ok && sealed(f, v) {
-				secret[f.Name] = v
+				if _, both := secret[f.Name]; !both { // the secret value wins, as in flatten
+					secret[f.Name] = v
+				}
 				delete(plain, f.Name)
 			}
 		}
