@@ -311,8 +311,24 @@ func (a *App) HTTPServer() *httpserver.Server {
 	return httpserver.New(a.Handler(), &httpserver.Options{ErrorBody: api.RefusalBody, OnRefusal: a.API.Refused, Logger: a.Logger})
 }
 
-// RunBackground runs the sweeper, purge and call log writer until ctx ends.
-func (a *App) RunBackground(ctx context.Context) { a.Engine.Run(ctx) }
+// RunBackground runs the sweeper, purge and call log writer until ctx ends,
+// and, once at start, seals what an older build stored plain
+// (toolconfig.Service.ResealStored).
+func (a *App) RunBackground(ctx context.Context) {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		n, err := a.Tools.ResealStored(ctx, a.Store)
+		switch {
+		case err != nil && ctx.Err() == nil:
+			a.Logger.Warn("sealing tool URLs an older build stored plain stopped; it runs again at the next start", "sealed", n, "error", err)
+		case n > 0:
+			a.Logger.Info("sealed tool URLs an older build stored plain", "tools", n)
+		}
+	}()
+	a.Engine.Run(ctx)
+	<-done
+}
 
 // Serve listens on cfg.Addr until ctx ends, then shuts down gracefully:
 // in-flight calls finish and are recorded. ready, if set, runs once the

@@ -126,3 +126,30 @@ func (s *Store) ExistingToolIDs(ctx context.Context, accountID int64, ids []int6
 	}
 	return m, nil
 }
+
+// ToolsWithPlainURLs returns up to limit tools of any account, after afterID
+// in ID order, whose plain configuration holds a URL: what
+// toolconfig.Service.ResealStored looks through.
+func (s *Store) ToolsWithPlainURLs(ctx context.Context, afterID int64, limit int) ([]Tool, error) {
+	var ts []Tool
+	err := s.db.WithContext(ctx).Where("id > ? AND config LIKE ?", afterID, "%://%").Order("id").Limit(limit).Find(&ts).Error
+	return ts, interpret(err)
+}
+
+// ResealTool writes t's config and secrets if the row is still at the
+// version the caller read, and bumps the version; its state and updated_at
+// stay, since what it stores is unchanged. It returns ErrConflict when
+// someone else changed the row.
+func (s *Store) ResealTool(ctx context.Context, t *Tool, wantVersion int64) error {
+	res := s.db.WithContext(ctx).Model(&Tool{}).
+		Where("id = ? AND account_id = ? AND version = ?", t.ID, t.AccountID, wantVersion).
+		Updates(map[string]any{"config": t.Config, "secrets": t.Secrets, "version": gorm.Expr("version + 1")})
+	if res.Error != nil {
+		return interpretWrite(res.Error)
+	}
+	if res.RowsAffected == 0 {
+		return ErrConflict
+	}
+	t.Version = wantVersion + 1
+	return nil
+}
