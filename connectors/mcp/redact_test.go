@@ -34,6 +34,26 @@ func TestRedactHidesTheEndpoint(t *testing.T) {
 			}
 		}
 	}
+	// A redirect's URL that is a prefix of the endpoint does not leave the
+	// rest of the endpoint's key shown; every *url.Error of a joined error
+	// is hidden; a key quoted inside a longer quoted string is too.
+	endpoint := "https://h.example/mcp?key=Zk3q9v0aTr51LEAKTAIL"
+	tgt := &target{endpoint: endpoint}
+	for _, err := range []error{
+		fmt.Errorf("%w; then %s", &url.Error{Op: "Post", URL: "https://h.example/mcp?key=Zk3q9v0aTr51", Err: io.EOF}, endpoint),
+		errors.Join(&url.Error{Op: "Post", URL: "https://h.example/a/?key=Zk3q9v0aTr51", Err: io.EOF},
+			&url.Error{Op: "Post", URL: "https://h.example/b/?key=Zk3q9v0aTr51", Err: io.EOF}),
+	} {
+		if msg := redact(err, tgt).Error(); strings.Contains(msg, "Zk3") || strings.Contains(msg, "LEAKTAIL") {
+			t.Errorf("redact(%v) reads %q", err, msg)
+		}
+	}
+	quoted := `https://h.example/mcp?key=Zk3"q9LEAKTAIL`
+	body := fmt.Errorf("the server answered %s", fmt.Sprintf(`{"detail":%q}`, "bad url "+quoted))
+	if msg := redact(body, &target{endpoint: quoted}).Error(); strings.Contains(msg, "LEAKTAIL") {
+		t.Errorf("a quoted key inside a longer string: %q", msg)
+	}
+
 	plain := errors.New("no endpoint here")
 	if got := redact(plain, &target{endpoint: "https://h.example/mcp"}); got != plain {
 		t.Errorf("an endpoint with nothing to hide: got %v, want the error as it was", got)

@@ -322,6 +322,8 @@ func (a *App) RunBackground(ctx context.Context) {
 		switch {
 		case err != nil && ctx.Err() == nil:
 			a.Logger.Warn("sealing tool URLs an older build stored plain stopped; it runs again at the next start", "sealed", n, "error", err)
+		case err != nil:
+			a.Logger.Debug("sealing tool URLs an older build stored plain stopped with the server", "sealed", n)
 		case n > 0:
 			a.Logger.Info("sealed tool URLs an older build stored plain", "tools", n)
 		}

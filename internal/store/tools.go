@@ -137,19 +137,20 @@ func (s *Store) ToolsWithPlainURLs(ctx context.Context, afterID int64, limit int
 }
 
 // ResealTool writes t's config and secrets if the row is still at the
-// version the caller read, and bumps the version; its state and updated_at
-// stay, since what it stores is unchanged. It returns ErrConflict when
-// someone else changed the row.
+// version the caller read. The version, state and updated_at stay: what the
+// row means is unchanged, and a writer that read it before (a token refresh
+// waiting on its provider, an OAuth callback exchanging its code) must not
+// fail for it; such a writer puts its own copy back, sealed again at the
+// next start. It returns ErrConflict when someone else changed the row.
 func (s *Store) ResealTool(ctx context.Context, t *Tool, wantVersion int64) error {
 	res := s.db.WithContext(ctx).Model(&Tool{}).
 		Where("id = ? AND account_id = ? AND version = ?", t.ID, t.AccountID, wantVersion).
-		Updates(map[string]any{"config": t.Config, "secrets": t.Secrets, "version": gorm.Expr("version + 1")})
+		UpdateColumns(map[string]any{"config": t.Config, "secrets": t.Secrets}) // not Updates, which sets updated_at
 	if res.Error != nil {
 		return interpretWrite(res.Error)
 	}
 	if res.RowsAffected == 0 {
 		return ErrConflict
 	}
-	t.Version = wantVersion + 1
 	return nil
 }

@@ -30,9 +30,9 @@ const resealBatch = 200
 // ResealStored seals, in every account's tools, what an older build left in
 // the plain configuration and this build seals, and returns how many tools
 // it changed. Every replica runs it at start: each write is conditional on
-// the version it read (a tool changed meanwhile is read again), so replicas
-// and requests racing it lose nothing, and a tool already sealed is left
-// alone.
+// the version it read (a tool changed meanwhile is read again) and leaves
+// the version as it was, so neither replicas nor requests racing it lose
+// anything, and a tool already sealed is left alone.
 func (s *Service) ResealStored(ctx context.Context, st ResealStore) (int, error) {
 	n := 0
 	for after := int64(0); ; {
