@@ -194,3 +194,32 @@ func TestOAuthDiscoveredServerWithKeyInPath(t *testing.T) {
 	config, _ = storedTool(t, srv.DatabaseURL, id)
 	oaNoSecrets(t, "the plain config column once connected", config, []string{key})
 }
+
+// A refresh of a discovered provider's token names the resource, as the
+// authorization and the code exchange do: the MCP authorization spec asks
+// for it on every token request, and a provider that binds tokens to it
+// would otherwise refresh a token the server refuses.
+func TestOAuthDiscoveredRefreshNamesTheResource(t *testing.T) {
+	p := oaStartProvider(t)
+	counter := mcptest.Start(t, mcptest.Counter, mcptest.Options{
+		ResourceMetadata: p.URL + "/.well-known/oauth-protected-resource", Authorize: p.valid})
+	p.mcpURL = counter.URL
+	srv := testserver.Start(t, testserver.Options{})
+	id, _ := oaCreate(t, srv, srv.Key, "custom-mcp")
+	r := srv.Do("POST", fmt.Sprintf("/api/v1/agents/custom-tools/%d/provide-config/", id),
+		map[string]any{"user_response": map[string]any{"url": counter.URL}})
+	step, _ := r.JSON()["next_configuration_step"].(map[string]any)
+	if status, body := oaCallback(t, srv, oaAuthorize(t, oaAuthURL(t, step))); status != 200 {
+		t.Fatalf("callback: %d %s", status, body)
+	}
+	p.revokeAccess() // the server refuses the token: one refresh
+	if r := oaCall(t, srv, id, "read_count"); r.Status != 200 {
+		t.Fatalf("call with a refused token: %d %s", r.Status, r.Body)
+	}
+	p.mu.Lock()
+	got := append([]string(nil), p.refreshResources...)
+	p.mu.Unlock()
+	if len(got) != 1 || got[0] != counter.URL {
+		t.Errorf("refreshes named the resources %q, want one naming %s", got, counter.URL)
+	}
+}

@@ -43,6 +43,8 @@ type oaProvider struct {
 
 	refreshes     atomic.Int64
 	registrations atomic.Int64
+	// refreshResources is the resource parameter of each refresh granted.
+	refreshResources []string
 	// refreshFails, when set, is the HTTP status refresh requests get
 	// (an outage at the provider), with error server_error, after
 	// refreshDelay; failedRefreshes counts them.
@@ -202,6 +204,7 @@ func (p *oaProvider) token(w http.ResponseWriter, r *http.Request) {
 		}
 		delete(p.refresh, rt) // rotating: a refresh token works once
 		p.refreshes.Add(1)
+		p.refreshResources = append(p.refreshResources, r.PostForm.Get("resource"))
 		ttl = p.nextTTL
 	default:
 		oaTokenError(w, "unsupported_grant_type")

@@ -144,6 +144,9 @@ type provider struct {
 	cfg         oauth2.Config
 	authParams  []oauth2.AuthCodeOption
 	tokenParams []oauth2.AuthCodeOption
+	// resource is the RFC 8707 resource a discovered provider's tokens are
+	// for, or "": every token request names it, a refresh's too.
+	resource string
 }
 
 // provider returns the OAuth provider of a tool: discovered for it, or its
@@ -178,6 +181,7 @@ func (f *Flow) provider(t *store.Tool, e *catalog.Entry) (*provider, error) {
 			// RFC 8707: name the resource the token is for.
 			p.authParams = append(p.authParams, oauth2.SetAuthURLParam("resource", resource))
 			p.tokenParams = append(p.tokenParams, oauth2.SetAuthURLParam("resource", resource))
+			p.resource = resource
 		}
 		return p, nil
 	}

@@ -87,7 +87,7 @@ func (f *Flow) Refresh(ctx context.Context, accountID, id int64, stale string) (
 		if err != nil {
 			return err
 		}
-		nt, err := p.cfg.TokenSource(f.clientCtx(ctx), &oauth2.Token{RefreshToken: tok.RefreshToken, Expiry: time.Unix(1, 0)}).Token()
+		nt, err := p.cfg.TokenSource(f.refreshCtx(ctx, p), &oauth2.Token{RefreshToken: tok.RefreshToken, Expiry: time.Unix(1, 0)}).Token()
 		if err != nil {
 			var re *oauth2.RetrieveError
 			if !errors.As(err, &re) || re.ErrorCode != "invalid_grant" {
