@@ -55,9 +55,9 @@ func maybeSent(err error) *Error {
 // Only an *http.Transport is known to report to the trace: with any other
 // RoundTripper, Send classifies as HTTPFailure does.
 //
-// The error shows the URL as ShownURL does, never what of its query, user
-// information or path may carry a credential or a call's arguments: it ends
-// up in logs.
+// The error shows the URL as ShownURL does (HideURLs), never what of its
+// query, user information or path may carry a credential or a call's
+// arguments: it ends up in logs.
 //
 // A request Send is given goes out at most once (SentOnce).
 func Send(client *http.Client, req *http.Request) (*http.Response, error) {
@@ -65,7 +65,7 @@ func Send(client *http.Client, req *http.Request) (*http.Response, error) {
 	if !reportsTrace(client) {
 		resp, err := client.Do(req)
 		if err != nil {
-			return nil, HTTPFailure(redactURL(err))
+			return nil, HTTPFailure(HideURLs(err))
 		}
 		return resp, nil
 	}
@@ -75,7 +75,7 @@ func Send(client *http.Client, req *http.Request) (*http.Response, error) {
 		GotConn: func(httptrace.GotConnInfo) { gotConn.Store(true) },
 	}
 	resp, err := client.Do(req.WithContext(httptrace.WithClientTrace(req.Context(), trace)))
-	err = redactURL(err)
+	err = HideURLs(err)
 	switch {
 	case err == nil:
 		return resp, nil
@@ -134,15 +134,6 @@ func SentOnce(req *http.Request) *http.Request {
 		return req // not replayable as it is
 	}
 	return out
-}
-
-// redactURL rewrites the URL in a *url.Error (net/http's client wraps every
-// error in one) as ShownURL shows it.
-func redactURL(err error) error {
-	if ue, ok := errors.AsType[*url.Error](err); ok {
-		ue.URL = ShownURL(ue.URL)
-	}
-	return err
 }
 
 // reportsTrace reports whether client's transport is an *http.Transport,

@@ -16,10 +16,10 @@ var _ connectors.Verifier = (*Connector)(nil)
 
 // Verify checks the step being answered. At the base_url step (the one
 // without auth_type, which has a default and so is always among the auth
-// step's answers) it refuses a URL that carries user information, since the
-// auth step is where credentials go, and one whose host the egress guard would refuse: a
-// literal private address, or a name that resolves now only to such
-// addresses. A name that does not resolve is accepted: the calls report it.
+// step's answers) it refuses a URL that carries user information, since
+// the auth step is where credentials go, and one whose host the egress
+// guard would refuse: a literal private address, or a name that resolves
+// now only to such addresses. A name that does not resolve is accepted: the calls report it.
 // At the auth step it refuses what authenticate would refuse on every call,
 // without reaching the network: a base URL says nothing about where its
 // credentials could be tried. Either way such a configuration is corrected

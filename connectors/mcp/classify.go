@@ -6,9 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
-	"net/url"
-	"sort"
-	"strconv"
 	"strings"
 	"time"
 
@@ -225,75 +222,7 @@ func clip(s string) string {
 	return s
 }
 
-// redacted hides what of the endpoint may be a credential (its query, user
-// information, a token in its path: connectors.ShownURL) from an error's
-// text, keeping the error chain for errors.Is and errors.As. It replaces
-// the text, since a wrapping error (fmt.Errorf) keeps its message as
-// rendered: the endpoint as written and as quoted, and the URL of a
-// *url.Error in the chain, which net/http's client names after following a
-// redirect (/mcp?key=… to /mcp/?key=…).
-type redacted struct {
-	err      error
-	replacer *strings.Replacer
-}
-
-func (r *redacted) Error() string { return r.replacer.Replace(r.err.Error()) }
-func (r *redacted) Unwrap() error { return r.err }
-
-func redact(err error, tgt *target) error {
-	if err == nil {
-		return err
-	}
-	var pairs [][2]string
-	hide := func(u string) {
-		if connectors.HoldsSecret(u) {
-			shown := connectors.ShownURL(u)
-			// As quoted (%q, JSON), without the quotes: it also matches
-			// inside a longer quoted string.
-			q, qs := strconv.Quote(u), strconv.Quote(shown)
-			pairs = append(pairs, [2]string{q[1 : len(q)-1], qs[1 : len(qs)-1]}, [2]string{u, shown})
-		}
-	}
-	hide(tgt.endpoint)
-	for _, u := range urlErrors(err) {
-		if u != tgt.endpoint {
-			hide(u)
-		}
-	}
-	if pairs == nil {
-		return err
-	}
-	// A Replacer takes the first old string in its arguments that matches
-	// at a place, not the longest: longest first, so that a URL that is a
-	// prefix of another (a redirect that dropped part of the query) does
-	// not leave the rest of the other shown.
-	sort.SliceStable(pairs, func(i, j int) bool { return len(pairs[i][0]) > len(pairs[j][0]) })
-	flat := make([]string, 0, 2*len(pairs))
-	for _, p := range pairs {
-		flat = append(flat, p[0], p[1])
-	}
-	return &redacted{err: err, replacer: strings.NewReplacer(flat...)}
-}
-
-// urlErrors returns the URL of every *url.Error in err's tree.
-func urlErrors(err error) []string {
-	var urls []string
-	var walk func(error)
-	walk = func(err error) {
-		if ue, ok := err.(*url.Error); ok {
-			urls = append(urls, ue.URL)
-		}
-		switch u := err.(type) {
-		case interface{ Unwrap() error }:
-			if next := u.Unwrap(); next != nil {
-				walk(next)
-			}
-		case interface{ Unwrap() []error }:
-			for _, next := range u.Unwrap() {
-				walk(next)
-			}
-		}
-	}
-	walk(err)
-	return urls
-}
+// redact hides what of the tool's URL may be a credential from an error's
+// text (connectors.HideURLs): the endpoint's, and that of any URL a
+// redirect led to.
+func redact(err error, tgt *target) error { return connectors.HideURLs(err, tgt.endpoint) }

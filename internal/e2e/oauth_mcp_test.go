@@ -21,10 +21,7 @@ import (
 )
 
 func TestOAuthDiscoveredMCPServer(t *testing.T) {
-	p := oaStartProvider(t)
-	counter := mcptest.Start(t, mcptest.Counter, mcptest.Options{
-		ResourceMetadata: p.URL + "/.well-known/oauth-protected-resource", Authorize: p.valid})
-	p.mcpURL = counter.URL
+	p, counter := oaDiscoveredServer(t, true)
 	srv := testserver.Start(t, testserver.Options{})
 
 	id, _ := oaCreate(t, srv, srv.Key, "custom-mcp")
@@ -120,10 +117,7 @@ func TestOAuthRefusedTokenWhileListingForAnAgent(t *testing.T) {
 // the stored provider holds the key, and the flow still completes.
 func TestOAuthDiscoveredServerWithKeyInURL(t *testing.T) {
 	const key = "k3y-in-an-oauth-url-0123"
-	p := oaStartProvider(t)
-	counter := mcptest.Start(t, mcptest.Counter, mcptest.Options{
-		ResourceMetadata: p.URL + "/.well-known/oauth-protected-resource", Authorize: p.valid})
-	p.mcpURL = "" // its metadata names no resource
+	_, counter := oaDiscoveredServer(t, false) // its metadata names no resource
 	srv := testserver.Start(t, testserver.Options{Postgres: true})
 	id, _ := oaCreate(t, srv, srv.Key, "custom-mcp")
 	r := srv.Do("POST", fmt.Sprintf("/api/v1/agents/custom-tools/%d/provide-config/", id),
@@ -156,10 +150,7 @@ func TestOAuthDiscoveredServerWithKeyInURL(t *testing.T) {
 // or log line shows it.
 func TestOAuthDiscoveredServerWithKeyInPath(t *testing.T) {
 	const key = "Zk3q9v0aTr51xW8yQeSECRET"
-	p := oaStartProvider(t)
-	counter := mcptest.Start(t, mcptest.Counter, mcptest.Options{
-		ResourceMetadata: p.URL + "/.well-known/oauth-protected-resource", Authorize: p.valid})
-	p.mcpURL = "" // its metadata names no resource
+	_, counter := oaDiscoveredServer(t, false) // its metadata names no resource
 	// A gateway that takes the key as a path segment: /api/mcp/s/<key>/mcp
 	// reaches the server's /mcp.
 	target, _ := url.Parse(strings.TrimSuffix(counter.URL, "/mcp"))
@@ -200,10 +191,7 @@ func TestOAuthDiscoveredServerWithKeyInPath(t *testing.T) {
 // for it on every token request, and a provider that binds tokens to it
 // would otherwise refresh a token the server refuses.
 func TestOAuthDiscoveredRefreshNamesTheResource(t *testing.T) {
-	p := oaStartProvider(t)
-	counter := mcptest.Start(t, mcptest.Counter, mcptest.Options{
-		ResourceMetadata: p.URL + "/.well-known/oauth-protected-resource", Authorize: p.valid})
-	p.mcpURL = counter.URL
+	p, counter := oaDiscoveredServer(t, true)
 	srv := testserver.Start(t, testserver.Options{})
 	id, _ := oaCreate(t, srv, srv.Key, "custom-mcp")
 	r := srv.Do("POST", fmt.Sprintf("/api/v1/agents/custom-tools/%d/provide-config/", id),
@@ -222,4 +210,18 @@ func TestOAuthDiscoveredRefreshNamesTheResource(t *testing.T) {
 	if len(got) != 1 || got[0] != counter.URL {
 		t.Errorf("refreshes named the resources %q, want one naming %s", got, counter.URL)
 	}
+}
+
+// oaDiscoveredServer starts the local OAuth provider and a Counter MCP
+// server that answers 401 pointing at the provider's protected-resource
+// metadata, which names the server as its resource when named is set.
+func oaDiscoveredServer(t *testing.T, named bool) (*oaProvider, *mcptest.Server) {
+	t.Helper()
+	p := oaStartProvider(t)
+	counter := mcptest.Start(t, mcptest.Counter, mcptest.Options{
+		ResourceMetadata: p.URL + "/.well-known/oauth-protected-resource", Authorize: p.valid})
+	if named {
+		p.mcpURL = counter.URL
+	}
+	return p, counter
 }

@@ -22,7 +22,6 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/quiverhq/quiver/connectors"
 	"github.com/quiverhq/quiver/connectors/mcp"
 	"github.com/quiverhq/quiver/internal/toolconfig"
 )
@@ -113,13 +112,11 @@ func (f *Flow) discover(ctx context.Context, metadataURL, scope, serverURL strin
 		Issuer: firstNonEmpty(sm.Issuer, issuer), AuthorizationURL: sm.AuthorizationEndpoint, TokenURL: sm.TokenEndpoint,
 		Scopes: scopes, Resource: resource, ClientID: reg.ClientID, AuthMethod: reg.AuthMethod,
 	}
-	if connectors.HoldsSecret(resource) {
-		// A token in the server's path (or a resource the metadata names
-		// with one): stored sealed, as the tool's url is. It still goes to
-		// the authorization server, which must know what the token is for,
-		// and so is in the authorization link shown to the tool's owner.
-		d.Resource, d.ResourceSealed = "", f.opts.Box.Seal([]byte(resource))
-	}
+	// A token in the server's path (or a resource the metadata names with
+	// one) is stored sealed, as the tool's url is. It still goes to the
+	// authorization server, which must know what the token is for, and so
+	// is in the authorization link shown to the tool's owner.
+	d.SealResource(f.opts.Box)
 	if reg.ClientSecret != "" {
 		d.ClientSecret = f.opts.Box.Seal([]byte(reg.ClientSecret))
 	}

@@ -169,13 +169,9 @@ func (f *Flow) provider(t *store.Tool, e *catalog.Entry) (*provider, error) {
 			ClientID: d.ClientID, ClientSecret: secret, Scopes: d.Scopes, RedirectURL: f.RedirectURL(),
 			Endpoint: oauth2.Endpoint{AuthURL: d.AuthorizationURL, TokenURL: d.TokenURL, AuthStyle: style},
 		}}
-		resource := d.Resource
-		if d.ResourceSealed != "" {
-			b, err := f.opts.Box.Open(d.ResourceSealed)
-			if err != nil {
-				return nil, errors.New("oauth: the discovered resource cannot be opened")
-			}
-			resource = string(b)
+		resource, err := d.OpenResource(f.opts.Box)
+		if err != nil {
+			return nil, err
 		}
 		if resource != "" {
 			// RFC 8707: name the resource the token is for.

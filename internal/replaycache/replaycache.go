@@ -99,14 +99,6 @@ func encode(e *Entry) []byte {
 	return appendRest(b, e)
 }
 
-// encodeLegacy is encode without the read-only byte: the layout of the
-// builds before it, which they still read (only tests write it now).
-func encodeLegacy(e *Entry) []byte {
-	b := make([]byte, 0, 46+len(e.ContentType)+len(e.CallID)+len(e.Body))
-	b = append(b, e.Fingerprint...)
-	return appendRest(append(b, e.State), e)
-}
-
 func appendRest(b []byte, e *Entry) []byte {
 	b = binary.BigEndian.AppendUint16(b, uint16(e.Status))
 	b = binary.BigEndian.AppendUint64(b, uint64(e.ExpiresAt))
@@ -135,8 +127,9 @@ func decode(b []byte) (*Entry, error) {
 	return decodeRest(e, b[34:])
 }
 
-// decodeLegacy reads what encodeLegacy wrote (an older build's entry):
-// whether its action was read-only is not known.
+// decodeLegacy reads an entry in the layout of the builds before the
+// read-only byte (encode's without it): whether its action was read-only
+// is not known.
 func decodeLegacy(b []byte) (*Entry, error) {
 	if len(b) < 33 {
 		return nil, errCorrupt

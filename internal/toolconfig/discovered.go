@@ -15,7 +15,9 @@ import (
 	"net/url"
 
 	"github.com/quiverhq/quiver/catalog"
+	"github.com/quiverhq/quiver/connectors"
 	"github.com/quiverhq/quiver/internal/problem"
+	"github.com/quiverhq/quiver/internal/secrets"
 	"github.com/quiverhq/quiver/internal/store"
 )
 
@@ -41,6 +43,30 @@ type DiscoveredOAuth struct {
 	// AuthMethod is how the client authenticates at the token endpoint:
 	// client_secret_basic, client_secret_post or none.
 	AuthMethod string `json:"token_endpoint_auth_method,omitempty"`
+}
+
+// SealResource seals d's resource in its place when it holds what may be a
+// key (connectors.HoldsSecret: the server's URL with a token in its path),
+// as the tool's url then is, and reports whether it did.
+func (d *DiscoveredOAuth) SealResource(box *secrets.Box) bool {
+	if d.Resource == "" || !connectors.HoldsSecret(d.Resource) {
+		return false
+	}
+	d.Resource, d.ResourceSealed = "", box.Seal([]byte(d.Resource))
+	return true
+}
+
+// OpenResource returns d's resource, opened if it is sealed; "" if it has
+// none.
+func (d *DiscoveredOAuth) OpenResource(box *secrets.Box) (string, error) {
+	if d.ResourceSealed == "" {
+		return d.Resource, nil
+	}
+	b, err := box.Open(d.ResourceSealed)
+	if err != nil {
+		return "", errors.New("toolconfig: the discovered resource cannot be opened")
+	}
+	return string(b), nil
 }
 
 // Discovered returns the provider discovered for a tool, if any.

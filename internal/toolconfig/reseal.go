@@ -5,7 +5,7 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/quiverhq/quiver/connectors"
+	"github.com/quiverhq/quiver/catalog"
 	"github.com/quiverhq/quiver/internal/store"
 )
 
@@ -95,8 +95,7 @@ func (s *Service) resealed(t *store.Tool) (bool, error) {
 	before := len(plain)
 	reseal(s.toolSteps(t, e), plain, secret)
 	changed := len(plain) != before
-	if d, ok := Discovered(t); ok && d.Resource != "" && connectors.HoldsSecret(d.Resource) {
-		d.Resource, d.ResourceSealed = "", s.opts.Box.Seal([]byte(d.Resource))
+	if d, ok := Discovered(t); ok && d.SealResource(s.opts.Box) {
 		plain[DiscoveredKey] = d
 		changed = true
 	}
@@ -107,4 +106,22 @@ func (s *Service) resealed(t *store.Tool) (bool, error) {
 		return false, err
 	}
 	return true, nil
+}
+
+// reseal moves into secret each plain value that is now stored sealed
+// (sealed): a URL an older build kept in the plain configuration, with a
+// key in its path, is sealed once the tool's configuration is next written,
+// not only if its own step is answered again.
+func reseal(steps []catalog.Step, plain, secret map[string]any) {
+	for i := range steps {
+		for j := range steps[i].Fields {
+			f := &steps[i].Fields[j]
+			if v, ok := plain[f.Name]; ok && sealed(f, v) {
+				if _, both := secret[f.Name]; !both { // the secret value wins, as in flatten
+					secret[f.Name] = v
+				}
+				delete(plain, f.Name)
+			}
+		}
+	}
 }

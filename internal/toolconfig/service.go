@@ -430,21 +430,3 @@ func (s *Service) stepView(ctx context.Context, t *store.Tool, e *catalog.Entry)
 	}
 	return sv
 }
-
-// reseal moves into secret each plain value that is now stored sealed
-// (sealed): a URL an older build kept in the plain configuration, with a
-// key in its path, is sealed once the tool's configuration is next written,
-// not only if its own step is answered again.
-func reseal(steps []catalog.Step, plain, secret map[string]any) {
-	for i := range steps {
-		for j := range steps[i].Fields {
-			f := &steps[i].Fields[j]
-			if v, ok := plain[f.Name]; ok && sealed(f, v) {
-				if _, both := secret[f.Name]; !both { // the secret value wins, as in flatten
-					secret[f.Name] = v
-				}
-				delete(plain, f.Name)
-			}
-		}
-	}
-}

@@ -1,37 +1,16 @@
 // SDK behaviour against a scripted fake server: retries, timeouts and errors raised before any request.
 // No Go toolchain needed; the rest of the fake-server suite is in unit.test.js.
 
-import { test, describe, beforeEach, afterEach } from "node:test";
+import { test, describe } from "node:test";
 import assert from "node:assert/strict";
 import net from "node:net";
 
 import * as quiver from "quiver-sdk";
 import { AgentClient } from "quiver-sdk";
 import { scriptedServer, freePort, trickleServer } from "../test-support/harness.js";
+import { fake, client, delays, makeClient, lastBody, useFakeServer } from "../test-support/fake-client.js";
 
-let fake;
-let client;
-let delays;
-
-function makeClient(options = {}) {
-  const c = new AgentClient({ apiKey: "k-test", baseUrl: fake.url + "/", ...options });
-  delays = [];
-  c._transport.sleep = async (ms) => {
-    delays.push(ms);
-  };
-  return c;
-}
-
-const lastBody = () => JSON.parse(fake.requests.at(-1).body);
-
-beforeEach(async () => {
-  fake = await scriptedServer();
-  client = makeClient();
-});
-
-afterEach(async () => {
-  await fake.close();
-});
+useFakeServer();
 
 describe("retries", () => {
   const OK = { call_id: "c_ok", tool: 1, action: "a", is_error: false, result: {} };

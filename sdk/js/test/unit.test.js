@@ -1,37 +1,16 @@
 // SDK behaviour against a scripted fake server: client config, encoding, error mapping, key validation.
 // No Go toolchain needed; retries and timeouts are in retries.test.js, the real server in integration.test.js.
 
-import { test, describe, beforeEach, afterEach } from "node:test";
+import { test, describe } from "node:test";
 import assert from "node:assert/strict";
 import net from "node:net";
 
 import * as quiver from "quiver-sdk";
 import { AgentClient } from "quiver-sdk";
-import { scriptedServer, freePort } from "../test-support/harness.js";
+import { freePort } from "../test-support/harness.js";
+import { fake, client, delays, makeClient, lastBody, useFakeServer } from "../test-support/fake-client.js";
 
-let fake;
-let client;
-let delays;
-
-function makeClient(options = {}) {
-  const c = new AgentClient({ apiKey: "k-test", baseUrl: fake.url + "/", ...options });
-  delays = [];
-  c._transport.sleep = async (ms) => {
-    delays.push(ms);
-  };
-  return c;
-}
-
-const lastBody = () => JSON.parse(fake.requests.at(-1).body);
-
-beforeEach(async () => {
-  fake = await scriptedServer();
-  client = makeClient();
-});
-
-afterEach(async () => {
-  await fake.close();
-});
+useFakeServer();
 
 describe("client config", () => {
   test("env fallback", async () => {
