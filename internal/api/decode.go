@@ -61,7 +61,7 @@ func (s *Server) object(c *gin.Context, allowEmpty bool) (map[string]json.RawMes
 	}
 	// What is stored is text: a lone surrogate (\ud800 without its pair) is
 	// none, and decoding would silently store U+FFFD in its place. The call
-	// endpoint, which stores no strings, takes them.
+	// engine refuses them too.
 	if calls.HasLoneSurrogate(canon) {
 		return nil, problem.New(problem.InvalidJSON, "The request body is not valid JSON text: a string holds a lone surrogate escape (\\ud800 to \\udfff without its pair).")
 	}

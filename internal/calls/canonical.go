@@ -21,15 +21,13 @@ package calls
 //   - strings that need no escaping are copied through, and for a typical
 //     body the only allocation is the returned slice.
 //
-// Why lone surrogates are kept rather than refused: they are valid JSON
-// syntax (RFC 8259 §7 allows any \uXXXX; §8.2 only warns that such strings
-// are unpredictable), and ordinary clients send them: JavaScript strings are
-// UTF-16, so an agent that cuts a string between the halves of an emoji
-// gets a lone surrogate, and JSON.stringify writes it as \udXXX (so does
-// Python's json.dumps for a str holding one). Refusing those would turn a
-// call the tool may well accept into a 400. Comparing them by code unit
-// keeps \ud800, \udbff and \ufffd three different bodies, while \uD800
-// and \ud800, which escape the same code unit, stay one body.
+// Why lone surrogates are kept rather than refused here: they are valid
+// JSON syntax (RFC 8259 §7 allows any \uXXXX; §8.2 only warns that such
+// strings are unpredictable), so the scanner keeps them, comparing them by
+// code unit (\ud800, \udbff and \ufffd are three bodies; \uD800 and
+// \ud800 one), and its callers decide: HasLoneSurrogate finds them, and the
+// call engine and the API's decoder refuse them as not text, since
+// decoding them for the tool or for storage gives U+FFFD.
 
 import (
 	"bytes"

@@ -225,6 +225,11 @@ func (e *Engine) Call(ctx context.Context, req Request) (*Response, error) {
 	if len(canon) == 0 || canon[0] != '{' {
 		return nil, problem.New(problem.InvalidJSON, "The request body must be a JSON object.")
 	}
+	// A lone surrogate is no text: the tool would get U+FFFD in its place,
+	// so the call is refused as every other endpoint refuses it.
+	if HasLoneSurrogate(canon) {
+		return nil, problem.New(problem.InvalidJSON, "The request body is not valid JSON text: a string holds a lone surrogate escape (\\ud800 to \\udfff without its pair).")
+	}
 	c := &call{e: e, req: req, b: decodeBody(members), start: start}
 	if req.HasKey {
 		c.fp, c.token = Fingerprint(canon), newToken()
