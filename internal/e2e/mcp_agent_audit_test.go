@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -14,6 +15,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/quiverhq/quiver/internal/testserver"
@@ -327,13 +329,24 @@ func TestMCPAuditErrorOrder(t *testing.T) {
 	}{
 		{"read-only key, no key", ro, roSession, `{"to":"a"}`, `{"to":"a"}`, "", "forbidden"},
 		{"read-only key, a key", ro, roSession, `{"to":"a","idempotency_key":"ro-1"}`, `{"to":"a"}`, "ro-1", "forbidden"},
-		{"array arguments, no key", srv.Key, cs, `[1]`, `[1]`, "", "idempotency_key_required"},
-		{"string arguments, no key", srv.Key, cs, `"x"`, `"x"`, "", "idempotency_key_required"},
 		{"no key", srv.Key, cs, `{"to":"a"}`, `{"to":"a"}`, "", "idempotency_key_required"},
 	} {
 		restCode := rest(c.key, c.args, c.idem)
 		if got := over(c.cs, c.mcpArgs); got != c.want || restCode != c.want {
 			t.Errorf("%s: MCP %s, REST %s, want %s", c.name, got, restCode, c.want)
+		}
+	}
+	// Arguments that are not an object fail CallToolRequest's schema: over
+	// MCP a protocol error (invalid params) before anything else, where
+	// REST, whose body has no such schema, asks for the key first.
+	for _, args := range []string{`[1]`, `"x"`} {
+		_, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "order__send", Arguments: json.RawMessage(args)})
+		var rpcErr *jsonrpc.Error
+		if !errors.As(err, &rpcErr) || rpcErr.Code != jsonrpc.CodeInvalidParams {
+			t.Errorf("arguments %s over MCP: %v, want invalid params", args, err)
+		}
+		if got := rest(srv.Key, args, ""); got != "idempotency_key_required" {
+			t.Errorf("arguments %s over REST: %s", args, got)
 		}
 	}
 	if runs := up.ran(); len(runs) != 0 {

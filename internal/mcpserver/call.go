@@ -72,8 +72,9 @@ type invoker func(ctx context.Context, args json.RawMessage) (*calls.Response, e
 // limit, duplicate members, the tool and action, a read-only API key, a
 // missing key, the arguments' shape) is the engine's to judge, in its
 // order, so a call gets the code REST gives the same call. Arguments the
-// key cannot be taken from (not an object, or the key twice) go on whole
-// and keyless, for the engine to refuse.
+// key cannot be taken from (the key twice; not an object, which screen
+// refuses before a call gets here) go on whole and keyless, for the engine
+// to refuse.
 func (s *Server) invoke(account, toolID int64, action, key string) invoker {
 	act, _ := json.Marshal(action)
 	prefix := []byte(`{"tool":` + strconv.FormatInt(toolID, 10) + `,"action":` + string(act) + `,"arguments":`)

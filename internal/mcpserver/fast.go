@@ -206,8 +206,8 @@ func parseCall(body []byte, version string) (*fastRequest, bool) {
 		return nil, false
 	}
 	name, ok := plainString(params.name)
-	if !ok {
-		return nil, false
+	if !ok || (params.arguments != nil && params.arguments[0] != '{' && string(params.arguments) != "null") {
+		return nil, false // arguments not an object: screen's -32602
 	}
 	req := &fastRequest{id: id, name: name, arguments: params.arguments}
 	var meta map[string]json.RawMessage

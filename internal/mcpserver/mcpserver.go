@@ -32,8 +32,11 @@
 // A plain tools/call, the hot path, skips the SDK's stateless machinery
 // (a session per request and several JSON decodes of the same body): fast.go
 // answers it with exactly the bytes the SDK would, and hands everything else
-// (initialize, tools/list, notifications, batches, anything unusual) to the
-// SDK.
+// (initialize, tools/list, notifications, batches, anything unusual) on.
+// What it hands on is screened first (gate.go): JSON-RPC's own errors for
+// what the SDK would answer in plain text or get wrong (an unknown method,
+// an ID it cannot give back, text after the message, a member given twice),
+// and the rest goes to the SDK as it came.
 //
 // # Tool lists
 //
@@ -84,7 +87,9 @@
 // the API checks the header; everything else is the engine's to judge, so a
 // call is refused with the code REST gives the same call (a duplicate
 // member is invalid_json, a read-only API key forbidden before a missing
-// key). Every engine error becomes a tool error (isError true) whose text is
+// key); only arguments that are not an object, which fail CallToolRequest's
+// schema, are a protocol error (invalid params) before the engine sees
+// them. Every engine error becomes a tool error (isError true) whose text is
 // the REST API's envelope, {"error": code, "message": …}, with retry_after
 // where REST sets Retry-After.
 package mcpserver
@@ -261,7 +266,11 @@ func (s *Server) serve(c *gin.Context) {
 	if body != nil && s.fastCall(c.Writer, c.Request, ts, body) {
 		return
 	}
-	s.handler.ServeHTTP(c.Writer, c.Request.WithContext(context.WithValue(ctx, serverKey{}, ts.srv)))
+	r := c.Request.WithContext(context.WithValue(ctx, serverKey{}, ts.srv))
+	if body != nil && s.screen(c.Writer, r, body) {
+		return
+	}
+	s.handler.ServeHTTP(c.Writer, r)
 }
 
 // readBody reads r's body whole, up to the body limit, and puts it back for

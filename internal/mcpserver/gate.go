@@ -1,0 +1,360 @@
+package mcpserver
+
+// Screening the requests the fast path did not take, before the SDK.
+//
+// The SDK checks every message of a POST before it handles any, and a
+// method it does not know fails the whole request with a plain-text 400:
+// no JSON-RPC error, a batch's other members unanswered, an unknown
+// notification refused. It reads a numeric ID as a float64, so a request
+// with ID 1.5 runs and is answered as ID 1, and 2^53+1 as 2^53. And it
+// decodes leniently: text after the message is ignored, and of a member
+// given twice the last one counts, so a tools/call whose name is given
+// twice runs one of them. screen answers these as JSON-RPC 2.0 and MCP ask:
+//
+//	not one JSON value, or not UTF-8                  → 400, -32700 parse error, ID null
+//	a message that is not an object; jsonrpc not      → 400, -32600 invalid request
+//	"2.0"; an ID not a string or an integer within      (ID null unless the ID was good)
+//	±2^53; a member of the envelope twice; a known
+//	method sent with an ID when it is a notification,
+//	or without one when it is not; no method, result
+//	or error
+//	a request of a method the server does not have    → 200, -32601 method not found
+//	a notification of one                             → dropped (202 if nothing is left)
+//	params missing (or null) where the method needs   → 200, -32602 invalid params
+//	them, a member of params twice, or a tools/call
+//	whose arguments are not an object
+//
+// In a batch each member is judged alone: one refused here gets its error
+// in the batch's answer, and the rest go on to the SDK, whose answers and
+// these make one array. Anything not refused here reaches the SDK exactly
+// as it came. Requests the SDK refuses for their headers (Accept,
+// Content-Type, an unknown protocol version, Last-Event-ID) are not
+// screened, so those refusals keep coming first; nor are batches where the
+// protocol version has none (2025-06-18 and later: the SDK's 400). Under
+// protocol 2026-07-28 the SDK itself answers an unknown method (-32601,
+// HTTP 404), so screen leaves those to it.
+
+import (
+	"bytes"
+	"encoding/json"
+	"net/http"
+	"strconv"
+	"unicode/utf8"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+)
+
+// methodKind says how the SDK's server takes a method.
+type methodKind uint8
+
+const (
+	notification   methodKind = 1 << iota // sent without an ID
+	paramsOptional                        // params may be left out, or null
+)
+
+// sdkMethods are the methods the SDK's server receives, and how (its
+// serverMethodInfos, mcp/server.go, v1.8.0). TestSDKMethods checks that
+// the SDK still handles each as said here; a method an SDK upgrade adds
+// gets -32601 from screen until it is listed.
+var sdkMethods = map[string]methodKind{
+	"initialize":                       0,
+	"ping":                             paramsOptional,
+	"tools/list":                       paramsOptional,
+	"tools/call":                       0,
+	"prompts/list":                     paramsOptional,
+	"prompts/get":                      0,
+	"resources/list":                   paramsOptional,
+	"resources/templates/list":         paramsOptional,
+	"resources/read":                   0,
+	"resources/subscribe":              0,
+	"resources/unsubscribe":            0,
+	"completion/complete":              0,
+	"logging/setLevel":                 0,
+	"server/discover":                  paramsOptional,
+	"subscriptions/listen":             0,
+	"notifications/initialized":        notification | paramsOptional,
+	"notifications/cancelled":          notification | paramsOptional,
+	"notifications/roots/list_changed": notification | paramsOptional,
+	"notifications/progress":           notification,
+}
+
+// maxDepth is the SDK's nesting limit (internal/json).
+const maxDepth = 1000
+
+// verdict is what screen makes of one message.
+type verdict uint8
+
+const (
+	pass   verdict = iota // for the SDK
+	drop                  // a notification nobody handles: no answer
+	refuse                // answered here
+)
+
+// judged is one message's verdict; a refusal's answer and, when the
+// message is the whole request, its HTTP status.
+type judged struct {
+	verdict verdict
+	status  int
+	answer  []byte
+}
+
+// screen answers r, whose body serve read and the fast path did not take,
+// when some of it is for screen to answer (see above), and reports whether
+// it did; otherwise r is left as it came, for the SDK.
+func (s *Server) screen(w http.ResponseWriter, r *http.Request, body []byte) bool {
+	if r.Method != http.MethodPost || len(r.Header.Values("Last-Event-ID")) > 0 ||
+		!jsonContent(r.Header.Get("Content-Type")) || !acceptsBoth(r.Header.Values("Accept")) {
+		return false
+	}
+	version := r.Header.Get(headerProtocol)
+	if !legacyVersions[version] && version != protocolStateless {
+		return false
+	}
+	start := skipSpace(body, 0)
+	if !utf8.Valid(body) || tooDeep(body, maxDepth) {
+		writeAnswer(w, http.StatusBadRequest, rpcError(nil, jsonrpc.CodeParseError, "Parse error: the body is not UTF-8 JSON nested at most 1000 deep"))
+		return true
+	}
+	if end, ok := skipValue(body, start); !ok || skipSpace(body, end) != len(body) {
+		writeAnswer(w, http.StatusBadRequest, rpcError(nil, jsonrpc.CodeParseError, "Parse error: the body is not one JSON value"))
+		return true
+	}
+	methods := version != protocolStateless // under 2026-07-28 the SDK answers unknown methods
+	if body[start] != '[' {
+		switch j := judge(body, methods); j.verdict {
+		case pass:
+			return false
+		case drop:
+			w.WriteHeader(http.StatusAccepted)
+		default:
+			writeAnswer(w, j.status, j.answer)
+		}
+		return true
+	}
+	if version != "" && version >= "2025-06-18" {
+		return false // no batches: the SDK's 400
+	}
+	return s.screenBatch(w, r, body[start:], methods)
+}
+
+// screenBatch answers a batch: its members refused here, and the others
+// through the SDK.
+func (s *Server) screenBatch(w http.ResponseWriter, r *http.Request, batch []byte, methods bool) bool {
+	elements := arrayElements(bytes.TrimSpace(batch))
+	if len(elements) == 0 {
+		writeAnswer(w, http.StatusBadRequest, rpcError(nil, jsonrpc.CodeInvalidRequest, "Invalid Request: the batch is empty"))
+		return true
+	}
+	var kept, answers [][]byte
+	for _, m := range elements {
+		switch j := judge(m, methods); j.verdict {
+		case pass:
+			kept = append(kept, m)
+		case refuse:
+			answers = append(answers, j.answer)
+		}
+	}
+	switch {
+	case len(kept) == len(elements):
+		return false // nothing for screen: the SDK has it all
+	case len(kept) == 0:
+		if len(answers) == 0 {
+			w.WriteHeader(http.StatusAccepted)
+		} else {
+			writeAnswer(w, http.StatusOK, joinArray(answers))
+		}
+		return true
+	}
+	rest := joinArray(kept)
+	r.Body, r.ContentLength = readCloser{bytes.NewReader(rest)}, int64(len(rest))
+	var got captured
+	got.h = w.Header()
+	s.handler.ServeHTTP(&got, r)
+	switch {
+	case got.status == http.StatusAccepted: // only notifications and responses went on
+		writeAnswer(w, http.StatusOK, joinArray(answers))
+	case got.status == http.StatusOK && got.body.Len() > 0 && bytes.TrimSpace(got.body.Bytes())[0] == '[':
+		writeAnswer(w, http.StatusOK, joinArray(append(arrayElements(bytes.TrimSpace(got.body.Bytes())), answers...)))
+	default: // the SDK refused the rest whole: its answer stands
+		if got.status != 0 {
+			w.WriteHeader(got.status)
+		}
+		_, _ = w.Write(got.body.Bytes())
+	}
+	return true
+}
+
+// judge screens one message, valid JSON. methods says whether an unknown
+// method is screen's to answer.
+func judge(msg []byte, methods bool) judged {
+	invalid := func(id []byte, why string) judged {
+		return judged{refuse, http.StatusBadRequest, rpcError(id, jsonrpc.CodeInvalidRequest, "Invalid Request: "+why)}
+	}
+	members, ok := objectMembers(msg)
+	if !ok {
+		return invalid(nil, "a message is a JSON object")
+	}
+	var env struct{ version, id, method, params, result, errorValue []byte }
+	slots := map[string]*[]byte{"jsonrpc": &env.version, "id": &env.id, "method": &env.method,
+		"params": &env.params, "result": &env.result, "error": &env.errorValue}
+	for _, m := range members {
+		if slot := slots[m.key]; slot != nil {
+			if *slot != nil {
+				return invalid(nil, strconv.Quote(m.key)+" is given twice")
+			}
+			*slot = msg[m.value:m.end]
+		}
+	}
+	if env.id != nil && !goodID(env.id) {
+		return invalid(nil, "an ID is a string or an integer of at most 2^53 in size")
+	}
+	id := env.id
+	if string(env.version) != `"2.0"` {
+		return invalid(id, `"jsonrpc" must be "2.0"`)
+	}
+	if env.method == nil {
+		if env.result == nil && env.errorValue == nil || id == nil {
+			return invalid(id, "a message has a method, or is a response with an ID and a result or an error")
+		}
+		return judged{verdict: pass} // a client's response
+	}
+	var method string
+	if env.method[0] != '"' || json.Unmarshal(env.method, &method) != nil {
+		return invalid(id, "the method is a string")
+	}
+	kind, known := sdkMethods[method]
+	switch {
+	case !known && id == nil:
+		if !methods {
+			return judged{verdict: pass}
+		}
+		return judged{verdict: drop}
+	case !known:
+		if !methods {
+			return judged{verdict: pass}
+		}
+		return judged{refuse, http.StatusOK, rpcError(id, jsonrpc.CodeMethodNotFound, "Method not found: "+strconv.Quote(method))}
+	case kind&notification != 0 && id != nil:
+		return invalid(id, strconv.Quote(method)+" is a notification: it has no ID")
+	case kind&notification == 0 && id == nil:
+		return invalid(nil, strconv.Quote(method)+" is a request: it needs an ID")
+	}
+	params := bytes.TrimSpace(env.params)
+	if kind&paramsOptional == 0 && (params == nil || string(params) == "null") {
+		return badParams(id, "Invalid params: "+strconv.Quote(method)+" needs params")
+	}
+	if len(params) > 0 && params[0] == '{' {
+		ms, _ := objectMembers(params)
+		seen := make(map[string]bool, len(ms))
+		for _, m := range ms {
+			if seen[m.key] {
+				return badParams(id, "Invalid params: "+strconv.Quote(m.key)+" is given twice")
+			}
+			seen[m.key] = true
+			// CallToolRequest's arguments are an object: anything else
+			// fails its schema, a protocol error in MCP, not a tool's.
+			if v := params[m.value:m.end]; method == methodToolsCall && m.key == "arguments" && v[0] != '{' && string(v) != "null" {
+				return badParams(id, `Invalid params: "arguments" must be an object`)
+			}
+		}
+	}
+	return judged{verdict: pass}
+}
+
+// badParams is a -32602 answer; a notification gets none.
+func badParams(id []byte, message string) judged {
+	if id == nil {
+		return judged{verdict: drop}
+	}
+	return judged{refuse, http.StatusOK, rpcError(id, jsonrpc.CodeInvalidParams, message)}
+}
+
+// goodID reports whether raw is an ID the SDK answers with itself: a
+// string, or an integer a float64 holds exactly (the SDK reads numbers as
+// float64).
+func goodID(raw []byte) bool {
+	if raw[0] == '"' {
+		return true // valid JSON: the caller checked
+	}
+	n := raw
+	if n[0] == '-' {
+		n = n[1:]
+	}
+	if len(n) == 0 || len(n) > 16 || (n[0] == '0' && len(n) > 1) {
+		return false
+	}
+	var v int64
+	for _, c := range n {
+		if c < '0' || c > '9' {
+			return false
+		}
+		v = v*10 + int64(c-'0')
+	}
+	return v <= 1<<53
+}
+
+// rpcError is a JSON-RPC error response; a nil id is null.
+func rpcError(id []byte, code int64, message string) []byte {
+	if id == nil {
+		id = []byte("null")
+	}
+	msg, _ := json.Marshal(message)
+	b := make([]byte, 0, 64+len(id)+len(msg))
+	b = append(append(append(b, `{"jsonrpc":"2.0","id":`...), id...), `,"error":{"code":`...)
+	b = strconv.AppendInt(b, code, 10)
+	return append(append(append(b, `,"message":`...), msg...), "}}"...)
+}
+
+// writeAnswer writes a JSON answer with the SDK's headers.
+func writeAnswer(w http.ResponseWriter, status int, body []byte) {
+	h := w.Header()
+	h["Cache-Control"], h["Content-Type"] = noCache, jsonType
+	w.WriteHeader(status)
+	_, _ = w.Write(body)
+}
+
+// arrayElements splits the JSON array that is all of b (valid JSON) into
+// its elements' texts.
+func arrayElements(b []byte) [][]byte {
+	var out [][]byte
+	i := skipSpace(b, 1)
+	for i < len(b) && b[i] != ']' {
+		end, _ := skipValue(b, i)
+		out = append(out, b[i:end])
+		i = skipSpace(b, end)
+		if i < len(b) && b[i] == ',' {
+			i = skipSpace(b, i+1)
+		}
+	}
+	return out
+}
+
+// joinArray is a JSON array of elements.
+func joinArray(elements [][]byte) []byte {
+	return append(append([]byte{'['}, bytes.Join(elements, []byte{','})...), ']')
+}
+
+type readCloser struct{ *bytes.Reader }
+
+func (readCloser) Close() error { return nil }
+
+// captured holds what the SDK answered a batch's rest; its header is the
+// real answer's, so what the SDK sets there stays set.
+type captured struct {
+	h      http.Header
+	status int
+	body   bytes.Buffer
+}
+
+func (c *captured) Header() http.Header { return c.h }
+
+func (c *captured) WriteHeader(status int) {
+	if c.status == 0 {
+		c.status = status
+	}
+}
+
+func (c *captured) Write(p []byte) (int, error) {
+	c.WriteHeader(http.StatusOK)
+	return c.body.Write(p)
+}
