@@ -87,7 +87,7 @@ func New(d Deps) *Server {
 	handle(r, "GET", "/openapi.json", s.openapi)
 
 	v1 := r.Group("/api/v1")
-	authed := v1.Group("", s.authenticate, s.staticFirst)
+	authed := v1.Group("", s.authenticate, s.staticFirst, s.strictQuery)
 	s.registerCatalog(authed)
 	s.registerTools(authed)
 	s.registerAgents(authed)
