@@ -231,7 +231,11 @@ func fdTestTavilyConfig(t *testing.T, c *fdClient) {
 	unchanged()
 
 	const secret = "tvly-RAWSECRET0123456789"
-	r := c.do("POST", provide, map[string]any{"user_response": map[string]any{"TAVILY_API_KEY": secret, "unrelated": 5}, "extra": true})
+	// An answer that is no field of the step is refused, not dropped; an
+	// unknown field of the request itself is ignored.
+	fdWantFields(t, c.do("POST", provide, map[string]any{"user_response": map[string]any{"TAVILY_API_KEY": secret, "unrelated": 5}}), "validation_error", "unrelated")
+	unchanged()
+	r := c.do("POST", provide, map[string]any{"user_response": map[string]any{"TAVILY_API_KEY": secret}, "extra": true})
 	if r.Status != 200 {
 		t.Fatalf("a valid key: %d %s", r.Status, r.Body)
 	}
@@ -245,9 +249,6 @@ func fdTestTavilyConfig(t *testing.T, c *fdClient) {
 	cfg, _ := done["config"].(map[string]any)
 	if cfg["TAVILY_API_KEY"] != "tvly-****" {
 		t.Errorf("config shows %v, want tvly-****", cfg)
-	}
-	if _, ok := cfg["unrelated"]; ok {
-		t.Errorf("an unknown answer was stored: %v", cfg)
 	}
 	bodies := [][]byte{r.Body, c.do("GET", get, nil).Body, c.do("GET", "/api/v1/agents/custom-tools/", nil).Body,
 		c.do("GET", fdPath("/api/v1/agents/custom-tools/%d/actions/", id), nil).Body}
@@ -300,8 +301,8 @@ func fdTestHTTPRequestConfig(t *testing.T, c *fdClient) {
 	fdWantFields(t, c.do("POST", provide, map[string]any{"user_response": map[string]any{"base_url": "not a url"}}), "validation_error", "base_url")
 	fdWantFields(t, c.do("POST", provide, map[string]any{"user_response": map[string]any{"base_url": "ftp://files.example.com"}}), "validation_error", "base_url")
 	fdWantFields(t, c.do("POST", provide, map[string]any{"user_response": map[string]any{"base_url": 443}}), "validation_error", "base_url")
-	// Answers of a later step do not count at this one.
-	fdWantFields(t, c.do("POST", provide, map[string]any{"user_response": map[string]any{"auth_type": "none"}}), "validation_error", "base_url")
+	// Answers of a later step do not count at this one: they are refused.
+	fdWantFields(t, c.do("POST", provide, map[string]any{"user_response": map[string]any{"auth_type": "none"}}), "validation_error", "base_url", "auth_type")
 	if s := step(c.ok(200, "GET", get, nil)); s["step"] != "base_url" {
 		t.Fatalf("refused answers moved the tool to %v", s)
 	}

@@ -55,7 +55,7 @@ func validateStep(step *catalog.Step, answers map[string]json.RawMessage) (map[s
 
 // checkConditions applies the fields' required_when rules to the values
 // validateStep accepted. A field given where it is not used is refused, not
-// dropped, as a stale answer to an earlier step is (answeredElsewhere): the
+// dropped, as an answer that is no field of the step is (strayAnswers): the
 // user meant something by it, and a stray value usually means a forgotten
 // choice, such as a token sent without auth_type, which defaults to none.
 // Dropping it would store a configuration other than the one they sent.
@@ -87,29 +87,112 @@ func isBlank(raw json.RawMessage) bool {
 	return json.Unmarshal(raw, &s) == nil && strings.TrimSpace(s) == ""
 }
 
-// answeredElsewhere names each answer that is a field of a step before the
-// current one. Such an answer is stale: typically a client retrying a step
-// whose success it never heard of. Accepting it would complete the current
-// step with whatever defaults it has, so it is refused and the tool stays.
-// A name no earlier step has is left to the current step's rules: a name the
-// tool does not know is ignored, as API.md ignores unknown request fields,
-// and a later step's field is asked for again at that step.
-func answeredElsewhere(steps []catalog.Step, current int, answers map[string]json.RawMessage) map[string]string {
+// strayAnswers names each answer that is not a field of the current step,
+// with a sentence saying where it belongs. The keys of user_response are a
+// form's answers, not request fields (API.md ignores unknown request fields,
+// not unknown answers), and each stray one is refused, never dropped:
+//
+//   - a field of an earlier step is stale, typically a client retrying a step
+//     whose success it never heard of; accepting it would complete the
+//     current step with whatever defaults it has;
+//   - a field of a later step is early; accepting the current step would drop
+//     it, and the step that takes it might then complete with its defaults
+//     (auth_type none), so the tool would go live without what was sent;
+//   - any other name is a mistake, usually a misspelling (Token, authType),
+//     and dropping it would store a configuration other than the one sent.
+//
+// Its value does not matter: a blank or null answer under a wrong name is
+// the same mistake.
+func strayAnswers(steps []catalog.Step, current int, answers map[string]json.RawMessage) map[string]string {
 	bad := map[string]string{}
 	at := &steps[current]
+	here := fmt.Sprintf("step %d (%s)", current+1, at.ID)
 	for name := range answers {
 		if _, ok := at.Field(name); ok {
 			continue
 		}
-		for i := 0; i < current; i++ {
-			if _, ok := steps[i].Field(name); ok {
-				bad[name] = fmt.Sprintf("is not a field of step %d (%s) but of step %d (%s), which is already answered; this tool is at step %d of %d",
-					current+1, at.ID, i+1, steps[i].ID, current+1, len(steps))
+		owner := -1
+		for i := range steps {
+			if _, ok := steps[i].Field(name); ok && i != current {
+				owner = i
 				break
 			}
 		}
+		switch {
+		case owner >= 0 && owner < current:
+			bad[name] = fmt.Sprintf("is not a field of %s but of step %d (%s), which is already answered; this tool is at step %d of %d",
+				here, owner+1, steps[owner].ID, current+1, len(steps))
+		case owner > current:
+			bad[name] = fmt.Sprintf("is not a field of %s but of step %d (%s), which comes later; this tool is at step %d of %d, so send it once that step is asked for",
+				here, owner+1, steps[owner].ID, current+1, len(steps))
+		default:
+			bad[name] = unknownField(at, here, name)
+		}
 	}
 	return bad
+}
+
+// unknownField says that name is no field of step at, suggesting the field
+// it most likely meant.
+func unknownField(at *catalog.Step, here, name string) string {
+	if len(at.Fields) == 0 {
+		return fmt.Sprintf("is not a field of %s, which takes no answers", here)
+	}
+	names := make([]string, len(at.Fields))
+	for i, f := range at.Fields {
+		names[i] = f.Name
+	}
+	msg := fmt.Sprintf("is not a field of %s, whose fields are %s", here, strings.Join(names, ", "))
+	if guess, ok := likelyField(names, name); ok {
+		msg = fmt.Sprintf("is not a field of %s; did you mean %q? Its fields are %s", here, guess, strings.Join(names, ", "))
+	}
+	return msg
+}
+
+// likelyField returns the field name that name most likely misspells: the
+// one nearest to it once case and separators are set aside (Token, authType,
+// base-url, tokn, header for headers), if one is clearly nearest.
+func likelyField(names []string, name string) (string, bool) {
+	fold := func(s string) string {
+		return strings.ToLower(strings.NewReplacer("_", "", "-", "", " ", "", ".", "").Replace(s))
+	}
+	want := fold(name)
+	limit := 1
+	if len(want) > 5 {
+		limit = 2
+	}
+	best, bestD, ties := "", limit+1, 0
+	for _, n := range names {
+		switch d := editDistance(fold(n), want); {
+		case d < bestD:
+			best, bestD, ties = n, d, 1
+		case d == bestD:
+			ties++
+		}
+	}
+	return best, best != "" && ties == 1
+}
+
+// editDistance is the Levenshtein distance between a and b, by bytes (field
+// names are ASCII).
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur := make([]int, len(b)+1)
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev = cur
+	}
+	return prev[len(b)]
 }
 
 func parseField(f *catalog.Field, raw json.RawMessage) (any, string) {

@@ -72,17 +72,56 @@ func TestValidateStepConditions(t *testing.T) {
 	}
 }
 
-// TestAnsweredElsewhere: an answer naming an earlier step's field is stale;
-// the current step's fields and names no earlier step has are not its
-// concern.
-func TestAnsweredElsewhere(t *testing.T) {
+// TestStrayAnswers: every answer that is not a field of the current step
+// is named, saying whether it belongs to an earlier step, a later one or
+// none (with the field it most likely misspells).
+func TestStrayAnswers(t *testing.T) {
 	steps := httpRequestSteps(t)
-	if bad := answeredElsewhere(steps, 0, answers(t, `{"base_url":"x","auth_type":"none","other":1}`)); len(bad) != 0 {
-		t.Errorf("at step 1: %v", bad)
+	for _, tc := range []struct {
+		at     int
+		answer string
+		want   map[string]string // name → a phrase of its message
+	}{
+		{0, `{"base_url":"x"}`, nil},
+		{0, `{"base_url":"x","auth_type":"none","token":null}`, map[string]string{
+			"auth_type": "of step 2 (auth), which comes later", "token": "this tool is at step 1 of 2"}},
+		{0, `{"baseUrl":"x"}`, map[string]string{"baseUrl": `did you mean "base_url"?`}},
+		{1, `{"base_url":"x","auth_type":"none"}`, map[string]string{
+			"base_url": "of step 1 (base_url), which is already answered; this tool is at step 2 of 2"}},
+		{1, `{"authType":"bearer","Token":"s3cret","tokn":"","other":1}`, map[string]string{
+			"authType": `did you mean "auth_type"?`, "Token": `did you mean "token"?`, "tokn": `did you mean "token"?`,
+			"other": "is not a field of step 2 (auth), whose fields are auth_type, token, header_name"}},
+		// No single nearest field: no guess.
+		{1, `{"x":1}`, map[string]string{"x": "whose fields are"}},
+	} {
+		bad := strayAnswers(steps, tc.at, answers(t, tc.answer))
+		if got, want := slices.Sorted(maps.Keys(bad)), slices.Sorted(maps.Keys(tc.want)); !slices.Equal(got, want) {
+			t.Errorf("step %d, %s: bad %v, want fields %v", tc.at+1, tc.answer, bad, want)
+			continue
+		}
+		for name, phrase := range tc.want {
+			if !strings.Contains(bad[name], phrase) {
+				t.Errorf("step %d, %s: %s: %q does not say %q", tc.at+1, tc.answer, name, bad[name], phrase)
+			}
+			if strings.Contains(bad[name], "did you mean") && strings.Contains(phrase, "whose fields") {
+				t.Errorf("step %d, %s: %s: %q guesses", tc.at+1, tc.answer, name, bad[name])
+			}
+		}
 	}
-	bad := answeredElsewhere(steps, 1, answers(t, `{"base_url":"x","auth_type":"none","other":1}`))
-	if len(bad) != 1 || !strings.Contains(bad["base_url"], "step 2 (auth)") || !strings.Contains(bad["base_url"], "step 2 of 2") {
-		t.Errorf("at step 2: %v", bad)
+	oauthOnly := []catalog.Step{{ID: "oauth", Type: catalog.StepOAuth}}
+	if bad := strayAnswers(oauthOnly, 0, answers(t, `{"code":"x"}`)); !strings.Contains(bad["code"], "takes no answers") {
+		t.Errorf("a step without fields: %v", bad)
+	}
+}
+
+func TestLikelyField(t *testing.T) {
+	names := []string{"url", "bearer_token", "headers"}
+	for in, want := range map[string]string{"URL": "url", "bearerToken": "bearer_token", "bearer-token": "bearer_token",
+		"header": "headers", "bearer_tokn": "bearer_token", "uri": "url", "token": "", "x": "", "headers_extra": ""} {
+		got, ok := likelyField(names, in)
+		if ok != (want != "") || got != want && ok {
+			t.Errorf("likelyField(%q) = %q, %v; want %q", in, got, ok, want)
+		}
 	}
 }
 

@@ -230,7 +230,7 @@ func (s *Service) Provide(ctx context.Context, accountID, id int64, answers map[
 		return nil, fmt.Errorf("toolconfig: tool %d is at step %d of %d", t.ID, t.StepIndex, len(e.Steps))
 	}
 	values, bad := validateStep(step, answers)
-	for name, msg := range answeredElsewhere(toolSteps, t.StepIndex, answers) {
+	for name, msg := range strayAnswers(toolSteps, t.StepIndex, answers) {
 		bad[name] = msg
 	}
 	if len(bad) > 0 {
