@@ -73,16 +73,14 @@ func New(d Deps) *Server {
 	r.ContextWithFallback = true
 	r.Use(s.requestID, s.observe, s.recover)
 	// Under /api/v1 a request without a valid key learns nothing, not even
-	// which routes exist: 401 comes first there too.
+	// which routes exist: 401 comes first there too, and without the Allow
+	// gin set before the NoMethod chain (holdAllow keeps it for the 405).
 	r.NoRoute(s.authenticateAPI, func(c *gin.Context) { s.writeError(c, problem.New(problem.NotFound, "No such route.")) })
-	r.NoMethod(s.authenticateAPI, s.methodNotAllowed)
+	r.NoMethod(holdAllow, s.authenticateAPI, s.methodNotAllowed)
 
-	healthz := func(c *gin.Context) { c.JSON(200, gin.H{"status": "ok"}) }
-	// Load balancers probe with HEAD as often as with GET.
-	for _, m := range []string{"GET", "HEAD"} {
-		handle(r, m, "/healthz", healthz)
-		handle(r, m, "/readyz", s.readyz)
-	}
+	// handle registers HEAD with every GET (load balancers probe with it).
+	handle(r, "GET", "/healthz", func(c *gin.Context) { c.JSON(200, gin.H{"status": "ok"}) })
+	handle(r, "GET", "/readyz", s.readyz)
 	handle(r, "GET", "/metrics", gin.WrapH(d.Metrics.Handler()))
 	handle(r, "GET", "/openapi.json", s.openapi)
 
@@ -128,14 +126,41 @@ func (s *Server) staticAllowOf(c *gin.Context) (string, bool) {
 	return allow, ok
 }
 
-// methodNotAllowed answers 405. For a path that is a route of its own,
-// Allow names that route's methods: gin's also counts siblings with a
-// parameter that match the path.
+// ginAllowKey is where holdAllow keeps the Allow header gin computed.
+const ginAllowKey = "api.ginAllow"
+
+// holdAllow takes off the response the Allow header gin sets before the
+// NoMethod chain runs, so that only the 405 carries one: a 401 must not
+// tell a caller without a key which methods a path takes.
+func holdAllow(c *gin.Context) {
+	h := c.Writer.Header()
+	c.Set(ginAllowKey, h.Get("Allow"))
+	h.Del("Allow")
+}
+
+// methodNotAllowed answers 405 with Allow. For a path that is a route of
+// its own, Allow names that route's methods: gin's also counts siblings
+// with a parameter that match the path. Otherwise it is gin's, in the same
+// sorted form.
 func (s *Server) methodNotAllowed(c *gin.Context) {
-	if allow, ok := s.staticAllowOf(c); ok {
+	allow, ok := s.staticAllowOf(c)
+	if !ok {
+		allow = sortedAllow(c.GetString(ginAllowKey))
+	}
+	if allow != "" {
 		c.Header("Allow", allow)
 	}
 	s.writeError(c, &problem.Error{Code: problem.BadRequest, Status: http.StatusMethodNotAllowed, Message: "This route does not take that method."})
+}
+
+// sortedAllow sorts the methods of an Allow header's value.
+func sortedAllow(v string) string {
+	if v == "" {
+		return ""
+	}
+	ms := strings.Split(v, ", ")
+	slices.Sort(ms)
+	return strings.Join(slices.Compact(ms), ", ")
 }
 
 // staticFirst answers 405 for a path that is a route of its own but was
@@ -153,11 +178,19 @@ func (s *Server) staticFirst(c *gin.Context) {
 // Handler returns the http.Handler to serve.
 func (s *Server) Handler() http.Handler { return s.router }
 
-// handle registers a route with and without its trailing slash.
+// handle registers a route with and without its trailing slash, and a GET
+// for HEAD too (RFC 9110 9.3.2: the same status and headers, no body;
+// internal/httpserver sends none and keeps Content-Length that of the GET).
 func handle(r gin.IRoutes, method, path string, h ...gin.HandlerFunc) {
 	p := strings.TrimSuffix(path, "/")
-	r.Handle(method, p, h...)
-	r.Handle(method, p+"/", h...)
+	methods := []string{method}
+	if method == http.MethodGet {
+		methods = append(methods, http.MethodHead)
+	}
+	for _, m := range methods {
+		r.Handle(m, p, h...)
+		r.Handle(m, p+"/", h...)
+	}
 }
 
 func newRequestID() string {

@@ -17,10 +17,10 @@ func TestRoutesAndBodies(t *testing.T) {
 	}{
 		{"GET", "/api/v1/agents/custom-tools/call/", "POST"},
 		{"DELETE", "/api/v1/agents/custom-tools/call", "POST"},
-		{"DELETE", "/api/v1/agents/custom-tools/", "GET, POST"},
-		{"PATCH", "/api/v1/agents/custom-tools", "GET, POST"},
-		{"DELETE", "/api/v1/agents/custom-tools/calls/", "GET"},
-		{"PUT", "/api/v1/agents/custom-tools/calls", "GET"},
+		{"DELETE", "/api/v1/agents/custom-tools/", "GET, HEAD, POST"},
+		{"PATCH", "/api/v1/agents/custom-tools", "GET, HEAD, POST"},
+		{"DELETE", "/api/v1/agents/custom-tools/calls/", "GET, HEAD"},
+		{"PUT", "/api/v1/agents/custom-tools/calls", "GET, HEAD"},
 		{"PUT", "/api/v1/agents/custom-tools/call/", "POST"},
 	} {
 		r := srv.Do(tc.method, tc.path, nil)

@@ -463,6 +463,26 @@ func TestOpenAPIResponses(t *testing.T) {
 		send(anon, 400, "GET", callback, callback, nil)
 	}
 
+	// HEAD, on every route that takes GET: the GET's answers without a body.
+	browser := id(send(c, 201, "POST", tools, tools, map[string]any{"mcp_tool": "browser"}))
+	for _, r := range fdRoutes {
+		if r.method != "HEAD" || r.path == "/healthz" || r.path == "/readyz" {
+			continue
+		}
+		p := strings.NewReplacer("{name}", "tavily", "{key}", "openapi-1").Replace(r.path)
+		switch {
+		case r.path == actions:
+			p = at(actions, browser)
+		case strings.HasPrefix(r.path, tools):
+			p = at(p, tav)
+		case strings.HasPrefix(r.path, agents):
+			p = at(p, a)
+		}
+		send(c, 200, "HEAD", r.path, p, nil)
+	}
+	send(anon, 401, "HEAD", tool, at(tool, tav), nil)
+	send(c, 404, "HEAD", tool, at(tool, 987654), nil)
+
 	// Deletes last: the IDs above are used until here.
 	send(c, 204, "DELETE", agent, at(agent, a), nil)
 	send(c, 404, "DELETE", agent, at(agent, a), nil)
