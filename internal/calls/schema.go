@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math/big"
-	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -21,6 +19,7 @@ import (
 type compiledSchema struct {
 	resolved *jsonschema.Resolved
 	schema   *jsonschema.Schema
+	doc      any // the schema as JSON, numbers as written, for explain
 	err      error
 }
 
@@ -38,7 +37,7 @@ func (e *Engine) schemaFor(raw json.RawMessage) *compiledSchema {
 		cs.err = errSchemaLoops
 		e.opts.Logger.Warn("an action's input schema applies itself to the same value endlessly; it is not enforced", "schema_bytes", len(raw))
 	} else {
-		cs.schema = &s
+		cs.schema, cs.doc = &s, decodeNumbers(raw)
 		cs.resolved, cs.err = s.Resolve(&jsonschema.ResolveOptions{ValidateDefaults: false})
 	}
 	e.schemas.Store(key, cs)
@@ -74,14 +73,15 @@ func (e *Engine) checkArguments(a *connectors.Action, args json.RawMessage) erro
 	}
 	if err := cs.resolved.Validate(obj); err != nil {
 		return &problem.Error{Code: problem.InvalidArguments, Message: fmt.Sprintf("The arguments do not match the input schema of %q.", a.Name),
-			Fields: fieldErrors(cs.schema, obj, err)}
+			Fields: fieldErrors(cs.schema, cs.doc, obj, err)}
 	}
 	return nil
 }
 
 // fieldErrors names the bad fields as well as the top level of the schema
-// allows, falling back to the validator's message.
-func fieldErrors(s *jsonschema.Schema, obj map[string]any, verr error) map[string]string {
+// allows, each with a sentence (explain); failing that, the arguments as a
+// whole.
+func fieldErrors(s *jsonschema.Schema, doc any, obj map[string]any, verr error) map[string]string {
 	out := map[string]string{}
 	for _, name := range s.Required {
 		if _, ok := obj[name]; !ok {
@@ -93,6 +93,7 @@ func fieldErrors(s *jsonschema.Schema, obj map[string]any, verr error) map[strin
 		names = append(names, k)
 	}
 	sort.Strings(names)
+	props, _ := nodeAt(doc, []string{"properties"}).(map[string]any)
 	for _, k := range names {
 		ps, ok := s.Properties[k]
 		if !ok || ps == nil {
@@ -106,14 +107,45 @@ func fieldErrors(s *jsonschema.Schema, obj map[string]any, verr error) map[strin
 		}
 		if r, err := ps.Resolve(nil); err == nil {
 			if err := r.Validate(obj[k]); err != nil {
-				out[k] = trimMessage(err.Error())
+				where, phrase := explain(props[k], obj[k], err)
+				out[k] = subject(k, where, phrase)
 			}
 		}
 	}
 	if len(out) == 0 {
-		out["arguments"] = trimMessage(verr.Error())
+		where, phrase := explain(doc, obj, verr)
+		out["arguments"] = phrase
+		if where != "" {
+			out["arguments"] = where + " " + phrase
+		}
 	}
 	return out
+}
+
+// subject writes a property's message: the phrase alone when the property
+// itself is wrong, else with the place inside it that is.
+func subject(name, where, phrase string) string {
+	if where == "" {
+		return phrase
+	}
+	var b strings.Builder
+	appendName(&b, name)
+	if !strings.HasPrefix(where, "[") {
+		b.WriteByte('.')
+	}
+	b.WriteString(where)
+	return b.String() + " " + phrase
+}
+
+// decodeNumbers decodes JSON keeping each number as written.
+func decodeNumbers(raw json.RawMessage) any {
+	d := json.NewDecoder(bytes.NewReader(raw))
+	d.UseNumber()
+	var v any
+	if d.Decode(&v) != nil {
+		return nil
+	}
+	return v
 }
 
 // decodeForValidation decodes JSON for the schema validator. Numbers are
@@ -161,40 +193,4 @@ func refersAway(s *jsonschema.Schema) bool {
 func isFalse(s *jsonschema.Schema) bool {
 	b, _ := json.Marshal(s)
 	return string(b) == "false" || string(b) == `{"not":{}}`
-}
-
-func trimMessage(m string) string {
-	m = strings.TrimPrefix(m, "validating root: ")
-	// The validator prints a JSON null as the zero reflect.Value.
-	m = strings.ReplaceAll(m, "<invalid reflect.Value>", "null")
-	// And a bound's value as a fraction, its limit with %f:
-	// "maximum: 21/1 is greater than 20.000000" says "21 … 20".
-	m = boundRE.ReplaceAllStringFunc(m, func(b string) string {
-		g := boundRE.FindStringSubmatch(b)
-		value, ok := new(big.Rat).SetString(g[2])
-		if !ok {
-			return b
-		}
-		return g[1] + ": " + decimal(value) + " is " + g[3] + " " + strings.TrimSuffix(strings.TrimRight(g[4], "0"), ".")
-	})
-	if len(m) > 300 {
-		m = m[:300] + "…"
-	}
-	return m
-}
-
-// boundRE is the validator's message for a number out of a bound.
-var boundRE = regexp.MustCompile(`(maximum|minimum|exclusiveMaximum|exclusiveMinimum): (-?\d+/\d+) is ((?:greater|less) than(?: or equal to)?) (-?\d+\.\d+)`)
-
-// decimal writes r as a decimal: exactly when it has one of at most 40
-// places, else as the nearest float64.
-func decimal(r *big.Rat) string {
-	if r.IsInt() {
-		return r.Num().String()
-	}
-	if places, exact := r.FloatPrec(); exact && places <= 40 {
-		return r.FloatString(places)
-	}
-	f, _ := r.Float64()
-	return strconv.FormatFloat(f, 'g', -1, 64)
 }
