@@ -28,7 +28,7 @@ func (s *Server) createTool(c *gin.Context) {
 	}
 	f := newFields(m)
 	var name, label string
-	if !f.get("mcp_tool", &name, "a catalog tool name") && f.bad["mcp_tool"] == "" {
+	if !f.get("mcp_tool", &name, "a catalog tool name") && f.bad["mcp_tool"] == "" || f.bad["mcp_tool"] == "" && strings.TrimSpace(name) == "" {
 		f.bad["mcp_tool"] = "is required"
 	}
 	f.get("name", &label, "a string")

@@ -51,6 +51,9 @@ func fdTestBadInput(t *testing.T, c *fdClient) {
 	fdWantFields(t, c.do("POST", "/api/v1/agents/", map[string]any{"name": "x", "status": 1}), "validation_error", "status")
 	fdWantFields(t, c.do("PATCH", fdPath("/api/v1/agents/%d/", agent), map[string]any{"goal": 7}), "validation_error", "goal")
 	fdWantFields(t, c.do("POST", "/api/v1/agents/custom-tools/", map[string]any{"mcp_tool": []string{"tavily"}}), "validation_error", "mcp_tool")
+	for _, blank := range []string{"", "  "} { // blank is missing, not a name nothing in the catalog has
+		fdWantFields(t, c.do("POST", "/api/v1/agents/custom-tools/", map[string]any{"mcp_tool": blank}), "validation_error", "mcp_tool")
+	}
 	other := c.createTool("tavily")
 	for _, ur := range []any{"tvly-x", []string{"tvly-x"}, 5, true} {
 		fdWantFields(t, c.do("POST", fdPath("/api/v1/agents/custom-tools/%d/provide-config/", other), map[string]any{"user_response": ur}), "validation_error", "user_response")
