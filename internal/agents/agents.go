@@ -202,8 +202,12 @@ func (s *Service) List(ctx context.Context, accountID int64, p store.Page) ([]*A
 
 // Update changes the given fields; Tools replaces the whole list.
 func (s *Service) Update(ctx context.Context, accountID, id int64, in Input) (*Agent, error) {
-	if _, err := s.Get(ctx, accountID, id); err != nil {
+	current, err := s.Get(ctx, accountID, id)
+	if err != nil {
 		return nil, err
+	}
+	if in == (Input{}) {
+		return current, nil // nothing to change: nothing written, updated_at kept
 	}
 	if err := s.Check(ctx, accountID, in, false); err != nil {
 		return nil, err
