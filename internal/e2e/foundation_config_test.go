@@ -390,7 +390,10 @@ func fdTestOAuthAndStepless(t *testing.T, c *fdClient) {
 	if _, present := br["next_configuration_step"]; !present {
 		t.Error("next_configuration_step must be present (null), not omitted")
 	}
-	c.fail(409, "already_configured", "POST", fdPath("/api/v1/agents/custom-tools/%d/provide-config/", fdInt(t, br["id"])), map[string]any{"user_response": map[string]any{}})
+	e := c.fail(409, "already_configured", "POST", fdPath("/api/v1/agents/custom-tools/%d/provide-config/", fdInt(t, br["id"])), map[string]any{"user_response": map[string]any{}})
+	if msg, _ := e["message"].(string); strings.Contains(msg, "reset") { // a reset changes nothing here
+		t.Errorf("a tool without steps is told to reset: %q", msg)
+	}
 }
 
 func fdTestCustomMCPForm(t *testing.T, c *fdClient) {

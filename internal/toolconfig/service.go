@@ -219,6 +219,9 @@ func (s *Service) Provide(ctx context.Context, accountID, id int64, answers map[
 	}
 	switch State(t.State) {
 	case Configured:
+		if len(s.toolSteps(t, e)) == 0 {
+			return nil, problem.New(problem.AlreadyConfigured, "The tool needs no configuration: it has no steps to answer.")
+		}
 		return nil, problem.New(problem.AlreadyConfigured, "The tool is already configured; reset its configuration to change it.")
 	case AwaitingAuthorization:
 		return nil, problem.Validation("This step is completed by authorizing at the provider: open the step's authorization_url.",
