@@ -17,7 +17,7 @@ package mcpserver
 //	±2^53; a member of the envelope twice; a known
 //	method sent with an ID when it is a notification,
 //	or without one when it is not; no method, result
-//	or error
+//	or error; initialize in a batch
 //	a request of a method the server does not have    → 200, -32601 method not found
 //	a notification of one                             → dropped (202 if nothing is left)
 //	params missing (or null) where the method needs   → 200, -32602 invalid params
@@ -121,7 +121,7 @@ func (s *Server) screen(w http.ResponseWriter, r *http.Request, body []byte) boo
 	}
 	methods := version != protocolStateless // under 2026-07-28 the SDK answers unknown methods
 	if body[start] != '[' {
-		switch j := judge(body, methods); j.verdict {
+		switch j := judge(body, methods, false); j.verdict {
 		case pass:
 			return false
 		case drop:
@@ -147,7 +147,7 @@ func (s *Server) screenBatch(w http.ResponseWriter, r *http.Request, batch []byt
 	}
 	var kept, answers [][]byte
 	for _, m := range elements {
-		switch j := judge(m, methods); j.verdict {
+		switch j := judge(m, methods, true); j.verdict {
 		case pass:
 			kept = append(kept, m)
 		case refuse:
@@ -184,9 +184,9 @@ func (s *Server) screenBatch(w http.ResponseWriter, r *http.Request, batch []byt
 	return true
 }
 
-// judge screens one message, valid JSON. methods says whether an unknown
-// method is screen's to answer.
-func judge(msg []byte, methods bool) judged {
+// judge screens one message, valid JSON, alone or (inBatch) in a batch.
+// methods says whether an unknown method is screen's to answer.
+func judge(msg []byte, methods, inBatch bool) judged {
 	invalid := func(id []byte, why string) judged {
 		return judged{refuse, http.StatusBadRequest, rpcError(id, jsonrpc.CodeInvalidRequest, "Invalid Request: "+why)}
 	}
@@ -238,6 +238,8 @@ func judge(msg []byte, methods bool) judged {
 		return invalid(id, strconv.Quote(method)+" is a notification: it has no ID")
 	case kind&notification == 0 && id == nil:
 		return invalid(nil, strconv.Quote(method)+" is a request: it needs an ID")
+	case inBatch && method == "initialize": // 2025-03-26, Lifecycle: it MUST NOT be
+		return invalid(id, `"initialize" is not sent in a batch`)
 	}
 	params := bytes.TrimSpace(env.params)
 	if kind&paramsOptional == 0 && (params == nil || string(params) == "null") {

@@ -78,6 +78,8 @@ func TestMCPScreen(t *testing.T) {
 				`{"jsonrpc":"2.0","id":2,"error":{"code":-32601,"message":"Method not found: \"nope\""}},` + badID + `]`, 1},
 		{"batch: nothing left for the SDK", nil, `[{"jsonrpc":"2.0","method":"notifications/nope"},{"jsonrpc":"2.0","id":"x","method":"nope"}]`,
 			200, `[{"jsonrpc":"2.0","id":"x","error":{"code":-32601,"message":"Method not found: \"nope\""}}]`, 0},
+		{"batch: initialize is not sent in one", nil, `[{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-03-26","capabilities":{},"clientInfo":{"name":"c","version":"1"}}}]`,
+			200, `[{"jsonrpc":"2.0","id":1,"error":{"code":-32600,"message":"Invalid Request: \"initialize\" is not sent in a batch"}}]`, 0},
 		{"batch: only unknown notifications", nil, `[{"jsonrpc":"2.0","method":"notifications/nope"}]`, 202, "", 0},
 	}
 	f.mu.Lock()
