@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/quiverhq/quiver/catalog"
 	"github.com/quiverhq/quiver/connectors"
@@ -111,6 +112,10 @@ func strayAnswers(steps []catalog.Step, current int, answers map[string]json.Raw
 		if _, ok := at.Field(name); ok {
 			continue
 		}
+		if len(name) > maxGuessed { // no field is named so; echo a name, not a megabyte
+			bad[clipName(name)] = fmt.Sprintf("is not a field of %s (a name of %d bytes)", here, len(name))
+			continue
+		}
 		owner := -1
 		for i := range steps {
 			if _, ok := steps[i].Field(name); ok && i != current {
@@ -149,21 +154,32 @@ func unknownField(at *catalog.Step, here, name string) string {
 	return msg
 }
 
+// foldName sets case and separators aside (Token, authType, base-url).
+var foldName = strings.NewReplacer("_", "", "-", "", " ", "", ".", "")
+
+// maxGuessed bounds the length of a name likelyField looks at: no field
+// name is near a longer one, and a long name must not cost a long time.
+const maxGuessed = 64
+
 // likelyField returns the field name that name most likely misspells: the
 // one nearest to it once case and separators are set aside (Token, authType,
 // base-url, tokn, header for headers), if one is clearly nearest.
 func likelyField(names []string, name string) (string, bool) {
-	fold := func(s string) string {
-		return strings.ToLower(strings.NewReplacer("_", "", "-", "", " ", "", ".", "").Replace(s))
+	if len(name) > maxGuessed {
+		return "", false
 	}
-	want := fold(name)
+	want := strings.ToLower(foldName.Replace(name))
 	limit := 1
 	if len(want) > 5 {
 		limit = 2
 	}
 	best, bestD, ties := "", limit+1, 0
 	for _, n := range names {
-		switch d := editDistance(fold(n), want); {
+		f := strings.ToLower(foldName.Replace(n))
+		if abs(len(f)-len(want)) > limit {
+			continue // the distance is at least the difference in length
+		}
+		switch d := editDistance(f, want); {
 		case d < bestD:
 			best, bestD, ties = n, d, 1
 		case d == bestD:
@@ -173,15 +189,26 @@ func likelyField(names []string, name string) (string, bool) {
 	return best, best != "" && ties == 1
 }
 
+func abs(n int) int { return max(n, -n) }
+
+// clipName is a long name's first maxGuessed bytes, cut between
+// characters, and an ellipsis.
+func clipName(name string) string {
+	n := maxGuessed
+	for n > 0 && !utf8.RuneStart(name[n]) {
+		n--
+	}
+	return name[:n] + "…"
+}
+
 // editDistance is the Levenshtein distance between a and b, by bytes (field
-// names are ASCII).
+// names are ASCII), in two rows.
 func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
+	prev, cur := make([]int, len(b)+1), make([]int, len(b)+1)
 	for j := range prev {
 		prev[j] = j
 	}
 	for i := 1; i <= len(a); i++ {
-		cur := make([]int, len(b)+1)
 		cur[0] = i
 		for j := 1; j <= len(b); j++ {
 			cost := 1
@@ -190,7 +217,7 @@ func editDistance(a, b string) int {
 			}
 			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
 		}
-		prev = cur
+		prev, cur = cur, prev
 	}
 	return prev[len(b)]
 }

@@ -75,6 +75,16 @@ func TestValidateStepConditions(t *testing.T) {
 // TestStrayAnswers: every answer that is not a field of the current step
 // is named, saying whether it belongs to an earlier step, a later one or
 // none (with the field it most likely misspells).
+// TestStrayAnswerLongName: a long name is clipped between characters and
+// not guessed at (an edit distance per byte of it cost a megabyte's square).
+func TestStrayAnswerLongName(t *testing.T) {
+	name := strings.Repeat("a", 63) + "é" + strings.Repeat("b", 1<<20)
+	bad := strayAnswers(httpRequestSteps(t), 1, map[string]json.RawMessage{name: json.RawMessage("1")})
+	if msg, ok := bad[strings.Repeat("a", 63)+"…"]; !ok || !strings.Contains(msg, "(a name of 1048641 bytes)") || len(bad) != 1 {
+		t.Fatalf("bad = %.200v", bad)
+	}
+}
+
 func TestStrayAnswers(t *testing.T) {
 	steps := httpRequestSteps(t)
 	for _, tc := range []struct {
