@@ -89,12 +89,8 @@ type fastRequest struct {
 // path takes, and reports whether it did. If not, r is left as it came for
 // the SDK.
 func (s *Server) fastCall(w http.ResponseWriter, r *http.Request, ts *toolset, body []byte) bool {
-	if s.sdkOnly || r.Method != http.MethodPost || len(r.Header.Values("Last-Event-ID")) > 0 ||
-		!jsonContent(r.Header.Get("Content-Type")) || !acceptsBoth(r.Header.Values("Accept")) {
-		return false
-	}
-	version := r.Header.Get(headerProtocol)
-	if !legacyVersions[version] && version != protocolStateless {
+	version, ok := sdkReads(r)
+	if s.sdkOnly || !ok {
 		return false
 	}
 	req, ok := parseCall(body, version)

@@ -21,8 +21,9 @@ package mcpserver
 //	a request of a method the server does not have    → 200, -32601 method not found
 //	a notification of one                             → dropped (202 if nothing is left)
 //	params missing (or null) where the method needs   → 200, -32602 invalid params
-//	them, a member of params twice, or a tools/call
-//	whose arguments are not an object
+//	them, params not an object, a member of params      (400 under 2026-07-28,
+//	twice, or a tools/call whose arguments are not      as the SDK sends it)
+//	an object
 //
 // In a batch each member is judged alone: one refused here gets its error
 // in the batch's answer, and the rest go on to the SDK, whose answers and
@@ -102,12 +103,8 @@ type judged struct {
 // when some of it is for screen to answer (see above), and reports whether
 // it did; otherwise r is left as it came, for the SDK.
 func (s *Server) screen(w http.ResponseWriter, r *http.Request, body []byte) bool {
-	if r.Method != http.MethodPost || len(r.Header.Values("Last-Event-ID")) > 0 ||
-		!jsonContent(r.Header.Get("Content-Type")) || !acceptsBoth(r.Header.Values("Accept")) {
-		return false
-	}
-	version := r.Header.Get(headerProtocol)
-	if !legacyVersions[version] && version != protocolStateless {
+	version, ok := sdkReads(r)
+	if !ok {
 		return false
 	}
 	start := skipSpace(body, 0)
@@ -119,9 +116,8 @@ func (s *Server) screen(w http.ResponseWriter, r *http.Request, body []byte) boo
 		writeAnswer(w, http.StatusBadRequest, rpcError(nil, jsonrpc.CodeParseError, "Parse error: the body is not one JSON value"))
 		return true
 	}
-	methods := version != protocolStateless // under 2026-07-28 the SDK answers unknown methods
 	if body[start] != '[' {
-		switch j := judge(body, methods, false); j.verdict {
+		switch j := judge(body, version, false); j.verdict {
 		case pass:
 			return false
 		case drop:
@@ -134,12 +130,24 @@ func (s *Server) screen(w http.ResponseWriter, r *http.Request, body []byte) boo
 	if version != "" && version >= "2025-06-18" {
 		return false // no batches: the SDK's 400
 	}
-	return s.screenBatch(w, r, body[start:], methods)
+	return s.screenBatch(w, r, body[start:], version)
+}
+
+// sdkReads returns the protocol version of r when r is a POST whose
+// headers the SDK takes, and false when it refuses them (its answer then
+// stands, before anything the body holds).
+func sdkReads(r *http.Request) (version string, ok bool) {
+	if r.Method != http.MethodPost || len(r.Header.Values("Last-Event-ID")) > 0 ||
+		!jsonContent(r.Header.Get("Content-Type")) || !acceptsBoth(r.Header.Values("Accept")) {
+		return "", false
+	}
+	version = r.Header.Get(headerProtocol)
+	return version, legacyVersions[version] || version == protocolStateless
 }
 
 // screenBatch answers a batch: its members refused here, and the others
 // through the SDK.
-func (s *Server) screenBatch(w http.ResponseWriter, r *http.Request, batch []byte, methods bool) bool {
+func (s *Server) screenBatch(w http.ResponseWriter, r *http.Request, batch []byte, version string) bool {
 	elements := arrayElements(bytes.TrimSpace(batch))
 	if len(elements) == 0 {
 		writeAnswer(w, http.StatusBadRequest, rpcError(nil, jsonrpc.CodeInvalidRequest, "Invalid Request: the batch is empty"))
@@ -147,7 +155,7 @@ func (s *Server) screenBatch(w http.ResponseWriter, r *http.Request, batch []byt
 	}
 	var kept, answers [][]byte
 	for _, m := range elements {
-		switch j := judge(m, methods, true); j.verdict {
+		switch j := judge(m, version, true); j.verdict {
 		case pass:
 			kept = append(kept, m)
 		case refuse:
@@ -171,6 +179,8 @@ func (s *Server) screenBatch(w http.ResponseWriter, r *http.Request, batch []byt
 	got.h = w.Header()
 	s.handler.ServeHTTP(&got, r)
 	switch {
+	case got.status == http.StatusAccepted && len(answers) == 0: // dropped notifications, and the SDK's
+		w.WriteHeader(http.StatusAccepted)
 	case got.status == http.StatusAccepted: // only notifications and responses went on
 		writeAnswer(w, http.StatusOK, joinArray(answers))
 	case got.status == http.StatusOK && got.body.Len() > 0 && bytes.TrimSpace(got.body.Bytes())[0] == '[':
@@ -184,26 +194,58 @@ func (s *Server) screenBatch(w http.ResponseWriter, r *http.Request, batch []byt
 	return true
 }
 
-// judge screens one message, valid JSON, alone or (inBatch) in a batch.
-// methods says whether an unknown method is screen's to answer.
-func judge(msg []byte, methods, inBatch bool) judged {
+// judge screens one message, valid JSON, sent under protocol version,
+// alone or (inBatch) in a batch.
+func judge(msg []byte, version string, inBatch bool) judged {
 	invalid := func(id []byte, why string) judged {
 		return judged{refuse, http.StatusBadRequest, rpcError(id, jsonrpc.CodeInvalidRequest, "Invalid Request: "+why)}
+	}
+	// Under 2026-07-28 the SDK answers an unknown method itself, and sends
+	// invalid params with HTTP 400 (errorStatus).
+	stateless := version == protocolStateless
+	paramsStatus := http.StatusOK
+	if stateless {
+		paramsStatus = http.StatusBadRequest
+	}
+	badParams := func(id []byte, why string) judged {
+		if id == nil {
+			return judged{verdict: drop} // a notification gets no answer
+		}
+		return judged{refuse, paramsStatus, rpcError(id, jsonrpc.CodeInvalidParams, "Invalid params: "+why)}
 	}
 	members, ok := objectMembers(msg)
 	if !ok {
 		return invalid(nil, "a message is a JSON object")
 	}
 	var env struct{ version, id, method, params, result, errorValue []byte }
-	slots := map[string]*[]byte{"jsonrpc": &env.version, "id": &env.id, "method": &env.method,
-		"params": &env.params, "result": &env.result, "error": &env.errorValue}
 	for _, m := range members {
-		if slot := slots[m.key]; slot != nil {
-			if *slot != nil {
-				return invalid(nil, strconv.Quote(m.key)+" is given twice")
-			}
-			*slot = msg[m.value:m.end]
+		var slot *[]byte
+		switch m.key {
+		case "jsonrpc":
+			slot = &env.version
+		case "id":
+			slot = &env.id
+		case "method":
+			slot = &env.method
+		case "params":
+			slot = &env.params
+		case "result":
+			slot = &env.result
+		case "error":
+			slot = &env.errorValue
+		default:
+			continue
 		}
+		if *slot != nil {
+			return invalid(nil, strconv.Quote(m.key)+" is given twice")
+		}
+		*slot = msg[m.value:m.end]
+	}
+	// An error response's ID is null when the message it answers had none
+	// that could be read: valid JSON-RPC, which the SDK refuses; this
+	// server sent nothing it could answer, so it is taken and dropped.
+	if string(env.id) == "null" && env.method == nil && env.errorValue != nil && string(env.version) == `"2.0"` {
+		return judged{verdict: drop}
 	}
 	if env.id != nil && !goodID(env.id) {
 		return invalid(nil, "an ID is a string or an integer of at most 2^53 in size")
@@ -224,15 +266,11 @@ func judge(msg []byte, methods, inBatch bool) judged {
 	}
 	kind, known := sdkMethods[method]
 	switch {
+	case !known && stateless:
+		return judged{verdict: pass}
 	case !known && id == nil:
-		if !methods {
-			return judged{verdict: pass}
-		}
 		return judged{verdict: drop}
 	case !known:
-		if !methods {
-			return judged{verdict: pass}
-		}
 		return judged{refuse, http.StatusOK, rpcError(id, jsonrpc.CodeMethodNotFound, "Method not found: "+strconv.Quote(method))}
 	case kind&notification != 0 && id != nil:
 		return invalid(id, strconv.Quote(method)+" is a notification: it has no ID")
@@ -241,34 +279,30 @@ func judge(msg []byte, methods, inBatch bool) judged {
 	case inBatch && method == "initialize": // 2025-03-26, Lifecycle: it MUST NOT be
 		return invalid(id, `"initialize" is not sent in a batch`)
 	}
-	params := bytes.TrimSpace(env.params)
-	if kind&paramsOptional == 0 && (params == nil || string(params) == "null") {
-		return badParams(id, "Invalid params: "+strconv.Quote(method)+" needs params")
+	params := env.params
+	switch {
+	case params == nil || string(params) == "null":
+		if kind&paramsOptional == 0 {
+			return badParams(id, strconv.Quote(method)+" needs params")
+		}
+		return judged{verdict: pass}
+	case params[0] != '{':
+		return badParams(id, "params must be an object")
 	}
-	if len(params) > 0 && params[0] == '{' {
-		ms, _ := objectMembers(params)
-		seen := make(map[string]bool, len(ms))
-		for _, m := range ms {
-			if seen[m.key] {
-				return badParams(id, "Invalid params: "+strconv.Quote(m.key)+" is given twice")
-			}
-			seen[m.key] = true
-			// CallToolRequest's arguments are an object: anything else
-			// fails its schema, a protocol error in MCP, not a tool's.
-			if v := params[m.value:m.end]; method == methodToolsCall && m.key == "arguments" && v[0] != '{' && string(v) != "null" {
-				return badParams(id, `Invalid params: "arguments" must be an object`)
-			}
+	ms, _ := objectMembers(params)
+	seen := make(map[string]bool, len(ms))
+	for _, m := range ms {
+		if seen[m.key] {
+			return badParams(id, strconv.Quote(m.key)+" is given twice")
+		}
+		seen[m.key] = true
+		// CallToolRequest's arguments are an object: anything else fails
+		// its schema, a protocol error in MCP, not a tool's.
+		if v := params[m.value:m.end]; method == methodToolsCall && m.key == "arguments" && v[0] != '{' && string(v) != "null" {
+			return badParams(id, `"arguments" must be an object`)
 		}
 	}
 	return judged{verdict: pass}
-}
-
-// badParams is a -32602 answer; a notification gets none.
-func badParams(id []byte, message string) judged {
-	if id == nil {
-		return judged{verdict: drop}
-	}
-	return judged{refuse, http.StatusOK, rpcError(id, jsonrpc.CodeInvalidParams, message)}
 }
 
 // goodID reports whether raw is an ID the SDK answers with itself: a

@@ -80,6 +80,15 @@ func TestMCPScreen(t *testing.T) {
 			200, `[{"jsonrpc":"2.0","id":"x","error":{"code":-32601,"message":"Method not found: \"nope\""}}]`, 0},
 		{"batch: initialize is not sent in one", nil, `[{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-03-26","capabilities":{},"clientInfo":{"name":"c","version":"1"}}}]`,
 			200, `[{"jsonrpc":"2.0","id":1,"error":{"code":-32600,"message":"Invalid Request: \"initialize\" is not sent in a batch"}}]`, 0},
+		{"params not an object", nil, `{"jsonrpc":"2.0","id":10,"method":"tools/call","params":5}`,
+			200, `{"jsonrpc":"2.0","id":10,"error":{"code":-32602,"message":"Invalid params: params must be an object"}}`, 0},
+		{"optional params not an object", nil, `{"jsonrpc":"2.0","id":11,"method":"ping","params":[1]}`,
+			200, `{"jsonrpc":"2.0","id":11,"error":{"code":-32602,"message":"Invalid params: params must be an object"}}`, 0},
+		{"2026-07-28: invalid params is a 400, as the SDK sends it", withName(newHeaders, "My_Mail__read"),
+			`{"jsonrpc":"2.0","id":12,"method":"tools/call","params":{"name":"My_Mail__read","arguments":"s",` + newMeta + `}}`,
+			400, `{"jsonrpc":"2.0","id":12,"error":{"code":-32602,"message":"Invalid params: \"arguments\" must be an object"}}`, 0},
+		{"a client's error response with a null id", nil, `{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"x"}}`, 202, "", 0},
+		{"batch: the SDK's part all notifications", nil, `[{"jsonrpc":"2.0","method":"notifications/nope"},{"jsonrpc":"2.0","method":"notifications/initialized"}]`, 202, "", 0},
 		{"batch: only unknown notifications", nil, `[{"jsonrpc":"2.0","method":"notifications/nope"}]`, 202, "", 0},
 	}
 	f.mu.Lock()
