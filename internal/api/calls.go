@@ -70,7 +70,7 @@ func (s *Server) listCalls(c *gin.Context) {
 		return
 	}
 	var toolID *int64
-	if v := c.Query("tool"); v != "" {
+	if v, given := c.GetQuery("tool"); given { // ?tool= too: an empty filter must not list every tool's calls
 		id, err := strconv.ParseInt(v, 10, 64)
 		if err != nil || id < 1 || strconv.FormatInt(id, 10) != v {
 			bad["tool"] = "must be a tool ID (a positive integer)"

@@ -1,6 +1,8 @@
 package api
 
 import (
+	"strings"
+
 	"github.com/gin-gonic/gin"
 
 	"github.com/quiverhq/quiver/catalog"
@@ -31,7 +33,13 @@ func (s *Server) listCatalog(c *gin.Context) {
 		s.writeError(c, err)
 		return
 	}
-	entries := s.Tools.Catalog().List(c.Query("category"))
+	category, given := c.GetQuery("category")
+	if given && strings.TrimSpace(category) == "" {
+		s.writeError(c, problem.Validation("The list parameters are not valid.",
+			map[string]string{"category": "must name a category; leave it out to list them all"}))
+		return
+	}
+	entries := s.Tools.Catalog().List(category)
 	start := min(int(p.After), len(entries))
 	end := min(start+p.Limit, len(entries))
 	out := make([]availableTool, 0, end-start)

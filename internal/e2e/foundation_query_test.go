@@ -24,6 +24,10 @@ func TestQueryMustParse(t *testing.T) {
 		{"/api/v1/agents/?cursor=a&cursor=b", "cursor"},
 		{"/api/v1/agents/?x%zz=1", "query"},
 		{"/api/v1/agents/?a;b=1", "query"},
+		// A filter given empty filters nothing it can read: refused, not all.
+		{"/api/v1/agents/custom-tools/calls/?tool=", "tool"},
+		{"/api/v1/agents/tools/available/?category=", "category"},
+		{"/api/v1/agents/tools/available/?category=%20", "category"},
 	} {
 		fdWantFields(t, c.do("GET", tc.path, nil), "validation_error", tc.field)
 	}
