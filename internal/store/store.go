@@ -121,8 +121,12 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 		return nil, fmt.Errorf("QUIVER_DATA_DIR: cannot open %s: %w", path, err)
 	}
 	f.Close()
+	// The pragmas run in this order on each new connection: busy_timeout
+	// first, so that switching a new file to WAL, which takes a lock, waits
+	// for another process doing the same rather than failing at once
+	// (SQLITE_BUSY, seen with four commands starting on a new folder).
 	dsn := path +
-		"?_pragma=foreign_keys(1)&_pragma=journal_mode(WAL)&_pragma=busy_timeout(10000)&_pragma=synchronous(NORMAL)"
+		"?_pragma=busy_timeout(10000)&_pragma=foreign_keys(1)&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)"
 	db, err := gorm.Open(sqlite.Open(dsn), gcfg)
 	if err != nil {
 		return nil, fmt.Errorf("store: open sqlite: %w", err)
