@@ -62,8 +62,8 @@ func (s *Server) object(c *gin.Context, allowEmpty bool) (map[string]json.RawMes
 	// What is stored is text: a lone surrogate (\ud800 without its pair) is
 	// none, and decoding would silently store U+FFFD in its place. The call
 	// engine refuses them too.
-	if calls.HasLoneSurrogate(canon) {
-		return nil, problem.New(problem.InvalidJSON, "The request body is not valid JSON text: a string holds a lone surrogate escape (\\ud800 to \\udfff without its pair).")
+	if err := calls.LoneSurrogates(canon); err != nil {
+		return nil, err
 	}
 	if err != nil || m == nil {
 		return nil, problem.New(problem.InvalidJSON, "The request body must be a JSON object.")

@@ -1,9 +1,12 @@
 package calls
 
 import (
+	"bytes"
 	"fmt"
 	"unicode/utf16"
 	"unicode/utf8"
+
+	"github.com/quiverhq/quiver/internal/problem"
 )
 
 // The canonicalizer's strings: scanning, unescaping and re-escaping
@@ -214,15 +217,26 @@ func (c *canonicalizer) emit(r rune, isKey bool) {
 // lower-case \ud800–\udfff escape; every escape is walked whole, so the text
 // of an escaped backslash followed by "ud800" is not one.
 func HasLoneSurrogate(canon []byte) bool {
-	for i := 0; i < len(canon); i++ {
-		if canon[i] != '\\' {
-			continue
+	for i := 0; i < len(canon); i += 2 { // past a backslash and what it escapes
+		j := bytes.IndexByte(canon[i:], '\\')
+		if j < 0 {
+			return false
 		}
+		i += j
 		if i+3 < len(canon) && canon[i+1] == 'u' && canon[i+2] == 'd' && canon[i+3] >= '8' && canon[i+3] <= 'f' &&
 			(canon[i+3] <= '9' || canon[i+3] >= 'a') {
 			return true
 		}
-		i++ // the escaped character; a \uXXXX's digits hold no backslash
 	}
 	return false
+}
+
+// LoneSurrogates is the API's refusal of a body whose canonical form canon
+// holds a lone surrogate (\ud800 without its pair): that is no text, and
+// decoding it would put U+FFFD in its place. nil when there is none.
+func LoneSurrogates(canon []byte) error {
+	if !HasLoneSurrogate(canon) {
+		return nil
+	}
+	return problem.New(problem.InvalidJSON, "The request body is not valid JSON text: a string holds a lone surrogate escape (\\ud800 to \\udfff without its pair).")
 }

@@ -227,8 +227,8 @@ func (e *Engine) Call(ctx context.Context, req Request) (*Response, error) {
 	}
 	// A lone surrogate is no text: the tool would get U+FFFD in its place,
 	// so the call is refused as every other endpoint refuses it.
-	if HasLoneSurrogate(canon) {
-		return nil, problem.New(problem.InvalidJSON, "The request body is not valid JSON text: a string holds a lone surrogate escape (\\ud800 to \\udfff without its pair).")
+	if err := LoneSurrogates(canon); err != nil {
+		return nil, err
 	}
 	c := &call{e: e, req: req, b: decodeBody(members), start: start}
 	if req.HasKey {

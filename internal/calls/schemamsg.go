@@ -18,6 +18,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/google/jsonschema-go/jsonschema"
 )
@@ -61,6 +62,9 @@ func explain(doc, value any, verr error) (where, phrase string) {
 	case path == "root":
 	case strings.HasPrefix(path, "/"):
 		tokens = strings.Split(path[1:], "/")
+		for i, t := range tokens { // RFC 6901: ~1 is '/', ~0 is '~', in that order
+			tokens[i] = strings.ReplaceAll(strings.ReplaceAll(t, "~1", "/"), "~0", "~")
+		}
 	default:
 		doc, placed = nil, false // a schema named by its $id: its place is unknown
 	}
@@ -73,7 +77,11 @@ func explain(doc, value any, verr error) (where, phrase string) {
 		phrase = "holds a value that " + phrase
 	}
 	if len(phrase) > maxMessage {
-		phrase = phrase[:maxMessage] + "…"
+		n := maxMessage
+		for n > 0 && !utf8.RuneStart(phrase[n]) { // cut between characters
+			n--
+		}
+		phrase = phrase[:n] + "…"
 	}
 	return where, phrase
 }
