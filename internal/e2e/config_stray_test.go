@@ -1,10 +1,11 @@
 package e2e
 
-// Black-box tests of answers that are no field of the current step: a
-// misspelled name, a later step's field sent early, a name no step has. The
-// keys of user_response are a form's answers, not envelope fields, so each
-// is refused by name (API.md: "422 on provide-config carries fields naming
-// each bad field; the tool stays at the same step"), never dropped.
+// Black-box tests of answers that are no field of the current step. One
+// meant for a field (a misspelling of one of the step's, or a field of an
+// earlier or later step) is refused by name (API.md: "422 on provide-config
+// carries fields naming each bad field; the tool stays at the same step"),
+// never dropped; one under a name that means nothing here is an unknown
+// field, ignored as API.md ignores unknown fields.
 
 import (
 	"bytes"
@@ -48,20 +49,18 @@ func csTestMisspelled(t *testing.T, c *fdClient) {
 	// The probe's case: answered 200, auth_type none, the token dropped.
 	csWantStray(t, c, provide, get, map[string]any{"authType": "bearer", "Token": "s3cret"},
 		map[string]string{"authType": `"auth_type"`, "Token": `"token"`})
-	csWantStray(t, c, provide, get, map[string]any{"auth_type": "bearer", "token": "s3cret", "header": "X-Key"},
-		map[string]string{"header": "auth_type, token, header_name"})
-	// A blank or null value under an unknown name is still refused: the
-	// name is the mistake.
+	csWantStray(t, c, provide, get, map[string]any{"auth_type": "bearer", "token": "s3cret", "header_nme": "X-Key"},
+		map[string]string{"header_nme": "auth_type, token, header_name"})
+	// A blank value under a misspelled name is still refused: the name is
+	// the mistake.
 	csWantStray(t, c, provide, get, map[string]any{"auth_type": "none", "tokn": ""},
 		map[string]string{"tokn": `"token"`})
-	csWantStray(t, c, provide, get, map[string]any{"auth_type": "none", "_oauth": nil},
-		map[string]string{"_oauth": "not a field"})
-	// A stray name beside a bad known field: both are named.
-	csWantStray(t, c, provide, get, map[string]any{"auth_type": "magic", "x": 1},
-		map[string]string{"auth_type": "none, bearer, header", "x": "not a field"})
-
-	m := c.ok(200, "POST", provide, map[string]any{"user_response": map[string]any{"auth_type": "bearer", "token": "s3cret"}})
-	if cfg, _ := m["config"].(map[string]any); m["is_configured"] != true || cfg["auth_type"] != "bearer" {
+	// A name near no field is an unknown field: not named beside a bad
+	// known field, and ignored beside good ones.
+	csWantStray(t, c, provide, get, map[string]any{"auth_type": "magic", "_client_note": 1},
+		map[string]string{"auth_type": "none, bearer, header"})
+	m := c.ok(200, "POST", provide, map[string]any{"user_response": map[string]any{"auth_type": "bearer", "token": "s3cret", "_client_note": 1}})
+	if cfg, _ := m["config"].(map[string]any); m["is_configured"] != true || cfg["auth_type"] != "bearer" || cfg["_client_note"] != nil {
 		t.Fatalf("the corrected answer: %v", m)
 	}
 }

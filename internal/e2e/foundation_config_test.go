@@ -231,11 +231,11 @@ func fdTestTavilyConfig(t *testing.T, c *fdClient) {
 	unchanged()
 
 	const secret = "tvly-RAWSECRET0123456789"
-	// An answer that is no field of the step is refused, not dropped; an
-	// unknown field of the request itself is ignored.
-	fdWantFields(t, c.do("POST", provide, map[string]any{"user_response": map[string]any{"TAVILY_API_KEY": secret, "unrelated": 5}}), "validation_error", "unrelated")
+	// A misspelled answer is refused, not dropped; an unknown field, of the
+	// answers or of the request itself, is ignored.
+	fdWantFields(t, c.do("POST", provide, map[string]any{"user_response": map[string]any{"TAVILY_API_KEY": secret, "TAVILY_APIKEY": secret}}), "validation_error", "TAVILY_APIKEY")
 	unchanged()
-	r := c.do("POST", provide, map[string]any{"user_response": map[string]any{"TAVILY_API_KEY": secret}, "extra": true})
+	r := c.do("POST", provide, map[string]any{"user_response": map[string]any{"TAVILY_API_KEY": secret, "unrelated": 5}, "extra": true})
 	if r.Status != 200 {
 		t.Fatalf("a valid key: %d %s", r.Status, r.Body)
 	}
@@ -249,6 +249,9 @@ func fdTestTavilyConfig(t *testing.T, c *fdClient) {
 	cfg, _ := done["config"].(map[string]any)
 	if cfg["TAVILY_API_KEY"] != "tvly-****" {
 		t.Errorf("config shows %v, want tvly-****", cfg)
+	}
+	if _, ok := cfg["unrelated"]; ok {
+		t.Errorf("an unknown answer was stored: %v", cfg)
 	}
 	bodies := [][]byte{r.Body, c.do("GET", get, nil).Body, c.do("GET", "/api/v1/agents/custom-tools/", nil).Body,
 		c.do("GET", fdPath("/api/v1/agents/custom-tools/%d/actions/", id), nil).Body}

@@ -7,7 +7,6 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/quiverhq/quiver/catalog"
 	"github.com/quiverhq/quiver/connectors"
@@ -88,10 +87,12 @@ func isBlank(raw json.RawMessage) bool {
 	return json.Unmarshal(raw, &s) == nil && strings.TrimSpace(s) == ""
 }
 
-// strayAnswers names each answer that is not a field of the current step,
-// with a sentence saying where it belongs. The keys of user_response are a
-// form's answers, not request fields (API.md ignores unknown request fields,
-// not unknown answers), and each stray one is refused, never dropped:
+// strayAnswers names each answer that is meant for a field the current
+// step does not have, with a sentence saying where it belongs; an answer
+// under a name no step has is ignored, as API.md ignores unknown fields
+// ("Unknown JSON fields in a request are ignored"), unless it is so near
+// one of the step's fields that it means that field. Dropping those
+// silently would store a configuration other than the one sent:
 //
 //   - a field of an earlier step is stale, typically a client retrying a step
 //     whose success it never heard of; accepting it would complete the
@@ -99,10 +100,10 @@ func isBlank(raw json.RawMessage) bool {
 //   - a field of a later step is early; accepting the current step would drop
 //     it, and the step that takes it might then complete with its defaults
 //     (auth_type none), so the tool would go live without what was sent;
-//   - any other name is a mistake, usually a misspelling (Token, authType),
-//     and dropping it would store a configuration other than the one sent.
+//   - a misspelling of one of the step's fields (Token, authType, tokn)
+//     would leave that field unanswered, or at its default.
 //
-// Its value does not matter: a blank or null answer under a wrong name is
+// Its value does not matter: a blank or null answer under such a name is
 // the same mistake.
 func strayAnswers(steps []catalog.Step, current int, answers map[string]json.RawMessage) map[string]string {
 	bad := map[string]string{}
@@ -110,10 +111,6 @@ func strayAnswers(steps []catalog.Step, current int, answers map[string]json.Raw
 	here := fmt.Sprintf("step %d (%s)", current+1, at.ID)
 	for name := range answers {
 		if _, ok := at.Field(name); ok {
-			continue
-		}
-		if len(name) > maxGuessed { // no field is named so; echo a name, not a megabyte
-			bad[clipName(name)] = fmt.Sprintf("is not a field of %s (a name of %d bytes)", here, len(name))
 			continue
 		}
 		owner := -1
@@ -131,27 +128,26 @@ func strayAnswers(steps []catalog.Step, current int, answers map[string]json.Raw
 			bad[name] = fmt.Sprintf("is not a field of %s but of step %d (%s), which comes later; this tool is at step %d of %d, so send it once that step is asked for",
 				here, owner+1, steps[owner].ID, current+1, len(steps))
 		default:
-			bad[name] = unknownField(at, here, name)
+			if msg, ok := misspelled(at, here, name); ok {
+				bad[name] = msg
+			}
 		}
 	}
 	return bad
 }
 
-// unknownField says that name is no field of step at, suggesting the field
-// it most likely meant.
-func unknownField(at *catalog.Step, here, name string) string {
-	if len(at.Fields) == 0 {
-		return fmt.Sprintf("is not a field of %s, which takes no answers", here)
-	}
+// misspelled says that name is no field of step at but most likely means
+// one, and false when it is near none (an unknown field, ignored).
+func misspelled(at *catalog.Step, here, name string) (string, bool) {
 	names := make([]string, len(at.Fields))
 	for i, f := range at.Fields {
 		names[i] = f.Name
 	}
-	msg := fmt.Sprintf("is not a field of %s, whose fields are %s", here, strings.Join(names, ", "))
-	if guess, ok := likelyField(names, name); ok {
-		msg = fmt.Sprintf("is not a field of %s; did you mean %q? Its fields are %s", here, guess, strings.Join(names, ", "))
+	guess, ok := likelyField(names, name)
+	if !ok {
+		return "", false
 	}
-	return msg
+	return fmt.Sprintf("is not a field of %s; did you mean %q? Its fields are %s", here, guess, strings.Join(names, ", ")), true
 }
 
 // foldName sets case and separators aside (Token, authType, base-url).
@@ -190,16 +186,6 @@ func likelyField(names []string, name string) (string, bool) {
 }
 
 func abs(n int) int { return max(n, -n) }
-
-// clipName is a long name's first maxGuessed bytes, cut between
-// characters, and an ellipsis.
-func clipName(name string) string {
-	n := maxGuessed
-	for n > 0 && !utf8.RuneStart(name[n]) {
-		n--
-	}
-	return name[:n] + "…"
-}
 
 // editDistance is the Levenshtein distance between a and b, by bytes (field
 // names are ASCII), in two rows.

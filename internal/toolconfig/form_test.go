@@ -75,12 +75,12 @@ func TestValidateStepConditions(t *testing.T) {
 // TestStrayAnswers: every answer that is not a field of the current step
 // is named, saying whether it belongs to an earlier step, a later one or
 // none (with the field it most likely misspells).
-// TestStrayAnswerLongName: a long name is clipped between characters and
-// not guessed at (an edit distance per byte of it cost a megabyte's square).
+// TestStrayAnswerLongName: a long name is not guessed at (an edit distance
+// per byte of it cost a megabyte's square).
 func TestStrayAnswerLongName(t *testing.T) {
 	name := strings.Repeat("a", 63) + "é" + strings.Repeat("b", 1<<20)
 	bad := strayAnswers(httpRequestSteps(t), 1, map[string]json.RawMessage{name: json.RawMessage("1")})
-	if msg, ok := bad[strings.Repeat("a", 63)+"…"]; !ok || !strings.Contains(msg, "(a name of 1048641 bytes)") || len(bad) != 1 {
+	if len(bad) != 0 { // near no field: an unknown field, ignored
 		t.Fatalf("bad = %.200v", bad)
 	}
 }
@@ -99,10 +99,9 @@ func TestStrayAnswers(t *testing.T) {
 		{1, `{"base_url":"x","auth_type":"none"}`, map[string]string{
 			"base_url": "of step 1 (base_url), which is already answered; this tool is at step 2 of 2"}},
 		{1, `{"authType":"bearer","Token":"s3cret","tokn":"","other":1}`, map[string]string{
-			"authType": `did you mean "auth_type"?`, "Token": `did you mean "token"?`, "tokn": `did you mean "token"?`,
-			"other": "is not a field of step 2 (auth), whose fields are auth_type, token, header_name"}},
-		// No single nearest field: no guess.
-		{1, `{"x":1}`, map[string]string{"x": "whose fields are"}},
+			"authType": `did you mean "auth_type"?`, "Token": `did you mean "token"?`, "tokn": `did you mean "token"?`}},
+		// No single nearest field: an unknown field, ignored.
+		{1, `{"x":1}`, nil},
 	} {
 		bad := strayAnswers(steps, tc.at, answers(t, tc.answer))
 		if got, want := slices.Sorted(maps.Keys(bad)), slices.Sorted(maps.Keys(tc.want)); !slices.Equal(got, want) {
@@ -119,7 +118,7 @@ func TestStrayAnswers(t *testing.T) {
 		}
 	}
 	oauthOnly := []catalog.Step{{ID: "oauth", Type: catalog.StepOAuth}}
-	if bad := strayAnswers(oauthOnly, 0, answers(t, `{"code":"x"}`)); !strings.Contains(bad["code"], "takes no answers") {
+	if bad := strayAnswers(oauthOnly, 0, answers(t, `{"code":"x"}`)); len(bad) != 0 { // Provide refuses answers there first
 		t.Errorf("a step without fields: %v", bad)
 	}
 }
