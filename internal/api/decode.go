@@ -53,17 +53,13 @@ func (s *Server) object(c *gin.Context, allowEmpty bool) (map[string]json.RawMes
 		return nil, problem.New(problem.InvalidJSON, "The request body is not valid JSON.")
 	}
 	// The call endpoint's scanner refuses what encoding/json lets through
-	// silently: a member given twice (json would keep the last) and
-	// invalid UTF-8.
-	canon, cerr := calls.Canonical(b)
-	if cerr != nil {
+	// silently: a member given twice (json would keep the last), invalid
+	// UTF-8, and a lone surrogate (\ud800 without its pair), which is no
+	// text: decoding would silently store U+FFFD in its place.
+	if _, cerr := calls.CanonicalText(b); errors.Is(cerr, calls.ErrLoneSurrogate) {
+		return nil, cerr
+	} else if cerr != nil {
 		return nil, problem.New(problem.InvalidJSON, "The request body is not valid JSON: %v.", cerr)
-	}
-	// What is stored is text: a lone surrogate (\ud800 without its pair) is
-	// none, and decoding would silently store U+FFFD in its place. The call
-	// engine refuses them too.
-	if err := calls.LoneSurrogates(canon); err != nil {
-		return nil, err
 	}
 	if err != nil || m == nil {
 		return nil, problem.New(problem.InvalidJSON, "The request body must be a JSON object.")

@@ -25,9 +25,9 @@ package calls
 // JSON syntax (RFC 8259 §7 allows any \uXXXX; §8.2 only warns that such
 // strings are unpredictable), so the scanner keeps them, comparing them by
 // code unit (\ud800, \udbff and \ufffd are three bodies; \uD800 and
-// \ud800 one), and its callers decide: HasLoneSurrogate finds them, and the
-// call engine and the API's decoder refuse them as not text, since
-// decoding them for the tool or for storage gives U+FFFD.
+// \ud800 one), and its callers decide: the call engine and the API's
+// decoder (CanonicalText) refuse them as not text, since decoding them for
+// the tool or for storage gives U+FFFD.
 
 import (
 	"bytes"
@@ -35,6 +35,8 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+
+	"github.com/quiverhq/quiver/internal/problem"
 )
 
 // errDuplicateKey is returned for an object with the same key twice.
@@ -58,35 +60,56 @@ const (
 // float64, so 12345678901234567890 and 12345678901234567891 stay apart. A
 // duplicate object key or trailing data is an error.
 func Canonical(doc []byte) ([]byte, error) {
-	return canonical(doc, nil)
+	out, _, err := canonical(doc, nil)
+	return out, err
+}
+
+// ErrLoneSurrogate is the API's refusal of a body with a string holding a
+// lone surrogate (\ud800 without its pair): that is no text, and decoding
+// it would put U+FFFD in its place.
+var ErrLoneSurrogate error = problem.New(problem.InvalidJSON, "The request body is not valid JSON text: a string holds a lone surrogate escape (\\ud800 to \\udfff without its pair).")
+
+// CanonicalText is Canonical for a document that must be text: a string
+// holding a lone surrogate is ErrLoneSurrogate.
+func CanonicalText(doc []byte) ([]byte, error) {
+	out, lone, err := canonical(doc, nil)
+	if err == nil && lone {
+		return nil, ErrLoneSurrogate
+	}
+	return out, err
 }
 
 // callMembers are the raw values, as they appear in the document, of a
 // top-level object's members named exactly "tool", "action" and
 // "arguments" (after decoding, so "\u0074ool" is "tool" but "TOOL" is
-// not); nil for an absent member.
+// not); nil for an absent member. lone says a string of the document held
+// a lone surrogate.
 type callMembers struct {
 	tool, action, arguments []byte
+	lone                    bool
 }
 
 // canonicalCall is Canonical that also picks out a call body's members in
 // the same pass.
 func canonicalCall(doc []byte) ([]byte, callMembers, error) {
 	var m callMembers
-	out, err := canonical(doc, &m)
+	out, lone, err := canonical(doc, &m)
+	m.lone = lone
 	return out, m, err
 }
 
-func canonical(doc []byte, top *callMembers) ([]byte, error) {
+// canonical runs the canonicalizer over doc, and reports whether a string
+// held a lone surrogate.
+func canonical(doc []byte, top *callMembers) (out []byte, lone bool, err error) {
 	c := canonicalizer{doc: doc, out: make([]byte, 0, 2*len(doc)), top: top}
 	if err := c.value(); err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	c.skipSpace()
 	if c.pos != len(doc) {
-		return nil, fmt.Errorf("unexpected data after the JSON value (offset %d)", c.pos)
+		return nil, false, fmt.Errorf("unexpected data after the JSON value (offset %d)", c.pos)
 	}
-	return c.out, nil
+	return c.out, c.lone, nil
 }
 
 // Fingerprint is the SHA-256 of a body's canonical JSON.
@@ -114,6 +137,7 @@ type canonicalizer struct {
 	out   []byte
 	keys  []byte       // decoded keys, of the open objects' members, that differ from their canonical text
 	top   *callMembers // if set, receives the top-level object's call members
+	lone  bool         // a string held a lone surrogate
 }
 
 func (c *canonicalizer) skipSpace() {

@@ -1,12 +1,9 @@
 package calls
 
 import (
-	"bytes"
 	"fmt"
 	"unicode/utf16"
 	"unicode/utf8"
-
-	"github.com/quiverhq/quiver/internal/problem"
 )
 
 // The canonicalizer's strings: scanning, unescaping and re-escaping
@@ -174,6 +171,7 @@ func (c *canonicalizer) hex4() (rune, error) {
 // sorts by code point like the rest.
 func (c *canonicalizer) emit(r rune, isKey bool) {
 	if utf16.IsSurrogate(r) {
+		c.lone = true
 		if isKey {
 			c.keys = append(c.keys, 0xE0|byte(r>>12), 0x80|byte(r>>6&0x3F), 0x80|byte(r&0x3F))
 		}
@@ -210,33 +208,4 @@ func (c *canonicalizer) emit(r rune, isKey bool) {
 	default:
 		c.out = append(c.out, '\\', 'u', '0', '0', hexDigits[b>>4], hexDigits[b&0xF])
 	}
-}
-
-// HasLoneSurrogate reports whether canon, the output of Canonical, holds a
-// string with a lone surrogate. Canonical writes one, and nothing else, as a
-// lower-case \ud800–\udfff escape; every escape is walked whole, so the text
-// of an escaped backslash followed by "ud800" is not one.
-func HasLoneSurrogate(canon []byte) bool {
-	for i := 0; i < len(canon); i += 2 { // past a backslash and what it escapes
-		j := bytes.IndexByte(canon[i:], '\\')
-		if j < 0 {
-			return false
-		}
-		i += j
-		if i+3 < len(canon) && canon[i+1] == 'u' && canon[i+2] == 'd' && canon[i+3] >= '8' && canon[i+3] <= 'f' &&
-			(canon[i+3] <= '9' || canon[i+3] >= 'a') {
-			return true
-		}
-	}
-	return false
-}
-
-// LoneSurrogates is the API's refusal of a body whose canonical form canon
-// holds a lone surrogate (\ud800 without its pair): that is no text, and
-// decoding it would put U+FFFD in its place. nil when there is none.
-func LoneSurrogates(canon []byte) error {
-	if !HasLoneSurrogate(canon) {
-		return nil
-	}
-	return problem.New(problem.InvalidJSON, "The request body is not valid JSON text: a string holds a lone surrogate escape (\\ud800 to \\udfff without its pair).")
 }

@@ -428,7 +428,9 @@ func TestCanonicalStrings(t *testing.T) {
 	}
 }
 
-func TestHasLoneSurrogate(t *testing.T) {
+// TestCanonicalText: a string holding a lone surrogate, and only that, is
+// ErrLoneSurrogate.
+func TestCanonicalText(t *testing.T) {
 	for doc, want := range map[string]bool{
 		`{"a":"x\ud800y"}`:      true,
 		`{"a":"\uDFFF"}`:        true,
@@ -441,12 +443,12 @@ func TestHasLoneSurrogate(t *testing.T) {
 		`{"a":"😀 <&> \u0000"}`:  false,
 		`{"ud800":"\\\\ud800"}`: false,
 	} {
-		canon, err := Canonical([]byte(doc))
-		if err != nil {
-			t.Fatalf("%s: %v", doc, err)
+		_, err := CanonicalText([]byte(doc))
+		if got := errors.Is(err, ErrLoneSurrogate); got != want || err != nil && !got {
+			t.Errorf("%s: %v, want a lone surrogate: %v", doc, err, want)
 		}
-		if got := HasLoneSurrogate(canon); got != want {
-			t.Errorf("%s (canonical %s): %v, want %v", doc, canon, got, want)
+		if _, err := Canonical([]byte(doc)); err != nil { // Canonical keeps them
+			t.Errorf("Canonical(%s): %v", doc, err)
 		}
 	}
 }

@@ -225,10 +225,8 @@ func (e *Engine) Call(ctx context.Context, req Request) (*Response, error) {
 	if len(canon) == 0 || canon[0] != '{' {
 		return nil, problem.New(problem.InvalidJSON, "The request body must be a JSON object.")
 	}
-	// A lone surrogate is no text: the tool would get U+FFFD in its place,
-	// so the call is refused as every other endpoint refuses it.
-	if err := LoneSurrogates(canon); err != nil {
-		return nil, err
+	if members.lone { // the tool would get U+FFFD in its place
+		return nil, ErrLoneSurrogate
 	}
 	c := &call{e: e, req: req, b: decodeBody(members), start: start}
 	if req.HasKey {

@@ -131,14 +131,7 @@ func TestOAuthDiscoveredServerWithKeyInURL(t *testing.T) {
 		t.Errorf("resource = %q, want the server's URL without its query", u.Query().Get("resource"))
 	}
 	config, _ := storedTool(t, srv.DatabaseURL, id)
-	if status, body := oaCallback(t, srv, oaAuthorize(t, authURL)); status != 200 {
-		t.Fatalf("callback: %d %s", status, body)
-	}
-	call := oaCall(t, srv, id, "read_count")
-	if call.Status != 200 {
-		t.Fatalf("call: %d %s", call.Status, call.Body)
-	}
-	view := srv.Do("GET", fmt.Sprintf("/api/v1/agents/custom-tools/%d/", id), nil)
+	call, view := oaAuthorizeAndCall(t, srv, id, authURL)
 	oaNoSecrets(t, "provide-config, view, call and logs", string(r.Body)+string(view.Body)+string(call.Body)+srv.LogText(), []string{key})
 	oaNoSecrets(t, "the plain config column", config, []string{key})
 }
@@ -172,14 +165,7 @@ func TestOAuthDiscoveredServerWithKeyInPath(t *testing.T) {
 	}
 	config, _ := storedTool(t, srv.DatabaseURL, id)
 	oaNoSecrets(t, "the plain config column", config, []string{key})
-	if status, body := oaCallback(t, srv, oaAuthorize(t, authURL)); status != 200 {
-		t.Fatalf("callback: %d %s", status, body)
-	}
-	call := oaCall(t, srv, id, "read_count")
-	if call.Status != 200 {
-		t.Fatalf("call: %d %s", call.Status, call.Body)
-	}
-	view := srv.Do("GET", fmt.Sprintf("/api/v1/agents/custom-tools/%d/", id), nil)
+	call, view := oaAuthorizeAndCall(t, srv, id, authURL)
 	list := srv.Do("GET", "/api/v1/agents/custom-tools/", nil)
 	oaNoSecrets(t, "view, list, call and logs", string(view.Body)+string(list.Body)+string(call.Body)+srv.LogText(), []string{key})
 	config, _ = storedTool(t, srv.DatabaseURL, id)
@@ -224,4 +210,19 @@ func oaDiscoveredServer(t *testing.T, named bool) (*oaProvider, *mcptest.Server)
 		p.mcpURL = counter.URL
 	}
 	return p, counter
+}
+
+// oaAuthorizeAndCall completes the tool's OAuth step at authURL, calls its
+// read_count, which must answer 200, and returns that call and the tool's
+// view.
+func oaAuthorizeAndCall(t *testing.T, srv *testserver.Server, id int64, authURL string) (call, view *testserver.Response) {
+	t.Helper()
+	if status, body := oaCallback(t, srv, oaAuthorize(t, authURL)); status != 200 {
+		t.Fatalf("callback: %d %s", status, body)
+	}
+	call = oaCall(t, srv, id, "read_count")
+	if call.Status != 200 {
+		t.Fatalf("call: %d %s", call.Status, call.Body)
+	}
+	return call, srv.Do("GET", fmt.Sprintf("/api/v1/agents/custom-tools/%d/", id), nil)
 }

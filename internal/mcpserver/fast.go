@@ -258,32 +258,38 @@ func parseID(raw json.RawMessage) (jsonrpc.ID, bool) {
 		id, err := jsonrpc.MakeID(s)
 		return id, err == nil
 	}
-	n := len(raw)
-	if n == 0 || n > 16 {
-		return jsonrpc.ID{}, false
-	}
-	i := 0
-	if raw[0] == '-' {
-		i = 1
-	}
-	if i == n || (raw[i] == '0' && n > i+1) {
-		return jsonrpc.ID{}, false
-	}
-	var v int64
-	for ; i < n; i++ {
-		if raw[i] < '0' || raw[i] > '9' {
-			return jsonrpc.ID{}, false
-		}
-		v = v*10 + int64(raw[i]-'0')
-	}
-	if raw[0] == '-' {
-		v = -v
-	}
-	if v > 1<<53 || v < -(1<<53) {
+	v, ok := exactInt(raw)
+	if !ok {
 		return jsonrpc.ID{}, false
 	}
 	id, err := jsonrpc.MakeID(float64(v)) // as the SDK makes it
 	return id, err == nil
+}
+
+// exactInt reads a JSON integer, no fraction or exponent, that a float64
+// holds exactly (at most 2^53 in size).
+func exactInt(raw []byte) (int64, bool) {
+	n := raw
+	if len(n) > 0 && n[0] == '-' {
+		n = n[1:]
+	}
+	if len(n) == 0 || len(n) > 16 || (n[0] == '0' && len(n) > 1) {
+		return 0, false
+	}
+	var v int64
+	for _, c := range n {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		v = v*10 + int64(c-'0')
+	}
+	if v > 1<<53 {
+		return 0, false
+	}
+	if raw[0] == '-' {
+		v = -v
+	}
+	return v, true
 }
 
 // plainString reads a JSON string of printable ASCII without escapes.

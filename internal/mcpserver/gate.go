@@ -306,27 +306,14 @@ func judge(msg []byte, version string, inBatch bool) judged {
 }
 
 // goodID reports whether raw is an ID the SDK answers with itself: a
-// string, or an integer a float64 holds exactly (the SDK reads numbers as
-// float64).
+// string (valid JSON: the caller checked), or an integer a float64 holds
+// exactly (the SDK reads numbers as float64).
 func goodID(raw []byte) bool {
 	if raw[0] == '"' {
-		return true // valid JSON: the caller checked
+		return true
 	}
-	n := raw
-	if n[0] == '-' {
-		n = n[1:]
-	}
-	if len(n) == 0 || len(n) > 16 || (n[0] == '0' && len(n) > 1) {
-		return false
-	}
-	var v int64
-	for _, c := range n {
-		if c < '0' || c > '9' {
-			return false
-		}
-		v = v*10 + int64(c-'0')
-	}
-	return v <= 1<<53
+	_, ok := exactInt(raw)
+	return ok
 }
 
 // rpcError is a JSON-RPC error response; a nil id is null.
