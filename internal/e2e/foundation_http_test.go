@@ -24,6 +24,8 @@ func TestAllowOnlyOn405(t *testing.T) {
 		{"OPTIONS", "/api/v1/agents/custom-tools/"},
 		{"PUT", "/api/v1/agents/custom-tools/call/"},
 		{"PUT", "/api/v1/no-such-route/"},
+		{"GET", "/api/v1/agents/5/mcp"},
+		{"DELETE", "/api/v1/agents/5/mcp/"},
 	} {
 		r := anon.do(tc.method, tc.path, nil)
 		fdWantError(t, r, 401, "unauthorized")
@@ -39,10 +41,19 @@ func TestAllowOnlyOn405(t *testing.T) {
 		{"HEAD", "/api/v1/agents/custom-tools/call", "POST"},
 		{"POST", "/openapi.json", "GET, HEAD"},
 		{"DELETE", "/healthz", "GET, HEAD"},
+		// The agent MCP endpoint takes POST alone: GET (no event stream)
+		// and DELETE (no session) are refused as every other method is.
+		{"GET", "/api/v1/agents/5/mcp", "POST"},
+		{"DELETE", "/api/v1/agents/5/mcp/", "POST"},
+		{"HEAD", "/api/v1/agents/5/mcp", "POST"},
+		{"PUT", "/api/v1/agents/5/mcp", "POST"},
 	} {
-		r := c.do(tc.method, tc.path, nil)
+		r := c.do(tc.method, tc.path, nil, "Accept", "application/json, text/event-stream")
 		if r.Status != 405 || r.Header.Get("Allow") != tc.allow {
 			t.Errorf("%s %s: %d, Allow %q; want 405 with Allow %q", tc.method, tc.path, r.Status, r.Header.Get("Allow"), tc.allow)
+		}
+		if tc.method != "HEAD" && !strings.HasPrefix(r.Header.Get("Content-Type"), "application/json") {
+			t.Errorf("%s %s: Content-Type %q, want the API's error envelope", tc.method, tc.path, r.Header.Get("Content-Type"))
 		}
 	}
 }

@@ -58,8 +58,6 @@ var fdRoutes = []fdRoute{
 	{"PATCH", "/api/v1/agents/{id}/"},
 	{"DELETE", "/api/v1/agents/{id}/"},
 	{"POST", "/api/v1/agents/{id}/mcp"},
-	{"GET", "/api/v1/agents/{id}/mcp"},
-	{"DELETE", "/api/v1/agents/{id}/mcp"},
 	{"GET", "/api/v1/oauth/callback"},
 }
 

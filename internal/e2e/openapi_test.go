@@ -245,9 +245,6 @@ func TestOpenAPIRoutesServed(t *testing.T) {
 			path = strings.Replace(r.path, "{id}", strconv.FormatInt(agent, 10), 1)
 		}
 		for _, p := range []string{path, strings.TrimSuffix(path, "/") + "/", strings.TrimSuffix(path, "/")} {
-			if r.method == "GET" && strings.HasSuffix(r.path, "/mcp") {
-				continue // a stream that would not end
-			}
 			t.Run(r.method+" "+p, func(t *testing.T) {
 				resp := c.do(r.method, p, map[string]any{}, "Accept", "application/json, text/event-stream")
 				unrouted := resp.Status == 405 || (resp.Status == 404 && bytes.Contains(resp.Body, []byte("No such route.")))
@@ -437,20 +434,11 @@ func TestOpenAPIResponses(t *testing.T) {
 		"protocolVersion": "2025-06-18", "capabilities": map[string]any{}, "clientInfo": map[string]any{"name": "fd", "version": "1"}}}
 	if r := c.do("POST", mcpPath, initialize, accept...); r.Status == 404 && bytes.Contains(r.Body, []byte("No such route.")) {
 		t.Logf("BUG: %s is not routed yet; its answers are not validated", agentMCP)
-		s.seen["POST "+agentMCP], s.seen["GET "+agentMCP], s.seen["DELETE "+agentMCP] = []int{0}, []int{0}, []int{0}
+		s.seen["POST "+agentMCP] = []int{0}
 	} else {
-		r := send(c, 200, "POST", agentMCP, mcpPath, initialize, accept...)
-		session := r.Header.Get("Mcp-Session-Id")
+		send(c, 200, "POST", agentMCP, mcpPath, initialize, accept...)
 		send(anon, 401, "POST", agentMCP, mcpPath, initialize, accept...)
 		send(c, 404, "POST", agentMCP, at(agentMCP, 987654), initialize, accept...)
-		send(anon, 401, "GET", agentMCP, mcpPath, nil, accept...)
-		send(c, 404, "GET", agentMCP, at(agentMCP, 987654), nil, accept...)
-		send(anon, 401, "DELETE", agentMCP, mcpPath, nil)
-		if session != "" {
-			send(c, 0, "DELETE", agentMCP, mcpPath, nil, "Mcp-Session-Id", session)
-		} else {
-			send(c, 0, "DELETE", agentMCP, mcpPath, nil)
-		}
 	}
 
 	// The OAuth callback, when routed: a bad state is a small HTML page.

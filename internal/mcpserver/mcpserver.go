@@ -22,8 +22,10 @@
 //	                     {"tool", "action", "arguments"} ─▶ calls.Engine.Call
 //
 // The SDK handler runs stateless (no Mcp-Session-Id): any replica answers any
-// request, as replicas are stateless (DESIGN.md, "Scale"). GET and DELETE get
-// the SDK's 405. Answers are plain JSON, not SSE: nothing is streamed.
+// request, as replicas are stateless (DESIGN.md, "Scale"). Only POST is
+// routed: with no event stream to open and no session to end, GET and DELETE
+// get the router's 405 like any other method, in the API's envelope and with
+// Allow: POST. Answers are plain JSON, not SSE: nothing is streamed.
 // Stateful mode is not an option: the SDK answers 404 to a session ID it did
 // not create (so a second replica cannot serve a session), refuses the
 // 2026-07-28 protocol when stateful, and would pin a session to the
@@ -231,12 +233,12 @@ func New(opts Options) *Server {
 }
 
 // Register adds the MCP endpoint to the authenticated /api/v1 group, with
-// and without its trailing slash.
+// and without its trailing slash. It takes POST alone: the streamable-HTTP
+// transport lets a server without a standalone event stream answer GET with
+// 405, and one without sessions has none to DELETE.
 func (s *Server) Register(rg *gin.RouterGroup) {
-	for _, method := range []string{http.MethodGet, http.MethodPost, http.MethodDelete} {
-		rg.Handle(method, "/agents/:id/mcp", s.serve)
-		rg.Handle(method, "/agents/:id/mcp/", s.serve)
-	}
+	rg.POST("/agents/:id/mcp", s.serve)
+	rg.POST("/agents/:id/mcp/", s.serve)
 }
 
 // serve answers one MCP request for the account's agent.
@@ -251,7 +253,7 @@ func (s *Server) serve(c *gin.Context) {
 		return
 	}
 	var body []byte
-	if c.Request.Method == http.MethodPost && c.Request.Body != nil {
+	if c.Request.Body != nil {
 		if body, err = s.readBody(c.Request); err != nil {
 			s.writeError(c, err)
 			return
