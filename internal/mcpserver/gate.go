@@ -22,8 +22,9 @@ package mcpserver
 //	a notification of one                             → dropped (202 if nothing is left)
 //	params missing (or null) where the method needs   → 200, -32602 invalid params
 //	them, params not an object, a member of params      (400 under 2026-07-28,
-//	twice, or a tools/call whose arguments are not      as the SDK sends it)
-//	an object
+//	twice, or one MCP types as a string or an object    as the SDK sends it)
+//	given as another kind (params.go; a tools/call's
+//	arguments not an object among them)
 //
 // In a batch each member is judged alone: one refused here gets its error
 // in the batch's answer, and the rest go on to the SDK, whose answers and
@@ -289,18 +290,10 @@ func judge(msg []byte, version string, inBatch bool) judged {
 	case params[0] != '{':
 		return badParams(id, "params must be an object")
 	}
-	ms, _ := objectMembers(params)
-	seen := make(map[string]bool, len(ms))
-	for _, m := range ms {
-		if seen[m.key] {
-			return badParams(id, strconv.Quote(m.key)+" is given twice")
-		}
-		seen[m.key] = true
-		// CallToolRequest's arguments are an object: anything else fails
-		// its schema, a protocol error in MCP, not a tool's.
-		if v := params[m.value:m.end]; method == methodToolsCall && m.key == "arguments" && v[0] != '{' && string(v) != "null" {
-			return badParams(id, `"arguments" must be an object`)
-		}
+	// A member of the wrong kind (CallToolRequest's arguments not an
+	// object among them) fails MCP's schema: a protocol error, not a tool's.
+	if why := misshapen(method, params); why != "" {
+		return badParams(id, why)
 	}
 	return judged{verdict: pass}
 }

@@ -63,9 +63,9 @@ func TestMCPScreen(t *testing.T) {
 		{"null params, as missing", nil, `{"jsonrpc":"2.0","id":6,"method":"tools/call","params":null}`,
 			200, `{"jsonrpc":"2.0","id":6,"error":{"code":-32602,"message":"Invalid params: \"tools/call\" needs params"}}`, 0},
 		{"array arguments", nil, `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"My_Mail__send","arguments":[1]}}`,
-			200, `{"jsonrpc":"2.0","id":7,"error":{"code":-32602,"message":"Invalid params: \"arguments\" must be an object"}}`, 0},
+			200, `{"jsonrpc":"2.0","id":7,"error":{"code":-32602,"message":"Invalid params: \"arguments\" must be an object, not an array"}}`, 0},
 		{"string arguments", nil, `{"jsonrpc":"2.0","id":8,"method":"tools/call","params":{"name":"My_Mail__read","arguments":"s"}}`,
-			200, `{"jsonrpc":"2.0","id":8,"error":{"code":-32602,"message":"Invalid params: \"arguments\" must be an object"}}`, 0},
+			200, `{"jsonrpc":"2.0","id":8,"error":{"code":-32602,"message":"Invalid params: \"arguments\" must be an object, not a string"}}`, 0},
 		{"a request without an id", nil, `{"jsonrpc":"2.0","method":"ping"}`, 400,
 			`{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"Invalid Request: \"ping\" is a request: it needs an ID"}}`, 0},
 		{"a notification with an id", nil, `{"jsonrpc":"2.0","id":9,"method":"notifications/initialized"}`, 400,
@@ -86,7 +86,19 @@ func TestMCPScreen(t *testing.T) {
 			200, `{"jsonrpc":"2.0","id":11,"error":{"code":-32602,"message":"Invalid params: params must be an object"}}`, 0},
 		{"2026-07-28: invalid params is a 400, as the SDK sends it", withName(newHeaders, "My_Mail__read"),
 			`{"jsonrpc":"2.0","id":12,"method":"tools/call","params":{"name":"My_Mail__read","arguments":"s",` + newMeta + `}}`,
-			400, `{"jsonrpc":"2.0","id":12,"error":{"code":-32602,"message":"Invalid params: \"arguments\" must be an object"}}`, 0},
+			400, `{"jsonrpc":"2.0","id":12,"error":{"code":-32602,"message":"Invalid params: \"arguments\" must be an object, not a string"}}`, 0},
+		{"initialize: a member of the wrong kind", nil, `{"jsonrpc":"2.0","id":13,"method":"initialize","params":{"protocolVersion":5,"capabilities":{},"clientInfo":{"name":"c","version":"1"}}}`,
+			200, `{"jsonrpc":"2.0","id":13,"error":{"code":-32602,"message":"Invalid params: \"protocolVersion\" must be a string, not a number"}}`, 0},
+		{"initialize: clientInfo's name of the wrong kind", nil, `{"jsonrpc":"2.0","id":14,"method":"initialize","params":{"protocolVersion":"2025-03-26","capabilities":{},"clientInfo":{"name":["c"],"version":"1"}}}`,
+			200, `{"jsonrpc":"2.0","id":14,"error":{"code":-32602,"message":"Invalid params: \"clientInfo.name\" must be a string, not an array"}}`, 0},
+		{"tools/list: cursor a number", nil, `{"jsonrpc":"2.0","id":15,"method":"tools/list","params":{"cursor":5}}`,
+			200, `{"jsonrpc":"2.0","id":15,"error":{"code":-32602,"message":"Invalid params: \"cursor\" must be a string, not a number"}}`, 0},
+		{"tools/call: name a number", nil, `{"jsonrpc":"2.0","id":16,"method":"tools/call","params":{"name":5,"arguments":{}}}`,
+			200, `{"jsonrpc":"2.0","id":16,"error":{"code":-32602,"message":"Invalid params: \"name\" must be a string, not a number"}}`, 0},
+		{"tools/call: _meta a string", nil, `{"jsonrpc":"2.0","id":20,"method":"tools/call","params":{"name":"My_Mail__read","arguments":{},"_meta":"m"}}`,
+			200, `{"jsonrpc":"2.0","id":20,"error":{"code":-32602,"message":"Invalid params: \"_meta\" must be an object, not a string"}}`, 0},
+		{"ping: _meta an array", nil, `{"jsonrpc":"2.0","id":17,"method":"ping","params":{"_meta":[]}}`,
+			200, `{"jsonrpc":"2.0","id":17,"error":{"code":-32602,"message":"Invalid params: \"_meta\" must be an object, not an array"}}`, 0},
 		{"a client's error response with a null id", nil, `{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"x"}}`, 202, "", 0},
 		{"batch: the SDK's part all notifications", nil, `[{"jsonrpc":"2.0","method":"notifications/nope"},{"jsonrpc":"2.0","method":"notifications/initialized"}]`, 202, "", 0},
 		{"batch: only unknown notifications", nil, `[{"jsonrpc":"2.0","method":"notifications/nope"}]`, 202, "", 0},
@@ -117,9 +129,11 @@ func TestMCPScreen(t *testing.T) {
 		{"Accept JSON only", map[string]string{"Accept": "application/json"}, `{"jsonrpc":"2.0","id":2,"method":"nope"}`},
 		{"unsupported version", map[string]string{headerProtocol: "2099-01-01"}, `{"jsonrpc":"2.0","id":2,"method":"nope"}`},
 		{"a client's response", nil, `{"jsonrpc":"2.0","id":2,"result":{}}`},
+		{"null where a string goes, as not given", nil, `{"jsonrpc":"2.0","id":18,"method":"tools/list","params":{"cursor":null}}`},
+		{"a member MCP does not type", nil, `{"jsonrpc":"2.0","id":19,"method":"tools/list","params":{"x":5,"_meta":{"k":[]}}}`},
 	} {
 		got := post(t, f, sdkURL, c.header, c.body)
-		if strings.Contains(got.body, "Method not found:") || strings.Contains(got.body, "Invalid Request:") {
+		if strings.Contains(got.body, "Method not found:") || strings.Contains(got.body, "Invalid Request:") || strings.Contains(got.body, "Invalid params:") {
 			t.Errorf("%s: screened: %d %s", c.name, got.status, got.body)
 		}
 	}
@@ -131,17 +145,7 @@ func TestMCPScreen(t *testing.T) {
 // know still fails the whole request in plain text (else screen's answer
 // to it can go).
 func TestSDKMethods(t *testing.T) {
-	srv := mcp.NewServer(&mcp.Implementation{Name: "t", Version: "1"}, nil)
-	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv },
-		&mcp.StreamableHTTPOptions{Stateless: true, JSONResponse: true})
-	send := func(body string) (int, string) {
-		r := httptest.NewRequestWithContext(context.Background(), "POST", "/", strings.NewReader(body))
-		r.Header.Set("Content-Type", "application/json")
-		r.Header.Set("Accept", "application/json, text/event-stream")
-		w := httptest.NewRecorder()
-		h.ServeHTTP(w, r)
-		return w.Code, w.Body.String()
-	}
+	send := bareSDK()
 	if code, body := send(`{"jsonrpc":"2.0","id":1,"method":"foo/bar"}`); code != 400 || !strings.Contains(body, "not handled") {
 		t.Errorf("unknown method: %d %s: the SDK answers it itself now", code, body)
 	}
@@ -161,5 +165,47 @@ func TestSDKMethods(t *testing.T) {
 		if missing := strings.Contains(body, `missing required "params"`); missing != (kind&paramsOptional == 0) {
 			t.Errorf("%s without params: %s (listed as params optional: %v)", method, body, kind&paramsOptional != 0)
 		}
+	}
+}
+
+// TestParamShapes checks paramShapes against the SDK's server: each member
+// listed, given as another kind, is refused by the SDK too (so screen only
+// words a refusal the SDK would make), and is a method it has.
+func TestParamShapes(t *testing.T) {
+	send := bareSDK()
+	wrong := map[byte]string{'"': "5", '{': `"s"`}
+	var check func(method, at string, shapes []shape, wrap func(string) string)
+	check = func(method, at string, shapes []shape, wrap func(string) string) {
+		for _, sh := range shapes {
+			params := wrap(fmt.Sprintf(`{%q:%s}`, sh.name, wrong[sh.kind]))
+			if _, body := send(fmt.Sprintf(`{"jsonrpc":"2.0","id":1,"method":%q,"params":%s}`, method, params)); !strings.Contains(body, `"error"`) {
+				t.Errorf("%s with %s%s of another kind: the SDK takes it: %s", method, at, sh.name, body)
+			}
+			if sh.inner != nil {
+				check(method, at+sh.name+".", sh.inner, func(v string) string { return wrap(fmt.Sprintf(`{%q:%s}`, sh.name, v)) })
+			}
+		}
+	}
+	for method, shapes := range paramShapes {
+		if kind, ok := sdkMethods[method]; !ok || kind&notification != 0 {
+			t.Errorf("%s: not a request of sdkMethods", method)
+		}
+		check(method, "", append([]shape{metaShape}, shapes...), func(v string) string { return v })
+	}
+}
+
+// bareSDK sends a body to the SDK's stateless handler, with no screen in
+// front, and returns its answer.
+func bareSDK() func(body string) (int, string) {
+	srv := mcp.NewServer(&mcp.Implementation{Name: "t", Version: "1"}, nil)
+	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv },
+		&mcp.StreamableHTTPOptions{Stateless: true, JSONResponse: true})
+	return func(body string) (int, string) {
+		r := httptest.NewRequestWithContext(context.Background(), "POST", "/", strings.NewReader(body))
+		r.Header.Set("Content-Type", "application/json")
+		r.Header.Set("Accept", "application/json, text/event-stream")
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, r)
+		return w.Code, w.Body.String()
 	}
 }
