@@ -201,6 +201,8 @@ func (s *Service) refresh(ctx context.Context, r *Resolved, stale string) (*Reso
 		return nil, notFound(r.Row.ID)
 	case errors.Is(err, store.ErrUnavailable):
 		return nil, err
+	case errors.Is(err, store.ErrConflict):
+		return s.overtaken(ctx, r)
 	case err != nil:
 		s.opts.Logger.WarnContext(ctx, "oauth token refresh failed", "tool", r.Row.ID, "error", err)
 		return nil, problem.New(problem.ToolUnreachable,
@@ -222,6 +224,25 @@ func (s *Service) refresh(ctx context.Context, r *Resolved, stale string) (*Reso
 		s.mu.Unlock()
 	}
 	return out, nil
+}
+
+// overtaken answers a call whose token refresh could not be saved because
+// the tool changed meanwhile: on a database without row locks it can be
+// deleted, reset or reconfigured while the provider answers. The provider
+// did its part, so the call answers for the tool as it is now: gone (404),
+// waiting at a step (tool_not_configured), or configured anew with a token
+// that is not due, which the call then uses.
+func (s *Service) overtaken(ctx context.Context, r *Resolved) (*Resolved, error) {
+	s.opts.Logger.InfoContext(ctx, "oauth token refresh overtaken: the tool changed meanwhile", "tool", r.Row.ID)
+	now, err := s.load(ctx, r.Row.AccountID, r.Row.ID)
+	if err != nil {
+		return nil, err
+	}
+	if now.refreshDue() {
+		return nil, problem.New(problem.ToolUnreachable,
+			"The tool changed while its OAuth access token was being refreshed; nothing was sent to the tool. Retry shortly.")
+	}
+	return now, nil
 }
 
 // notConfigured is the tool_not_configured answer for a tool at a step.

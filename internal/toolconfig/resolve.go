@@ -29,14 +29,22 @@ func (s *Service) Resolve(ctx context.Context, accountID, id int64) (*Resolved, 
 	if r := s.cached(accountID, id); r != nil {
 		return s.fresh(ctx, r)
 	}
+	r, err := s.load(ctx, accountID, id)
+	if err != nil {
+		return nil, err
+	}
+	return s.fresh(ctx, r)
+}
+
+// load reads the account's configured tool id from the store and caches
+// it, its token as stored (due for a refresh or not).
+func (s *Service) load(ctx context.Context, accountID, id int64) (*Resolved, error) {
 	t, e, err := s.get(ctx, accountID, id)
 	if err != nil {
 		return nil, err
 	}
 	if State(t.State) != Configured {
-		p := problem.New(problem.ToolNotConfigured, "Tool %d is not configured yet: finish its configuration steps first.", id)
-		p.Extra = map[string]any{"next_configuration_step": s.stepView(ctx, t, e)}
-		return nil, p
+		return nil, s.unconfigured(ctx, t, e)
 	}
 	conn, ok := s.opts.Connectors.For(e)
 	if !ok {
@@ -60,7 +68,15 @@ func (s *Service) Resolve(ctx context.Context, accountID, id int64) (*Resolved, 
 		s.cache[toolKey{accountID, id}] = cachedTool{resolved: r, expires: time.Now().Add(s.opts.CacheTTL)}
 		s.mu.Unlock()
 	}
-	return s.fresh(ctx, r)
+	return r, nil
+}
+
+// unconfigured is the tool_not_configured answer for a tool that has not
+// finished its steps.
+func (s *Service) unconfigured(ctx context.Context, t *store.Tool, e *catalog.Entry) *problem.Error {
+	p := problem.New(problem.ToolNotConfigured, "Tool %d is not configured yet: finish its configuration steps first.", t.ID)
+	p.Extra = map[string]any{"next_configuration_step": s.stepView(ctx, t, e)}
+	return p
 }
 
 // AtHand is what Resolve would answer when it can answer without waiting
