@@ -3,7 +3,13 @@
 export const VERSION: string;
 export const DEFAULT_BASE_URL: string;
 
-export type JSONValue = string | number | boolean | null | JSONValue[] | { [key: string]: JSONValue };
+export type JSONValue = string | number | bigint | boolean | null | JSONValue[] | { [key: string]: JSONValue };
+
+/**
+ * An integer ID (int64): a number, or a bigint beyond Number.MAX_SAFE_INTEGER. The SDK reads every integer
+ * beyond that range as a bigint, and writes a bigint as its exact integer literal.
+ */
+export type ID = number | bigint;
 
 // ---------------------------------------------------------------------------------------------
 // Client
@@ -41,13 +47,16 @@ export class AgentClient {
   readonly idempotencyKeys: IdempotencyKeysResource;
 }
 
-/** A tool reference: its integer ID, an object with an `id` (a Tool), or (for call) a catalog name. */
-export type IdLike = number | string | { id: number };
+/**
+ * A tool reference: its integer ID, an object with an `id` (a Tool), or (for call) a catalog name. A number
+ * beyond Number.MAX_SAFE_INTEGER is a TypeError (it may not be the ID meant): pass a bigint.
+ */
+export type IdLike = ID | string | { id: ID };
 
 export interface CallParams {
   /** The action's name, e.g. "search". */
   action: string;
-  /** The action's input: an object (TypeError otherwise); NaN, ±Infinity, BigInt are InvalidRequestError. */
+  /** The action's input: an object (TypeError otherwise); NaN, ±Infinity are InvalidRequestError; a bigint is sent exactly. */
   arguments?: Record<string, unknown>;
   /**
    * Your key for this logical operation: 1–255 printable ASCII characters, no leading/trailing space.
@@ -97,7 +106,7 @@ export interface AgentFields {
   name?: string;
   goal?: string;
   /** IDs of connected tools; replaces the whole list on update. Not an array: TypeError. */
-  tools?: Array<number | { id: number }>;
+  tools?: Array<ID | { id: ID }>;
   status?: "draft" | "active" | "paused" | string;
   [extra: string]: unknown;
 }
@@ -127,6 +136,7 @@ export function validateIdempotencyKey(key: unknown): string;
 export class QuiverObject {
   constructor(data?: Record<string, unknown>);
   [field: string]: any;
+  /** The fields as a plain object for JSON.stringify; a bigint in them is given as its decimal string. */
   toJSON(): Record<string, unknown>;
 }
 
@@ -169,7 +179,7 @@ export class AvailableTool extends QuiverObject {
 }
 
 export class Tool extends QuiverObject {
-  id: number;
+  id: ID;
   mcp_tool: string;
   readonly mcpTool: string;
   name: string;
@@ -192,11 +202,11 @@ export class Action extends QuiverObject {
 }
 
 export class Agent extends QuiverObject {
-  id: number;
+  id: ID;
   name: string;
   goal: string;
   status: string;
-  tools: number[];
+  tools: ID[];
   created_at: string;
   readonly createdAt: string;
   updated_at: string;
@@ -206,7 +216,7 @@ export class Agent extends QuiverObject {
 export class CallResult extends QuiverObject {
   call_id: string;
   readonly callId: string;
-  tool: number;
+  tool: ID;
   action: string;
   is_error: boolean;
   readonly isError: boolean;
@@ -226,7 +236,7 @@ export class CallLogEntry extends QuiverObject {}
 export class IdempotencyKeyState extends QuiverObject {
   key: string;
   state: "in_progress" | "succeeded" | "outcome_unknown" | string;
-  tool: number;
+  tool: ID;
   action: string;
   call_id: string | null;
   readonly callId: string | null;
@@ -275,7 +285,7 @@ export class QuiverError extends Error {
 }
 /**
  * The request cannot be sent as given (a header HTTP cannot carry, an invalid baseUrl, a body JSON cannot
- * carry such as NaN or a BigInt); thrown before anything is sent, never retried.
+ * carry such as NaN); thrown before anything is sent, never retried.
  */
 export class InvalidRequestError extends QuiverError {}
 export class APIConnectionError extends QuiverError {}

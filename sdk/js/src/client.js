@@ -30,9 +30,23 @@ function env(name) {
   return v === "" ? undefined : v;
 }
 
-/** The path segment for an ID: a number, a numeric string, or an object with an `id`. */
+/**
+ * TypeError for an integer number beyond Number.MAX_SAFE_INTEGER: it may not be the ID it was meant to be
+ * (9007199254740993 is the number 9007199254740992). The SDK reads such IDs as BigInt; pass one of those.
+ */
+function checkSafe(value, what) {
+  if (typeof value === "number" && Number.isInteger(value) && !Number.isSafeInteger(value)) {
+    throw new TypeError(
+      `${what} ${value} is beyond Number.MAX_SAFE_INTEGER, where a number may not be the integer it was written as: ` +
+        "pass it as a BigInt (the SDK reads such IDs from the server as BigInt)",
+    );
+  }
+}
+
+/** The path segment for an ID: a number, a BigInt, a numeric string, or an object with an `id`. */
 function idOf(value, what = "id") {
   if (value !== null && typeof value === "object") value = value.id;
+  checkSafe(value, what);
   if (typeof value === "number" && Number.isInteger(value)) return String(value);
   if (typeof value === "bigint") return value.toString();
   if (typeof value === "string" && value.trim() !== "") return encodeURIComponent(value.trim());
@@ -54,7 +68,11 @@ function options(params, usage) {
 
 function toolIds(tools) {
   if (!Array.isArray(tools)) throw new TypeError(`tools must be an array of tool IDs, not ${kind(tools)}`);
-  return tools.map((t) => (t !== null && typeof t === "object" ? t.id : t));
+  return tools.map((t) => {
+    const id = t !== null && typeof t === "object" ? t.id : t;
+    checkSafe(id, "tool ID");
+    return id;
+  });
 }
 
 /** The error for a 2xx answer whose JSON is not what the API defines. */
@@ -231,9 +249,10 @@ export class ToolsResource extends Resource {
    */
   async call(tool, params) {
     if (tool !== null && typeof tool === "object") tool = tool.id;
-    if (!(typeof tool === "string" || (typeof tool === "number" && Number.isInteger(tool)))) {
+    if (!(typeof tool === "string" || typeof tool === "bigint" || (typeof tool === "number" && Number.isInteger(tool)))) {
       throw new TypeError("tool must be an integer ID or a catalog name");
     }
+    checkSafe(tool, "tool");
     const { action, arguments: args, timeout, idempotencyKey: key, idempotency_key } = options(
       params,
       "tools.call(tool, { action, arguments, idempotencyKey })",

@@ -1,5 +1,6 @@
 // Typed errors. The class is chosen by the server's `error` code first, then by the HTTP status.
 
+import { parseJSON } from "./json.js";
 import { camelCase, ConfigurationStep } from "./models.js";
 
 // RFC 9110's IMF-fixdate, the one HTTP-date form a sender may generate: "Sun, 06 Nov 1994 08:49:37 GMT".
@@ -73,7 +74,7 @@ export class QuiverError extends Error {
 /**
  * The request cannot be sent as given; thrown before anything is sent, and never retried: an API key or
  * header value HTTP headers cannot carry (a character above U+00FF, or NUL/CR/LF), an invalid header name,
- * an invalid baseUrl, a body JSON cannot carry as given (NaN, ±Infinity, BigInt, a cycle). `status` is null.
+ * an invalid baseUrl, a body JSON cannot carry as given (NaN, ±Infinity, a cycle). `status` is null.
  */
 export class InvalidRequestError extends QuiverError {}
 
@@ -203,7 +204,7 @@ const BY_STATUS = {
 export function errorFromResponse(status, headers, text) {
   let body = {};
   try {
-    const decoded = text ? JSON.parse(text) : null;
+    const decoded = text ? parseJSON(text) : null;
     if (decoded && typeof decoded === "object" && !Array.isArray(decoded)) body = decoded;
   } catch {
     // not JSON

@@ -36,10 +36,27 @@ export class QuiverObject {
     }
   }
 
-  /** The server's fields as a plain object (for JSON.stringify). */
+  /**
+   * The server's fields as a plain object (for JSON.stringify). JSON.stringify cannot write a BigInt (an
+   * integer beyond Number.MAX_SAFE_INTEGER, such as a large ID), so one is given as its decimal string.
+   */
   toJSON() {
-    return Object.fromEntries(Object.entries(this));
+    return Object.fromEntries(Object.entries(this).map(([key, value]) => [key, bigIntsAsStrings(value)]));
   }
+}
+
+function hasBigInt(value) {
+  if (typeof value === "bigint") return true;
+  if (value === null || typeof value !== "object" || value instanceof QuiverObject) return false; // it has its own toJSON
+  return Object.values(value).some(hasBigInt);
+}
+
+/** `value`, or a copy of it with each BigInt as its decimal string. */
+function bigIntsAsStrings(value) {
+  if (!hasBigInt(value)) return value;
+  if (typeof value === "bigint") return value.toString();
+  if (Array.isArray(value)) return value.map(bigIntsAsStrings);
+  return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, bigIntsAsStrings(v)]));
 }
 
 function wrap(value, Cls) {

@@ -8,6 +8,7 @@ import {
   QuiverError,
   errorFromResponse,
 } from "./errors.js";
+import { parseJSON, stringifyJSON } from "./json.js";
 
 export const VERSION = "0.1.0";
 
@@ -106,17 +107,18 @@ function checkBaseUrl(baseUrl) {
 /**
  * The JSON text of a request body. InvalidRequestError for what JSON cannot carry as given, which
  * JSON.stringify would change silently (NaN and ±Infinity become null, so would undefined in an array;
- * functions and symbols vanish) or refuse with a TypeError (BigInt, a circular structure). An undefined
- * object member is left out, as usual.
+ * functions and symbols vanish) or refuse with a TypeError (a circular structure). An undefined object
+ * member is left out, as usual. A BigInt is written as its exact integer literal (an int64 ID beyond
+ * Number.MAX_SAFE_INTEGER, which the SDK reads as a BigInt, goes back as it came).
  */
 function encodeBody(body) {
   const refuse = (key, what) => {
     throw new InvalidRequestError(`The request body cannot be sent: ${JSON.stringify(key)} is ${what}, which JSON cannot carry. Nothing was sent.`);
   };
   try {
-    return JSON.stringify(body, function (key, value) {
+    return stringifyJSON(body, function (key, value) {
       if (typeof value === "number" && !Number.isFinite(value)) refuse(key, String(value));
-      if (typeof value === "bigint" || typeof value === "function" || typeof value === "symbol") refuse(key, `a ${typeof value}`);
+      if (typeof value === "function" || typeof value === "symbol") refuse(key, `a ${typeof value}`);
       if (value === undefined && Array.isArray(this)) refuse(key, "undefined (in an array)");
       return value;
     });
@@ -360,7 +362,7 @@ function shouldRetry(error, mode) {
 function decode(status, headers, text) {
   if (status === 204 || !text) return null;
   try {
-    return JSON.parse(text);
+    return parseJSON(text);
   } catch (err) {
     throw new QuiverError(`The server answered ${status} with a body that is not JSON.`, {
       status,

@@ -92,7 +92,7 @@ export async function fakeTavily() {
   return { url, requests, get count() { return requests.length; }, close: closer(server) };
 }
 
-/** Records every request; /slow... answers after slowMs; /fail... answers 500. */
+/** Records every request; /slow... answers after slowMs; /fail... answers 500; /raw... answers its request body as JSON, byte for byte. */
 export async function targetServer({ slowMs = 2000 } = {}) {
   const requests = [];
   const server = http.createServer(async (req, res) => {
@@ -101,6 +101,10 @@ export async function targetServer({ slowMs = 2000 } = {}) {
     const n = requests.filter((r) => r.path === req.url).length;
     if (req.url.startsWith("/slow")) await sleep(slowMs);
     if (req.url.startsWith("/fail")) return sendJSON(res, 500, { oops: true });
+    if (req.url.startsWith("/raw")) {
+      res.writeHead(200, { "Content-Type": "application/json", "Content-Length": raw.length });
+      return res.end(raw);
+    }
     let echo = null;
     if (raw.length) {
       try {
@@ -277,8 +281,11 @@ export async function buildBinary() {
   return { bin, cleanup: () => rmSync(dir, { recursive: true, force: true }) };
 }
 
-/** A `quiver serve` on a free port with its own data dir and two accounts' keys. */
-export async function startQuiver(bin, tavilyUrl) {
+/**
+ * A `quiver serve` on a free port with its own data dir and two accounts' keys. `beforeServe(dataDir)`, if
+ * given, runs once the database exists (made by `quiver keys create`) and before the server starts.
+ */
+export async function startQuiver(bin, tavilyUrl, { beforeServe } = {}) {
   const dataDir = mkdtempSync(path.join(os.tmpdir(), "quiver-sdk-js-"));
   const firstPort = await freePort();
   const env = {
@@ -297,6 +304,7 @@ export async function startQuiver(bin, tavilyUrl) {
   };
   const apiKey = await createKey("sdk-test");
   const otherApiKey = await createKey("sdk-other");
+  if (beforeServe) await beforeServe(dataDir);
   const logPath = path.join(dataDir, "server.log");
   const logTail = () => {
     try {
@@ -363,15 +371,15 @@ export async function startQuiver(bin, tavilyUrl) {
   }
 }
 
-/** Everything an integration test file needs; call close() in after(). */
-export async function startEnv() {
+/** Everything an integration test file needs; call close() in after(). `options` go to startQuiver. */
+export async function startEnv(options = {}) {
   const tavily = await fakeTavily();
   const target = await targetServer();
   let built = null;
   let server;
   try {
     built = await buildBinary();
-    server = await startQuiver(built.bin, tavily.url);
+    server = await startQuiver(built.bin, tavily.url, options);
   } catch (err) {
     await tavily.close();
     await target.close();
