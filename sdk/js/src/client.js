@@ -138,7 +138,7 @@ class Resource {
     return new Cls(response.data, response.headers);
   }
 
-  _get(path, Cls, query) {
+  async _get(path, Cls, query) {
     return this._object("GET", path, Cls, { query, retry: SAFE });
   }
 
@@ -170,30 +170,31 @@ class Resource {
 /** The catalog, the account's connected tools, their configuration, and calling them. */
 export class ToolsResource extends Resource {
   /** The catalog: every tool that can be added with create(). */
-  available(params) {
+  async available(params) {
     const { category } = options(params, "tools.available({ category })");
     return this._all(CATALOG, "tools", AvailableTool, { category });
   }
 
   /** One catalog entry with its config_steps and, for fixed-action tools, actions. */
-  getAvailable(name) {
+  async getAvailable(name) {
+    if (typeof name !== "string") throw new TypeError(`name must be a catalog name (a string), not ${kind(name)}`);
     return this._get(CATALOG + encodeURIComponent(name) + "/", AvailableTool);
   }
 
   /** Every connected tool, oldest first, following next_cursor through every page. */
-  list(params) {
+  async list(params) {
     const { limit } = options(params, "tools.list({ limit })");
     return this._all(TOOLS, "tools", Tool, { limit });
   }
 
   /** One page of connected tools. */
-  listPage(params) {
+  async listPage(params) {
     const { limit, cursor } = options(params, "tools.listPage({ limit, cursor })");
     return this._page(TOOLS, "tools", Tool, { limit, cursor });
   }
 
   /** One connected tool by ID. */
-  get(toolId) {
+  async get(toolId) {
     return this._get(toolPath(toolId), Tool);
   }
 
@@ -273,7 +274,7 @@ export class ToolsResource extends Resource {
   }
 
   /** The call log: every dispatched call (optionally of one tool), through every page. */
-  calls(params) {
+  async calls(params) {
     const { tool, limit } = options(params, "tools.calls({ tool, limit })");
     const query = { limit };
     if (tool !== undefined && tool !== null) query.tool = idOf(tool, "tool");
@@ -290,18 +291,18 @@ export class AgentsResource extends Resource {
   }
 
   /** One agent by ID. */
-  get(agentId) {
+  async get(agentId) {
     return this._get(agentPath(agentId), Agent);
   }
 
   /** Every agent, following next_cursor through every page. */
-  list(params) {
+  async list(params) {
     const { limit } = options(params, "agents.list({ limit })");
     return this._all(AGENTS, "agents", Agent, { limit });
   }
 
   /** One page of agents. */
-  listPage(params) {
+  async listPage(params) {
     const { limit, cursor } = options(params, "agents.listPage({ limit, cursor })");
     return this._page(AGENTS, "agents", Agent, { limit, cursor });
   }
@@ -338,7 +339,7 @@ export class IdempotencyKeysResource extends Resource {
    * The state of a key: in_progress, succeeded or outcome_unknown (NotFoundError if unknown).
    * The keys "." and ".." are sent with node:http rather than fetch, whose URL parser would drop them.
    */
-  get(key) {
+  async get(key) {
     validateIdempotencyKey(key);
     return this._get(API + "/idempotency-keys/" + encodeURIComponent(key), IdempotencyKeyState);
   }

@@ -210,6 +210,34 @@ describe("arguments are checked before anything is sent", () => {
     assert.equal(JSON.parse(fake.requests[2].body).mcp_tool, "tavily");
   });
 
+  test("every method that returns a promise rejects it for a bad argument, and never throws synchronously", async () => {
+    // client.tools.get(id).catch(handle) must see the error: a synchronous throw would escape the .catch.
+    const sends = {
+      "tools.available": () => client.tools.available("search"),
+      "tools.getAvailable": () => client.tools.getAvailable(undefined),
+      "tools.list": () => client.tools.list(50),
+      "tools.listPage": () => client.tools.listPage("c1"),
+      "tools.get": () => client.tools.get(null),
+      "tools.calls": () => client.tools.calls(11),
+      "tools.actions": () => client.tools.actions({}),
+      "tools.delete": () => client.tools.delete(true),
+      "tools.call": () => client.tools.call(1, { action: "a", idempotencyKey: " k" }),
+      "agents.get": () => client.agents.get(null),
+      "agents.list": () => client.agents.list(null),
+      "agents.listPage": () => client.agents.listPage([10]),
+      "idempotencyKeys.get": () => client.idempotencyKeys.get(" k"),
+    };
+    for (const [name, send] of Object.entries(sends)) {
+      let promise;
+      assert.doesNotThrow(() => {
+        promise = send();
+      }, name);
+      assert.ok(promise instanceof Promise, name);
+      await assert.rejects(promise, (err) => err instanceof TypeError || err instanceof quiver.InvalidIdempotencyKeyError, name);
+    }
+    assert.equal(fake.requests.length, 0);
+  });
+
   test("call arguments must be an object", async () => {
     for (const args of [[1, 2], "x", 5, true]) {
       await assert.rejects(client.tools.call(1, { action: "a", arguments: args }), TypeError);
