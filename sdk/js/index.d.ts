@@ -98,8 +98,10 @@ export class ToolsResource {
   delete(toolId: IdLike): Promise<void>;
   /** Run one action of a connected tool. */
   call(tool: IdLike, params: CallParams): Promise<CallResult>;
-  /** The call log, through every page. */
+  /** The call log, oldest first, through every page. */
   calls(params?: { tool?: IdLike; limit?: number }): Promise<CallLogEntry[]>;
+  /** One page of the call log; pass page.nextCursor as cursor for the next. */
+  callsPage(params?: { tool?: IdLike; limit?: number; cursor?: string | null }): Promise<Page<CallLogEntry>>;
 }
 
 export interface AgentFields {
@@ -231,7 +233,20 @@ export class CallResult extends QuiverObject {
   readonly replayed: boolean;
 }
 
-export class CallLogEntry extends QuiverObject {}
+/** One dispatched call in the call log (its arguments and result are not in the log). */
+export class CallLogEntry extends QuiverObject {
+  call_id: string;
+  readonly callId: string;
+  tool: ID;
+  action: string;
+  outcome: "succeeded" | "tool_error" | "outcome_unknown" | "rejected" | string;
+  duration_ms: number;
+  readonly durationMs: number;
+  idempotency_key: string | null;
+  readonly idempotencyKey: string | null;
+  created_at: string;
+  readonly createdAt: string;
+}
 
 export class IdempotencyKeyState extends QuiverObject {
   key: string;

@@ -90,6 +90,13 @@ function itemsOf(response, field, Cls) {
   return items.map((item) => new Cls(item));
 }
 
+/** The call log's query: the page size, and the tool's ID if one is given. */
+function callsQuery(tool, limit) {
+  const query = { limit };
+  if (tool !== undefined && tool !== null) query.tool = idOf(tool, "tool");
+  return query;
+}
+
 /** An agent's request body: the given fields, with `tools` reduced to IDs (null kept). */
 function agentBody({ tools, ...fields }) {
   const body = { ...fields };
@@ -273,12 +280,16 @@ export class ToolsResource extends Resource {
     });
   }
 
-  /** The call log: every dispatched call (optionally of one tool), through every page. */
+  /** The call log: every dispatched call (optionally of one tool), oldest first, through every page. */
   async calls(params) {
     const { tool, limit } = options(params, "tools.calls({ tool, limit })");
-    const query = { limit };
-    if (tool !== undefined && tool !== null) query.tool = idOf(tool, "tool");
-    return this._all(TOOLS + "calls/", "calls", CallLogEntry, query);
+    return this._all(TOOLS + "calls/", "calls", CallLogEntry, callsQuery(tool, limit));
+  }
+
+  /** One page of the call log; pass page.nextCursor as cursor for the next. */
+  async callsPage(params) {
+    const { tool, limit, cursor } = options(params, "tools.callsPage({ tool, limit, cursor })");
+    return this._page(TOOLS + "calls/", "calls", CallLogEntry, { ...callsQuery(tool, limit), cursor });
   }
 }
 

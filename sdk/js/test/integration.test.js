@@ -253,6 +253,33 @@ describe("pagination", () => {
     const all = (await client.agents.list({ limit: 2 })).map((a) => a.id);
     for (const id of agentIds) assert.ok(all.includes(id));
   });
+
+  test("callsPage() gives the call log one page at a time", async () => {
+    const tool = await client.tools.create({ mcpTool: "browser", name: "call-log-pages" });
+    const made = [];
+    for (let i = 0; i < 5; i++) {
+      made.push((await client.tools.call(tool, { action: "fetch_page", arguments: { url: `${ENV.target.url}/log-page-${i}` } })).callId);
+    }
+    // The call log is written asynchronously: poll until it has all five.
+    for (let deadline = Date.now() + 10_000; (await client.tools.calls({ tool })).length < 5; ) {
+      assert.ok(Date.now() < deadline, "the call log never had the five calls");
+      await sleep(50);
+    }
+    const first = await client.tools.callsPage({ tool, limit: 2 });
+    assert.ok(first instanceof quiver.Page);
+    assert.equal(first.items.length, 2);
+    assert.ok(first.items[0] instanceof quiver.CallLogEntry);
+    assert.ok(first.nextCursor);
+    const seen = [...first.items];
+    for (let page = first; page.nextCursor; ) {
+      page = await client.tools.callsPage({ tool: tool.id, limit: 2, cursor: page.nextCursor });
+      assert.ok(page.items.length <= 2);
+      seen.push(...page.items);
+    }
+    assert.deepEqual(seen.map((c) => c.callId), made); // oldest first, each once
+    for (const c of seen) assert.ok(c.tool === tool.id && c.outcome === "succeeded", JSON.stringify(c));
+    assert.deepEqual((await client.tools.calls({ tool, limit: 2 })).map((c) => c.callId), made);
+  });
 });
 
 /** Runs fn(proxy, client) with a fresh connection-dropping proxy in front of the server, closed afterwards. */

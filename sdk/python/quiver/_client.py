@@ -323,11 +323,25 @@ class ToolsResource(_Resource):
         )
 
     def calls(self, *, tool: Optional[Union[int, Mapping[str, Any]]] = None, limit: Optional[int] = None) -> List[CallLogEntry]:
-        """The call log: every dispatched call (optionally of one tool), through every page."""
-        params: Dict[str, Any] = {"limit": limit}
-        if tool is not None:
-            params["tool"] = _id(tool, "tool")
-        return self._all(_TOOLS + "calls/", "calls", CallLogEntry, params)
+        """The call log: every dispatched call (optionally of one tool), oldest first, through every page.
+
+        Args:
+            tool: only the calls of this tool (its ID, or a :class:`Tool`).
+            limit: page size asked of the server (1–200; the server's default is 50).
+        """
+        return self._all(_TOOLS + "calls/", "calls", CallLogEntry, _calls_params(tool, limit))
+
+    def calls_page(
+        self,
+        *,
+        tool: Optional[Union[int, Mapping[str, Any]]] = None,
+        limit: Optional[int] = None,
+        cursor: Optional[str] = None,
+    ) -> Page[CallLogEntry]:
+        """One page of the call log; pass ``page.next_cursor`` as ``cursor`` for the next."""
+        params = _calls_params(tool, limit)
+        params["cursor"] = cursor
+        return self._list(_TOOLS + "calls/", "calls", CallLogEntry, params)
 
 
 class AgentsResource(_Resource):
@@ -415,6 +429,13 @@ def _unexpected_shape(response: Response, expected: str) -> QuiverError:
         status=response.status,
         headers=response.headers,
     )
+
+
+def _calls_params(tool: Any, limit: Optional[int]) -> Dict[str, Any]:
+    params: Dict[str, Any] = {"limit": limit}
+    if tool is not None:
+        params["tool"] = _id(tool, "tool")
+    return params
 
 
 def _tool_ids(tools: Iterable[Any]) -> List[Any]:

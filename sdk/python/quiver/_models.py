@@ -177,9 +177,19 @@ class CallResult(QuiverObject):
 
 
 class CallLogEntry(QuiverObject):
-    """One dispatched call in the call log."""
+    """One dispatched call in the call log (its arguments and result are not in the log).
+
+    ``outcome`` is ``succeeded``, ``tool_error``, ``outcome_unknown`` or ``rejected``.
+    """
 
     __slots__ = ()
+    call_id: str
+    tool: int
+    action: str
+    outcome: str
+    duration_ms: int
+    idempotency_key: Optional[str]
+    created_at: str
 
 
 class IdempotencyKeyState(QuiverObject):

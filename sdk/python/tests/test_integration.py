@@ -273,6 +273,26 @@ class TestPagination(Base):
         if len(ids) <= 200:
             self.assertIsNone(self.client.tools.list_page(limit=200).next_cursor)
 
+    def test_call_log_one_page_at_a_time(self) -> None:
+        tool = self.client.tools.create(mcp_tool="browser", name="call-log-pages")
+        made = [self.client.tools.call(tool.id, "fetch_page", {"url": ENV.target.url + f"/log-page-{i}"}).call_id
+                for i in range(5)]
+        # The call log is written asynchronously: poll until it has all five.
+        self.assertTrue(support.wait_until(lambda: len(self.client.tools.calls(tool=tool)) == 5, timeout=10))
+        first = self.client.tools.calls_page(tool=tool, limit=2)
+        self.assertIsInstance(first, quiver.Page)
+        self.assertEqual(len(first.items), 2)
+        self.assertIsInstance(first.items[0], quiver.CallLogEntry)
+        self.assertIsNotNone(first.next_cursor)
+        seen, page = list(first.items), first
+        while page.next_cursor:
+            page = self.client.tools.calls_page(tool=tool.id, limit=2, cursor=page.next_cursor)
+            self.assertLessEqual(len(page.items), 2)
+            seen.extend(page.items)
+        self.assertEqual([c.call_id for c in seen], made)  # oldest first, each once
+        self.assertTrue(all(c.tool == tool.id and c.outcome == "succeeded" for c in seen), seen)
+        self.assertEqual(self.client.tools.calls(tool=tool, limit=2), seen)
+
 
 class TestIdempotency(Base):
     @classmethod
