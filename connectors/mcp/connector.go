@@ -21,8 +21,12 @@
 // later users wait for it. A new Version (the tool was reconfigured) retires
 // the older slots of the same tool: they close once their last call returns.
 // A slot whose session ended (the server closed it, its stream broke) is
-// retired and the next user connects afresh; a slot unused for IdleTimeout is
-// closed. Stateful servers (Mcp-Session-Id) and stateless ones both work.
+// retired and the next user connects afresh; so is one the server replaced,
+// naming another Mcp-Session-Id in an answer to the session's own requests
+// (the answer still counts: the round tripper takes the header off before
+// the SDK, which would fail the request, sees it). A slot unused for
+// IdleTimeout is closed. Stateful servers (Mcp-Session-Id) and stateless
+// ones both work.
 //
 // # Calls
 //

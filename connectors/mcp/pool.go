@@ -106,7 +106,8 @@ func (p *pool) connect(s *slot, tgt *target) {
 	key := s.key
 	a := &attempt{}
 	toolsChanged := func() { p.c.discovery.invalidate(key) }
-	sess, err := p.c.dial(withAttempt(ctx, a), tgt, toolsChanged)
+	replaced := func() { p.retire(s, "replaced by the server") }
+	sess, err := p.c.dial(withAttempt(ctx, a), tgt, toolsChanged, replaced)
 	p.mu.Lock()
 	if err != nil {
 		s.err = handshakeFailure(classify(a.snapshot(), err, tgt), tgt)
@@ -252,9 +253,14 @@ func (p *pool) close() {
 }
 
 // dial opens an initialized session with the server of tgt. onToolsChanged
-// runs when the server says its tool list changed.
-func (c *Connector) dial(ctx context.Context, tgt *target, onToolsChanged func()) (*mcp.ClientSession, error) {
+// runs when the server says its tool list changed, onReplaced when it names
+// another session than ours in a response (either may be nil).
+func (c *Connector) dial(ctx context.Context, tgt *target, onToolsChanged, onReplaced func()) (*mcp.ClientSession, error) {
+	if onReplaced == nil {
+		onReplaced = func() {}
+	}
 	httpClient := c.client(c.transport, tgt)
+	httpClient.Transport.(*roundTripper).replaced = onReplaced
 	opts := &mcp.ClientOptions{Capabilities: &mcp.ClientCapabilities{}}
 	if onToolsChanged != nil {
 		opts.ToolListChangedHandler = func(context.Context, *mcp.ToolListChangedRequest) { onToolsChanged() }

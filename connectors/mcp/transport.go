@@ -71,6 +71,13 @@ type roundTripper struct {
 	base     http.RoundTripper
 	target   *target
 	maxBytes int64
+	// replaced, set on the SDK session's own client only, is told of a
+	// response that names a session other than the one its request
+	// carried: the server replaced our session. The response goes on to
+	// the SDK without the header, which would otherwise fail the request
+	// (and break the session) after the server had answered it: the call
+	// has its answer, and the session is retired for the next.
+	replaced func()
 }
 
 // client is an HTTP client over base through tgt's roundTripper: every
@@ -105,6 +112,9 @@ func (rt *roundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
 			a.mu.Unlock()
 		}
 		return resp, err
+	}
+	if rt.replaced != nil {
+		rt.checkSession(req, resp)
 	}
 	ungzip(resp)
 	// Every body is capped, whatever its status and whoever reads it: the
@@ -151,6 +161,24 @@ func (rt *roundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
 		a.mu.Unlock()
 	}
 	return resp, nil
+}
+
+// sessionHeader is the MCP session's header, in http.Header's canonical
+// form.
+const sessionHeader = "Mcp-Session-Id"
+
+// checkSession reports to rt.replaced a response that names a session other
+// than the one req carried, and removes the header. The first response of a
+// session (to initialize, which carries none) names it: that is no change.
+func (rt *roundTripper) checkSession(req *http.Request, resp *http.Response) {
+	got := resp.Header[sessionHeader]
+	if len(got) == 0 {
+		return
+	}
+	if sent := req.Header[sessionHeader]; len(sent) > 0 && got[0] != sent[0] {
+		delete(resp.Header, sessionHeader)
+		rt.replaced()
+	}
 }
 
 // ungzip undoes a gzip content coding the base transport left in place.

@@ -75,6 +75,10 @@ type Options struct {
 	// RefuseStatus is the HTTP status of a refused request: 401 when zero;
 	// 403 models a server that knows the credentials and denies them.
 	RefuseStatus int
+	// Wrap, when set, wraps the SDK's handler, inside the counting and
+	// credential checks: a test changes with it what the server answers on
+	// the wire (a rewritten header, a status of its own).
+	Wrap func(http.Handler) http.Handler
 }
 
 // Server is a running test server.
@@ -115,12 +119,16 @@ func Start(t testing.TB, kind Kind, opts Options) *Server {
 	}
 	s := &Server{kind: kind, opts: opts, calls: map[string]int{}, dropped: map[string]bool{}}
 	s.swap()
+	var h http.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { s.handler.Load().ServeHTTP(w, r) })
+	if opts.Wrap != nil {
+		h = opts.Wrap(h)
+	}
 	s.ts = httptest.NewServer(s.middleware(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path != "/mcp" {
 			http.NotFound(w, r)
 			return
 		}
-		s.handler.Load().ServeHTTP(w, r)
+		h.ServeHTTP(w, r)
 	})))
 	s.URL = s.ts.URL + "/mcp"
 	t.Cleanup(s.Close)
