@@ -52,7 +52,7 @@ func (c *Connector) Call(ctx context.Context, t *connectors.Tool, action string,
 		if st.tooLarge || errors.Is(err, errTooLarge) {
 			return tooLarge(c.opts.MaxResponseBytes), nil
 		}
-		if sessionGone(st, s.sess.ID()) {
+		if sessionGone(st) {
 			c.pool.retire(s, "session gone")
 			if try == 0 {
 				continue

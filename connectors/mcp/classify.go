@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 
@@ -124,18 +125,56 @@ func toolFailure(a attemptState, err error) *jsonrpc.Error {
 
 // sessionGone reports whether a request failed because our session is gone
 // before the server ran anything: it never left (the session had already
-// ended), or the server answered our session ID with 404, as the spec has
-// it, or with the 400 the TypeScript SDK's example server, and the many
-// servers written from it, send after a restart ("Bad Request: No valid
-// session ID provided", as a JSON-RPC error with a null ID).
-func sessionGone(a attemptState, sessionID string) bool {
+// ended), or the server answered the session ID the request carried with
+// 404, as the spec has it, or with the 400 the TypeScript SDK's example
+// server, and the many servers written from it, send after a restart ("Bad
+// Request: No valid session ID provided", as a JSON-RPC error with a null
+// ID). A 404 to a request without a session ID (a stateless session's) is
+// no news of a session, and neither is one whose body is a JSON-RPC
+// error answering the request itself: a server that gives its own errors
+// HTTP statuses (a tool's "not found", say) answers so, perhaps after the
+// tool acted, where the SDKs' lost-session answers carry a null ID, a
+// string of their own or no JSON at all.
+func sessionGone(a attemptState) bool {
 	if !a.started {
 		return true
 	}
-	if sessionID == "" || a.err != nil {
+	if !a.session || a.err != nil {
 		return false
 	}
-	return a.status == http.StatusNotFound || a.status == http.StatusBadRequest && lostSession(a.body)
+	switch a.status {
+	case http.StatusNotFound:
+		return !answersRequest(a)
+	case http.StatusBadRequest:
+		return lostSession(a.body)
+	}
+	return false
+}
+
+// answersRequest reports whether a refused response's body is a JSON-RPC
+// message for the request's own ID.
+func answersRequest(a attemptState) bool {
+	if len(a.id) == 0 {
+		return false
+	}
+	var m struct {
+		ID json.RawMessage `json:"id"`
+	}
+	if json.Unmarshal(a.body, &m) != nil || len(m.ID) == 0 {
+		return false
+	}
+	return sameRawID(m.ID, a.id)
+}
+
+// sameRawID reports whether two JSON-RPC IDs are the same: equal strings,
+// or equal numbers however spelled (sameID).
+func sameRawID(got, sent json.RawMessage) bool {
+	got, sent = bytes.TrimSpace(got), bytes.TrimSpace(sent)
+	if bytes.Equal(got, sent) {
+		return string(got) != "null"
+	}
+	n, err := strconv.ParseInt(string(sent), 10, 64)
+	return err == nil && sameID(got, n)
 }
 
 // lostSession reports whether a 400's body refuses the session itself: it

@@ -45,7 +45,9 @@
 // notice cannot overwrite what happened to the call itself. From it:
 //
 //	POST never started (session already gone)       → reconnect, retry once
-//	404 to a request carrying our session ID        → reconnect, retry once
+//	404 to a request carrying our session ID, its
+//	  body no JSON-RPC answer to that request (or
+//	  a 400 refusing the session: sessionGone)      → reconnect, retry once
 //	dial refused / DNS / egress blocked             → KindUnreachable
 //	401 or 403                                      → KindUpstreamAuth
 //	429                                             → KindUpstreamLimited, with

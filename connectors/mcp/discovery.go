@@ -84,7 +84,7 @@ func (c *Connector) Actions(ctx context.Context, t *connectors.Tool) ([]connecto
 			return nil, connectors.Errorf(connectors.KindUnreachable, listCtx.Err(),
 				"the MCP server at %s did not list its tools in time%s", tgt.host, limit)
 		}
-		if sessionGone(st, s.sess.ID()) {
+		if sessionGone(st) {
 			c.pool.retire(s, "session gone")
 			if try == 0 {
 				continue

@@ -1,13 +1,18 @@
 package mcp
 
 import (
+	"bytes"
+	"io"
+	"net/http"
 	"testing"
+	"time"
 
+	"github.com/quiverhq/quiver/connectors"
 	"github.com/quiverhq/quiver/internal/mcptest"
 )
 
-// How the pool meets a server that replaced the session it serves us by
-// naming another session ID in an answer.
+// How the pool meets a server that replaced the session it serves us: by
+// naming another session ID in an answer, or by answering 404.
 
 // paths are the two ways a tools/call is sent.
 var paths = map[string]bool{"fast": false, "sdk": true}
@@ -92,4 +97,85 @@ func TestSessionPerCall(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestNotFoundAnsweringTheCallIsNotResent: a 404 whose JSON-RPC error
+// answers our request's own ID is the server's answer to it, not news of a
+// lost session, and may come after the tool acted (a server that gives its
+// tools' errors HTTP statuses). It was taken for a lost session and the
+// call sent again: a non-retryable action ran twice. Now it is sent once;
+// the session stays.
+func TestNotFoundAnsweringTheCallIsNotResent(t *testing.T) {
+	t.Parallel()
+	for name, sdk := range paths {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			nf := &mcptest.NotFoundCalls{AfterActing: true, Times: 1,
+				Body: `{"jsonrpc":"2.0","id":{id},"error":{"code":-32002,"message":"Invoice not found"}}`}
+			srv, c, tool := counterSetup(t, mcptest.Options{Wrap: nf.Wrap}, &Options{AllowPrivate: true, SDKCalls: sdk})
+			_, err := call(t, c, tool, "increment", `{}`)
+			wantRuns(t, srv, "increment", 1, 1)
+			wantKind(t, err, connectors.KindUpstreamRefused)
+			mustCall(t, c, tool, "increment", `{}`)
+			wantRuns(t, srv, "increment", 2, 1)
+		})
+	}
+}
+
+// TestNotFoundLostSessionShapes: the SDKs' answers to a session they do not
+// know (the Go SDK's plain text, TypeScript's JSON-RPC error with a null
+// ID, Python's with an ID of its own) get a new session and the call sent
+// once more.
+func TestNotFoundLostSessionShapes(t *testing.T) {
+	t.Parallel()
+	for name, sdk := range paths {
+		for shape, body := range map[string]string{
+			"go":         "",
+			"typescript": `{"jsonrpc":"2.0","error":{"code":-32001,"message":"Session not found"},"id":null}`,
+			"python":     `{"jsonrpc":"2.0","id":"server-error","error":{"code":-32600,"message":"Not Found: Session has been terminated"}}`,
+		} {
+			t.Run(name+"/"+shape, func(t *testing.T) {
+				t.Parallel()
+				nf := &mcptest.NotFoundCalls{Body: body, Times: 1}
+				srv, c, tool := counterSetup(t, mcptest.Options{Wrap: nf.Wrap}, &Options{AllowPrivate: true, SDKCalls: sdk})
+				res, err := call(t, c, tool, "increment", `{}`)
+				if err != nil || string(res.Content) != `{"count":1}` {
+					t.Fatalf("result %s, %v; want the call sent again on a new session", res.Content, err)
+				}
+				wantRuns(t, srv, "increment", 1, 2)
+			})
+		}
+	}
+}
+
+// TestNotFoundWithoutASessionIsNotResent: a stateless server's session has
+// no ID, and a 404 to a request that carried none says nothing of a
+// session. The SDK takes up a session ID a stateless server sends late
+// (here on tools/list), while the fast path goes on without one; the 404
+// was judged by the SDK's ID, not the request's, and the call sent again
+// after the tool had acted.
+func TestNotFoundWithoutASessionIsNotResent(t *testing.T) {
+	t.Parallel()
+	nf := &mcptest.NotFoundCalls{AfterActing: true, Times: 1}
+	late := func(next http.Handler) http.Handler {
+		return nf.Wrap(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			body, _ := io.ReadAll(r.Body)
+			r.Body = io.NopCloser(bytes.NewReader(body))
+			if bytes.Contains(body, []byte(`"tools/list"`)) {
+				w.Header().Set("Mcp-Session-Id", "late")
+			}
+			next.ServeHTTP(w, r)
+		}))
+	}
+	srv, c, tool := counterSetup(t, mcptest.Options{Stateless: true, Wrap: late}, nil)
+	if _, err := c.Actions(ctxFor(t, 10*time.Second), tool); err != nil {
+		t.Fatal(err)
+	}
+	wantFastPath(t, c, tool, true)
+	if id := slotOf(c, tool).sess.ID(); id != "late" {
+		t.Fatalf("the SDK's session ID is %q, want it to have taken up %q", id, "late")
+	}
+	_, err := call(t, c, tool, "increment", `{}`)
+	wantRuns(t, srv, "increment", 1, 1)
+	wantKind(t, err, connectors.KindUpstreamRefused)
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"compress/gzip"
 	"context"
+	"encoding/json"
 	"errors"
 	"io"
 	"net/http"
@@ -36,6 +37,9 @@ type attemptState struct {
 	header   http.Header // the headers of a refused response
 	body     []byte      // the start of a refused response's body
 	tooLarge bool        // the response exceeded MaxResponseBytes
+	// Of a refused request only (kept off the path of an answered one):
+	session bool            // it carried an Mcp-Session-Id
+	id      json.RawMessage // its JSON-RPC ID, if it had one
 }
 
 type attemptKey struct{}
@@ -152,6 +156,7 @@ func (rt *roundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
 		// status says what happened, and no result came that was too large.
 		head, _ := io.ReadAll(io.LimitReader(body, maxErrorBody))
 		a.rec.header, a.rec.body = resp.Header.Clone(), head
+		a.rec.session, a.rec.id = req.Header.Get(sessionHeader) != "", requestID(req)
 		resp.Body = readCloser{io.MultiReader(bytes.NewReader(head), body), raw}
 		return resp, nil
 	}
@@ -179,6 +184,38 @@ func (rt *roundTripper) checkSession(req *http.Request, resp *http.Response) {
 		delete(resp.Header, sessionHeader)
 		rt.replaced()
 	}
+}
+
+// requestID is the JSON-RPC ID of the message req posted, or nil. It reads
+// the body again from GetBody, which both of our senders' requests have,
+// member by member: both write the ID before the params, which may be long.
+func requestID(req *http.Request) json.RawMessage {
+	if req.GetBody == nil {
+		return nil
+	}
+	body, err := req.GetBody()
+	if err != nil {
+		return nil
+	}
+	defer body.Close()
+	dec := json.NewDecoder(io.LimitReader(body, maxErrorBody))
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+		return nil
+	}
+	for dec.More() {
+		key, err := dec.Token()
+		if err != nil {
+			return nil
+		}
+		var value json.RawMessage
+		if err := dec.Decode(&value); err != nil {
+			return nil
+		}
+		if key == "id" {
+			return value
+		}
+	}
+	return nil
 }
 
 // ungzip undoes a gzip content coding the base transport left in place.

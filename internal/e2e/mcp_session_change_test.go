@@ -36,3 +36,33 @@ func TestMCPSessionReplaced(t *testing.T) {
 		t.Errorf("increment ran %d times, want 2", n)
 	}
 }
+
+// TestMCPNotFoundAfterActing: a server that runs a non-retryable tool and
+// answers 404 with a JSON-RPC error for the call's own ID (as one that
+// gives its tools' errors HTTP statuses does) was taken for one that lost
+// the session, and the call sent again: one request ran the tool twice.
+// Now it runs once. A 404 in the shape the SDKs answer a lost session with
+// still gets a fresh session and the call sent once, transparently.
+func TestMCPNotFoundAfterActing(t *testing.T) {
+	srv := testserver.Start(t, testserver.Options{Postgres: true})
+	nf := &mcptest.NotFoundCalls{AfterActing: true, Times: 1,
+		Body: `{"jsonrpc":"2.0","id":{id},"error":{"code":-32002,"message":"Invoice not found"}}`}
+	counter := mcptest.Start(t, mcptest.Counter, mcptest.Options{Wrap: nf.Wrap})
+	id := mqConnect(t, srv, "counter", map[string]any{"url": counter.URL})
+
+	r := mqCall(srv, id, "increment", nil, "not-found-1")
+	if n := counter.Calls("increment"); n != 1 {
+		t.Fatalf("one request ran increment %d times (answer %d %s)", n, r.Status, r.Body)
+	}
+	mqWant(t, r, 502, "upstream_refused")
+
+	lost := &mcptest.NotFoundCalls{Times: 1,
+		Body: `{"jsonrpc":"2.0","error":{"code":-32001,"message":"Session not found"},"id":null}`}
+	other := mcptest.Start(t, mcptest.Counter, mcptest.Options{Wrap: lost.Wrap})
+	id = mqConnect(t, srv, "other", map[string]any{"url": other.URL})
+	before := other.Initializes() // the configuration step's check had one
+	r = mqCall(srv, id, "increment", nil, "lost-1")
+	if sessions := other.Initializes() - before; r.Status != 200 || other.Calls("increment") != 1 || sessions != 2 {
+		t.Fatalf("lost session: %d %s; ran %d times on %d sessions, want once on the second", r.Status, r.Body, other.Calls("increment"), sessions)
+	}
+}

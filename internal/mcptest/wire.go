@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
+	"strings"
 	"sync"
 )
 
@@ -88,5 +90,50 @@ func (r *SessionReplacer) Wrap(next http.Handler) http.Handler {
 			}
 		}
 		next.ServeHTTP(w, req)
+	})
+}
+
+// NotFoundCalls answers tools/call with HTTP 404.
+type NotFoundCalls struct {
+	// Body is the 404's body; "{id}" in it stands for the request's
+	// JSON-RPC ID as sent. Empty means "session not found" in plain text,
+	// as the Go SDK's server answers a session it does not know.
+	Body string
+	// AfterActing runs the call first (the tool acts) and answers 404 in
+	// place of its answer, as a server that gives a tool's own errors HTTP
+	// statuses may; otherwise the call is refused before it runs.
+	AfterActing bool
+	// Times is how many calls are answered so (the first ones); 0 means
+	// every call.
+	Times int
+
+	mu       sync.Mutex
+	answered int
+}
+
+// Wrap is the wrapper, for Options.Wrap.
+func (n *NotFoundCalls) Wrap(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		method, id := peek(req)
+		n.mu.Lock()
+		refuse := method == "tools/call" && (n.Times == 0 || n.answered < n.Times)
+		if refuse {
+			n.answered++
+		}
+		n.mu.Unlock()
+		if !refuse {
+			next.ServeHTTP(w, req)
+			return
+		}
+		if n.AfterActing {
+			next.ServeHTTP(httptest.NewRecorder(), req) // the answer never leaves
+		}
+		if n.Body == "" {
+			http.Error(w, "session not found", http.StatusNotFound)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusNotFound)
+		io.WriteString(w, strings.ReplaceAll(n.Body, "{id}", string(id)))
 	})
 }
