@@ -56,7 +56,10 @@ export type IdLike = ID | string | { id: ID };
 export interface CallParams {
   /** The action's name, e.g. "search". */
   action: string;
-  /** The action's input: an object (TypeError otherwise); NaN, ±Infinity are InvalidRequestError; a bigint is sent exactly. */
+  /**
+   * The action's input: an object (TypeError otherwise); NaN, ±Infinity and a lone surrogate in a string are
+   * InvalidRequestError; a bigint is sent exactly.
+   */
   arguments?: Record<string, unknown>;
   /**
    * Your key for this logical operation: 1–255 printable ASCII characters, no leading/trailing space.

@@ -104,19 +104,36 @@ function checkBaseUrl(baseUrl) {
   return text;
 }
 
+/** Half of a UTF-16 surrogate pair without its other half. */
+const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
+
 /**
  * The JSON text of a request body. InvalidRequestError for what JSON cannot carry as given, which
  * JSON.stringify would change silently (NaN and ±Infinity become null, so would undefined in an array;
  * functions and symbols vanish) or refuse with a TypeError (a circular structure). An undefined object
  * member is left out, as usual. A BigInt is written as its exact integer literal (an int64 ID beyond
- * Number.MAX_SAFE_INTEGER, which the SDK reads as a BigInt, goes back as it came).
+ * Number.MAX_SAFE_INTEGER, which the SDK reads as a BigInt, goes back as it came). A string or member name
+ * with a lone surrogate (half of a UTF-16 pair, "\ud800") is no Unicode text: JSON.stringify would escape
+ * it, the server would refuse the body as invalid_json; it is InvalidRequestError here, as in the Python SDK.
  */
 function encodeBody(body) {
   const refuse = (key, what) => {
     throw new InvalidRequestError(`The request body cannot be sent: ${JSON.stringify(key)} is ${what}, which JSON cannot carry. Nothing was sent.`);
   };
+  const checkText = (text) => {
+    const lone = LONE_SURROGATE.exec(text);
+    if (lone) {
+      const code = lone[0].charCodeAt(0).toString(16).toUpperCase();
+      throw new InvalidRequestError(
+        `The request body cannot be sent: a string in it has U+${code}, a lone surrogate, which is not Unicode text ` +
+          "and has no UTF-8 encoding. Nothing was sent.",
+      );
+    }
+  };
   try {
     return stringifyJSON(body, function (key, value) {
+      checkText(key);
+      if (typeof value === "string") checkText(value);
       if (typeof value === "number" && !Number.isFinite(value)) refuse(key, String(value));
       if (typeof value === "function" || typeof value === "symbol") refuse(key, `a ${typeof value}`);
       if (value === undefined && Array.isArray(this)) refuse(key, "undefined (in an array)");

@@ -238,6 +238,19 @@ describe("arguments are checked before anything is sent", () => {
     assert.equal(fake.requests.length, 0);
   });
 
+  test("a lone surrogate in a body is refused before anything is sent, as in the Python SDK", async () => {
+    const err = await rejection(client.tools.call(1, { action: "a", arguments: { q: "x\ud800y" }, idempotencyKey: "k" }), quiver.InvalidRequestError);
+    assert.match(err.message, /U\+D800/);
+    assert.equal(err.status, null);
+    assert.match((await rejection(client.agents.create({ name: "\udfff" }), quiver.InvalidRequestError)).message, /U\+DFFF/);
+    await rejection(client.tools.provideConfig(1, { userResponse: { ["k\udc00"]: "v" } }), quiver.InvalidRequestError);
+    assert.equal(fake.requests.length, 0);
+    // A whole pair is text: sent as UTF-8.
+    fake.push(200, { call_id: "c" });
+    await client.tools.call(1, { action: "a", arguments: { q: "caf\u00e9 \ud83d\ude00" } });
+    assert.ok(Buffer.from(fake.requests[0].body).includes(Buffer.from("caf\u00e9 \u{1F600}")));
+  });
+
   test("call arguments must be an object", async () => {
     for (const args of [[1, 2], "x", 5, true]) {
       await assert.rejects(client.tools.call(1, { action: "a", arguments: args }), TypeError);
