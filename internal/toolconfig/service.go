@@ -202,6 +202,11 @@ func (s *Service) update(ctx context.Context, t *store.Tool, from string, versio
 	err := s.opts.Store.UpdateToolConfig(ctx, t, from, version)
 	s.invalidate(t.AccountID, t.ID)
 	if errors.Is(err, store.ErrConflict) {
+		// A tool deleted while its answer was checked (a verify may take
+		// seconds) is gone, not changed: a retry would only find a 404.
+		if _, gerr := s.opts.Store.GetTool(ctx, t.AccountID, t.ID); errors.Is(gerr, store.ErrNotFound) {
+			return notFound(t.ID)
+		}
 		// API.md: request_in_progress always carries Retry-After.
 		p := problem.New(problem.RequestInProgress, "The tool was changed by another request at the same time; read it again and retry.")
 		p.RetryAfter = 1
