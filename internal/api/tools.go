@@ -2,11 +2,14 @@ package api
 
 import (
 	"encoding/json"
+	"slices"
 	"strings"
 	"unicode/utf8"
 
 	"github.com/gin-gonic/gin"
 
+	"github.com/quiverhq/quiver/catalog"
+	"github.com/quiverhq/quiver/connectors"
 	"github.com/quiverhq/quiver/internal/calls"
 )
 
@@ -137,5 +140,26 @@ func (s *Server) toolActions(c *gin.Context) {
 		s.writeError(c, calls.ListingProblem(err))
 		return
 	}
-	c.JSON(200, gin.H{"actions": actions})
+	c.JSON(200, gin.H{"actions": withAnnotations(actions)})
+}
+
+// withAnnotations is actions with annotations on each, as API.md's Action
+// has them: {} for an MCP tool that declared none (MCP's defaults then
+// hold: not read-only, not idempotent, so not retryable). actions may be
+// a cached list: a copy is changed, only when one lacks them.
+func withAnnotations(actions []connectors.Action) []connectors.Action {
+	var out []connectors.Action
+	for i, a := range actions {
+		if a.Annotations != nil {
+			continue
+		}
+		if out == nil {
+			out = slices.Clone(actions)
+		}
+		out[i].Annotations = &catalog.Annotations{}
+	}
+	if out == nil {
+		return actions
+	}
+	return out
 }

@@ -123,6 +123,20 @@ func TestMCPCustomServers(t *testing.T) {
 		if ann, _ := mailActions["get_upcoming_travel"]["annotations"].(map[string]any); ann["readOnlyHint"] != true {
 			t.Errorf("annotations = %v", mailActions["get_upcoming_travel"]["annotations"])
 		}
+		// Every action carries annotations, {} where the server declared none
+		// (API.md's Action).
+		bare := mcptest.StartHandWritten(t, &mcptest.HandWritten{})
+		bareActions := mqActions(t, srv, mqConnect(t, srv, "bare", map[string]any{"url": bare.URL}))
+		if ann, _ := bareActions["act"]["annotations"].(map[string]any); ann == nil || len(ann) != 0 || bareActions["act"]["retryable"] != false {
+			t.Errorf("an action declared without annotations: %v", bareActions["act"])
+		}
+		for _, actions := range []map[string]map[string]any{mailActions, inboxActions, bareActions} {
+			for name, a := range actions {
+				if _, ok := a["annotations"].(map[string]any); !ok {
+					t.Errorf("%s: annotations %v, want an object", name, a["annotations"])
+				}
+			}
+		}
 		mqWant(t, mqCall(srv, mailID, "create_draft", map[string]any{"to": "a@b.c", "body": "hi"}, ""), 400, "idempotency_key_required")
 	})
 
