@@ -140,7 +140,7 @@ func (s *Service) attachToken(r *Resolved) error {
 	if err != nil {
 		return fmt.Errorf("toolconfig: tool %d: %w", r.Row.ID, err)
 	}
-	r.Tool.AccessToken, r.refreshAt = tok.AccessToken, tok.RefreshAt()
+	r.Tool.AccessToken, r.refreshAt, r.expiry = tok.AccessToken, tok.RefreshAt(), tok.Expiry
 	return nil
 }
 
@@ -151,6 +151,17 @@ func (s *Service) fresh(ctx context.Context, r *Resolved) (*Resolved, error) {
 		return r, nil
 	}
 	return s.refresh(ctx, r, "")
+}
+
+// MinTokenLife is how long an access token a refresh could not replace
+// must still live to be used: a call's request reaches its server well
+// within it.
+const MinTokenLife = 2 * time.Second
+
+// usable reports whether r's access token lives at least MinTokenLife
+// more.
+func (r *Resolved) usable() bool {
+	return !r.expiry.IsZero() && time.Until(r.expiry) >= MinTokenLife
 }
 
 // refreshDue reports whether r's access token is due for a refresh.
@@ -204,6 +215,13 @@ func (s *Service) refresh(ctx context.Context, r *Resolved, stale string) (*Reso
 	case errors.Is(err, store.ErrConflict):
 		return s.overtaken(ctx, r)
 	case err != nil:
+		// A token refreshed ahead of its expiry (stale empty) is still good
+		// until then: the call uses it, and the next call due asks again.
+		if stale == "" && r.usable() {
+			s.opts.Logger.WarnContext(ctx, "oauth token refresh failed; the access token is used until it expires",
+				"tool", r.Row.ID, "expires_in", time.Until(r.expiry).Round(time.Second).String(), "error", err)
+			return r, nil
+		}
 		s.opts.Logger.WarnContext(ctx, "oauth token refresh failed", "tool", r.Row.ID, "error", err)
 		return nil, problem.New(problem.ToolUnreachable,
 			"The tool's OAuth provider could not refresh its access token; nothing was sent to the tool. Retry shortly.")

@@ -18,8 +18,8 @@ type Resolved struct {
 	// Row is the stored tool as read; shared, must not be modified.
 	Row *store.Tool
 	// refreshAt is when Tool.AccessToken is due for a refresh (zero:
-	// never, or no token).
-	refreshAt time.Time
+	// never, or no token); expiry is when it expires (zero: not said).
+	refreshAt, expiry time.Time
 }
 
 // Resolve returns the account's configured tool id for a call. The result
