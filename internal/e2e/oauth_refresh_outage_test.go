@@ -13,20 +13,25 @@ import (
 // that call is 502 tool_unreachable, nothing runs and its key is released,
 // and once the provider is back the same key goes through.
 func TestOAuthOutageUsesTheLiveToken(t *testing.T) {
-	p, counter, srv, id := oaConnected(t, 6*time.Second, time.Hour)
+	// The token lives 10 s. issued is read after the connection, so a
+	// little after the token was issued (the callback verifies the tool):
+	// at issued+5.2 s it is due (past half its life) with under 4.8 s left,
+	// well over MinTokenLife even on a slow machine; at issued+8.5 s under
+	// 1.5 s is left, under MinTokenLife however slow the connection was.
+	p, counter, srv, id := oaConnected(t, 10*time.Second, time.Hour)
 	issued := time.Now()
-	time.Sleep(3*time.Second + 200*time.Millisecond) // past half its life: due, about 2.8 s left
+	time.Sleep(time.Until(issued.Add(5*time.Second + 200*time.Millisecond)))
 	p.refreshFails.Store(http.StatusInternalServerError)
 
 	if r := oaCall(t, srv, id, "increment", "Idempotency-Key", "live-1"); r.Status != 200 || counter.Calls("increment") != 1 {
 		t.Fatalf("provider down, token live for %v more: %d %s, increment ran %d times",
-			time.Until(issued.Add(6*time.Second)).Round(100*time.Millisecond), r.Status, r.Body, counter.Calls("increment"))
+			time.Until(issued.Add(10*time.Second)).Round(100*time.Millisecond), r.Status, r.Body, counter.Calls("increment"))
 	}
 	if n := p.failedRefreshes.Load(); n < 1 {
 		t.Fatalf("the provider was not asked for a refresh (%d)", n)
 	}
 
-	time.Sleep(time.Until(issued.Add(5 * time.Second))) // under MinTokenLife left
+	time.Sleep(time.Until(issued.Add(8*time.Second + 500*time.Millisecond))) // under MinTokenLife left
 	r := oaCall(t, srv, id, "increment", "Idempotency-Key", "live-2")
 	if r.Status != 502 || r.JSON()["error"] != "tool_unreachable" || counter.Calls("increment") != 1 {
 		t.Fatalf("provider down, token about to expire: %d %s, increment ran %d times", r.Status, r.Body, counter.Calls("increment"))
