@@ -203,7 +203,8 @@ export class Action extends QuiverObject {
   input_schema: Record<string, unknown>;
   readonly inputSchema: Record<string, unknown>;
   retryable: boolean;
-  annotations?: { readOnlyHint?: boolean; idempotentHint?: boolean; destructiveHint?: boolean; [k: string]: any };
+  /** The MCP tool annotations that decide `retryable`; always present, `{}` where the server declared none. */
+  annotations: { readOnlyHint?: boolean; idempotentHint?: boolean; destructiveHint?: boolean; [k: string]: any };
 }
 
 export class Agent extends QuiverObject {
