@@ -1,6 +1,6 @@
 // The Quiver client: AgentClient with its tools, agents and idempotencyKeys resources.
 
-import { QuiverError } from "./errors.js";
+import { InvalidRequestError, QuiverError } from "./errors.js";
 import { REFUSED_ONLY, SAFE, Transport, validateIdempotencyKey } from "./transport.js";
 import {
   Action,
@@ -43,13 +43,27 @@ function checkSafe(value, what) {
   }
 }
 
+/**
+ * `text` percent-encoded for a URL. A lone surrogate (half of a UTF-16 pair) has no UTF-8 encoding, so no URL
+ * can carry it: InvalidRequestError, as for one in a request body, where encodeURIComponent throws a URIError.
+ */
+function segment(text) {
+  try {
+    return encodeURIComponent(text);
+  } catch {
+    throw new InvalidRequestError(
+      `The request cannot be sent: ${JSON.stringify(text)} has a lone surrogate, which is not Unicode text and has no URL form. Nothing was sent.`,
+    );
+  }
+}
+
 /** The path segment for an ID: a number, a BigInt, a numeric string, or an object with an `id`. */
 function idOf(value, what = "id") {
   if (value !== null && typeof value === "object") value = value.id;
   checkSafe(value, what);
   if (typeof value === "number" && Number.isInteger(value)) return String(value);
   if (typeof value === "bigint") return value.toString();
-  if (typeof value === "string" && value.trim() !== "") return encodeURIComponent(value.trim());
+  if (typeof value === "string" && value.trim() !== "") return segment(value.trim());
   throw new TypeError(`${what} must be an integer ID, not ${JSON.stringify(value)}`);
 }
 
@@ -185,7 +199,7 @@ export class ToolsResource extends Resource {
   /** One catalog entry with its config_steps and, for fixed-action tools, actions. */
   async getAvailable(name) {
     if (typeof name !== "string") throw new TypeError(`name must be a catalog name (a string), not ${kind(name)}`);
-    return this._get(CATALOG + encodeURIComponent(name) + "/", AvailableTool);
+    return this._get(CATALOG + segment(name) + "/", AvailableTool);
   }
 
   /** Every connected tool, oldest first, following next_cursor through every page. */

@@ -74,7 +74,8 @@ export class QuiverError extends Error {
 /**
  * The request cannot be sent as given; thrown before anything is sent, and never retried: an API key or
  * header value HTTP headers cannot carry (a character above U+00FF, or NUL/CR/LF), an invalid header name,
- * an invalid baseUrl, a body JSON cannot carry as given (NaN, ±Infinity, a cycle, a lone surrogate). `status` is null.
+ * an invalid baseUrl, a body JSON cannot carry as given (NaN, ±Infinity, a cycle, a lone surrogate), a lone
+ * surrogate in a name or ID that goes in the URL. `status` is null.
  */
 export class InvalidRequestError extends QuiverError {}
 

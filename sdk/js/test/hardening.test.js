@@ -251,6 +251,18 @@ describe("arguments are checked before anything is sent", () => {
     assert.ok(Buffer.from(fake.requests[0].body).includes(Buffer.from("caf\u00e9 \u{1F600}")));
   });
 
+  test("a lone surrogate in a path segment is InvalidRequestError, not encodeURIComponent's URIError", async () => {
+    for (const [name, promise] of [
+      ["tools.getAvailable", client.tools.getAvailable("a\ud800")],
+      ["tools.get", client.tools.get("a\udc00")],
+      ["tools.calls", client.tools.calls({ tool: "x\ud800" })],
+    ]) {
+      const err = await rejection(promise, quiver.InvalidRequestError);
+      assert.match(err.message, /lone surrogate/, name);
+    }
+    assert.equal(fake.requests.length, 0);
+  });
+
   test("call arguments must be an object", async () => {
     for (const args of [[1, 2], "x", 5, true]) {
       await assert.rejects(client.tools.call(1, { action: "a", arguments: args }), TypeError);
