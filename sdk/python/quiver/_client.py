@@ -6,7 +6,7 @@ import os
 import urllib.parse
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Type, TypeVar, Union
 
-from ._errors import QuiverError
+from ._errors import InvalidRequestError, QuiverError
 from ._http import REFUSED_ONLY, SAFE, Response, Transport, validate_idempotency_key
 from ._models import (
     Action,
@@ -56,6 +56,18 @@ class _NotGiven:
 NOT_GIVEN: Any = _NotGiven()
 
 
+def _segment(text: str) -> str:
+    """``text`` percent-encoded for a URL path. A lone surrogate ("\\ud800") has no UTF-8 encoding, so no URL
+    can carry it: InvalidRequestError, as for one in a request body (quote raises UnicodeEncodeError)."""
+    try:
+        return urllib.parse.quote(text, safe="")
+    except UnicodeEncodeError:
+        raise InvalidRequestError(
+            f"The request cannot be sent: {text!r} has a lone surrogate, which is not Unicode text and has no URL"
+            " form. Nothing was sent."
+        ) from None
+
+
 def _id(value: Any, what: str = "id") -> str:
     """The path segment for an ID: an int, a numeric string, or an object with an ``id``."""
     if isinstance(value, Mapping):
@@ -65,7 +77,7 @@ def _id(value: Any, what: str = "id") -> str:
     if isinstance(value, int):
         return str(value)
     if isinstance(value, str) and value.strip():
-        return urllib.parse.quote(value.strip(), safe="")
+        return _segment(value.strip())
     raise TypeError(f"{what} must be an integer ID, not {value!r}")
 
 
@@ -201,7 +213,7 @@ class ToolsResource(_Resource):
 
     def get_available(self, name: str) -> AvailableTool:
         """One catalog entry with its ``config_steps`` and, for fixed-action tools, ``actions``."""
-        return self._get(_CATALOG + urllib.parse.quote(name, safe="") + "/", AvailableTool)
+        return self._get(_CATALOG + _segment(name) + "/", AvailableTool)
 
     # -- connected tools --------------------------------------------------------------------
 

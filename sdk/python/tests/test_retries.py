@@ -316,6 +316,12 @@ class TestLocalErrors(Base):
                                                            idempotency_key="k"), "U+D800")
         self.assert_refused(lambda: self.client.agents.create(name="\udfff"), "U+DFFF")
 
+    def test_lone_surrogate_in_a_path_segment(self) -> None:
+        # urllib.parse.quote would raise UnicodeEncodeError, which is no QuiverError.
+        self.assert_refused(lambda: self.client.tools.get_available("a\ud800"), "lone surrogate")
+        self.assert_refused(lambda: self.client.tools.get("a\udc00"), "lone surrogate")
+        self.assertEqual(self.fake.requests, [])
+
     def test_non_ascii_body_is_utf8(self) -> None:
         self.fake.push(200, {"call_id": "c"})
         self.client.tools.call(1, action="a", arguments={"q": "caf\u00e9 \u4e2d \U0001F600"}, idempotency_key="k")
