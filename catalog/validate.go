@@ -349,6 +349,9 @@ func (v *validator) actions(e *Entry) {
 		if strings.TrimSpace(a.Description) == "" {
 			v.add(at("description"), "is required")
 		}
+		if a.Annotations == nil { // API.md's Action always has them
+			v.add(at("annotations"), "is required")
+		}
 		if want := RetryableFrom(a.Annotations); a.Retryable != want {
 			v.add(at("retryable"), "is %t but the annotations say %t (retryable iff readOnlyHint or idempotentHint)", a.Retryable, want)
 		}

@@ -161,6 +161,7 @@ func TestParseRefuses(t *testing.T) {
 		{"mcp with builtin connector", map[string]string{"hosted.yaml": r(validOAuth, "connector: mcp", "connector: tavily", 1)}, "hosted.yaml: connector: a tool of type mcp uses the mcp connector"},
 		{"builtin without actions", map[string]string{"demo.yaml": validBuiltin[:strings.Index(validBuiltin, "actions:")]}, "demo.yaml: actions: a builtin tool needs at least one action"},
 		{"retryable disagrees with annotations", map[string]string{"demo.yaml": r(validBuiltin, "annotations: {readOnlyHint: true}", "annotations: {readOnlyHint: false, destructiveHint: true}", 1)}, "demo.yaml: actions[0].retryable: is true but the annotations say false"},
+		{"an action without annotations", map[string]string{"demo.yaml": r(validBuiltin, "retryable: true\n    annotations: {readOnlyHint: true}", "retryable: false", 1)}, "demo.yaml: actions[0].annotations: is required"},
 		{"not retryable though idempotent", map[string]string{"demo.yaml": r(validBuiltin, "retryable: true\n    annotations: {readOnlyHint: true}", "retryable: false\n    annotations: {idempotentHint: true}", 1)}, "demo.yaml: actions[0].retryable: is false but the annotations say true"},
 		{"duplicate action", map[string]string{"demo.yaml": validBuiltin + "  - {name: run, description: Again., retryable: false}\n"}, "demo.yaml: actions[1].name: duplicate action name"},
 		{"schema not an object", map[string]string{"demo.yaml": r(validBuiltin, "      type: object\n", "      type: array\n", 1)}, "demo.yaml: actions[0].input_schema.type"},

@@ -217,7 +217,7 @@ func (s *Service) refresh(ctx context.Context, r *Resolved, stale string) (*Reso
 	case err != nil:
 		// A token refreshed ahead of its expiry (stale empty) is still good
 		// until then: the call uses it, and the next call due asks again.
-		if stale == "" && r.usable() {
+		if stale == "" && r.usable() && !errors.Is(err, ErrGrantRevoked) {
 			s.opts.Logger.WarnContext(ctx, "oauth token refresh failed; the access token is used until it expires",
 				"tool", r.Row.ID, "expires_in", time.Until(r.expiry).Round(time.Second).String(), "error", err)
 			return r, nil
