@@ -8,10 +8,6 @@ package e2e
 
 import (
 	"fmt"
-	"net/http"
-	"net/http/httptest"
-	"net/http/httputil"
-	"net/url"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -20,35 +16,10 @@ import (
 	"github.com/quiverhq/quiver/internal/testserver"
 )
 
-// coHeldServer puts a proxy in front of an MCP server that holds the first
-// request it sees until the test releases it: entered gets a value when it
-// arrives.
-func coHeldServer(t *testing.T, target string) (u string, entered, release chan struct{}) {
-	t.Helper()
-	entered, release = make(chan struct{}, 1), make(chan struct{}, 1)
-	to, err := url.Parse(target)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rp := httputil.NewSingleHostReverseProxy(&url.URL{Scheme: to.Scheme, Host: to.Host})
-	var first atomic.Bool
-	proxy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if first.CompareAndSwap(false, true) {
-			entered <- struct{}{}
-			select {
-			case <-release:
-			case <-time.After(30 * time.Second):
-			}
-		}
-		rp.ServeHTTP(w, r)
-	}))
-	t.Cleanup(proxy.Close)
-	return proxy.URL + to.Path, entered, release
-}
-
 func TestConfigAnswerOvertakenByDelete(t *testing.T) {
 	counter := mcptest.Start(t, mcptest.Counter, mcptest.Options{})
-	held, entered, release := coHeldServer(t, counter.URL)
+	var first atomic.Bool // the first MCP request: verifying the step's url
+	held, entered, release := heldProxy(t, counter.URL, func([]byte) bool { return first.CompareAndSwap(false, true) })
 	srv := testserver.Start(t, testserver.Options{})
 	id, _ := oaCreate(t, srv, srv.Key, "custom-mcp")
 

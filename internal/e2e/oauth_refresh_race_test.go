@@ -7,50 +7,13 @@ package e2e
 // The call must answer for the tool as it is now, not blame the provider.
 
 import (
-	"bytes"
 	"fmt"
-	"io"
-	"net/http"
-	"net/http/httptest"
 	"net/url"
 	"testing"
 	"time"
 
 	"github.com/quiverhq/quiver/internal/testserver"
 )
-
-// orHeldTokenEndpoint stands in front of the provider's token endpoint and
-// holds each refresh_token grant until the test releases it: entered gets
-// a value when a refresh arrives, release lets one through.
-func orHeldTokenEndpoint(t *testing.T, tokenURL string) (u string, entered, release chan struct{}) {
-	t.Helper()
-	entered, release = make(chan struct{}, 8), make(chan struct{}, 8)
-	proxy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		body, _ := io.ReadAll(r.Body)
-		if form, err := url.ParseQuery(string(body)); err == nil && form.Get("grant_type") == "refresh_token" {
-			entered <- struct{}{}
-			select {
-			case <-release:
-			case <-time.After(30 * time.Second):
-			}
-		}
-		req, _ := http.NewRequestWithContext(r.Context(), r.Method, tokenURL, bytes.NewReader(body))
-		req.Header = r.Header.Clone()
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			http.Error(w, err.Error(), http.StatusBadGateway)
-			return
-		}
-		defer resp.Body.Close()
-		for k, v := range resp.Header {
-			w.Header()[k] = v
-		}
-		w.WriteHeader(resp.StatusCode)
-		_, _ = io.Copy(w, resp.Body)
-	}))
-	t.Cleanup(proxy.Close)
-	return proxy.URL, entered, release
-}
 
 // TestOAuthRefreshOvertakenByDeleteOrReset: a call whose token refresh is
 // under way when the tool is deleted answers 404 not_found, and one whose
@@ -62,7 +25,11 @@ func TestOAuthRefreshOvertakenByDeleteOrReset(t *testing.T) {
 	p := oaStartProvider(t)
 	_, env := oaGitHub(t, p)
 	p.firstTTL, p.nextTTL = time.Second, time.Hour
-	tokenURL, entered, release := orHeldTokenEndpoint(t, p.URL+"/token")
+	// Each refresh_token grant is held until the test lets it through.
+	tokenURL, entered, release := heldProxy(t, p.URL+"/token", func(body []byte) bool {
+		form, err := url.ParseQuery(string(body))
+		return err == nil && form.Get("grant_type") == "refresh_token"
+	})
 	env["QUIVER_OAUTH_GITHUB_TOKEN_URL"] = tokenURL
 	srv := testserver.Start(t, testserver.Options{Env: env})
 

@@ -1,0 +1,40 @@
+package e2e
+
+import (
+	"bytes"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
+	"testing"
+	"time"
+)
+
+// heldProxy serves a reverse proxy to target, its path kept, that holds
+// each request hold picks (given its body) until the test sends on release,
+// or 30 s: entered gets a value as each held request arrives. It returns the
+// URL to use in target's place.
+func heldProxy(t *testing.T, target string, hold func(body []byte) bool) (u string, entered, release chan struct{}) {
+	t.Helper()
+	entered, release = make(chan struct{}, 8), make(chan struct{}, 8)
+	to, err := url.Parse(target)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rp := httputil.NewSingleHostReverseProxy(&url.URL{Scheme: to.Scheme, Host: to.Host})
+	proxy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		if hold(body) {
+			entered <- struct{}{}
+			select {
+			case <-release:
+			case <-time.After(30 * time.Second):
+			}
+		}
+		rp.ServeHTTP(w, r)
+	}))
+	t.Cleanup(proxy.Close)
+	return proxy.URL + to.Path, entered, release
+}
