@@ -157,8 +157,12 @@ func csTestResentStep(t *testing.T, c *fdClient) {
 	if done["is_configured"] != true || cfg["auth_type"] != "none" || cfg["base_url"] != "https://api.example.com" {
 		t.Fatalf("empty answer to step 2: %v", done)
 	}
-	// Once configured, a retry of the last step is already_configured.
-	c.fail(409, "already_configured", "POST", provide, map[string]any{"user_response": map[string]any{}})
+	// Once configured, a retry of the last step is refused as API.md's
+	// table has it (422, unchanged), naming user_response.
+	again := c.fail(422, "validation_error", "POST", provide, map[string]any{"user_response": map[string]any{}})
+	if f, _ := again["fields"].(map[string]any); f["user_response"] == nil {
+		t.Fatalf("a configured tool's refusal names no field: %v", again)
+	}
 }
 
 // TestRequiredWhenShown: a field's condition is part of the step a client

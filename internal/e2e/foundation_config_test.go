@@ -264,7 +264,7 @@ func fdTestTavilyConfig(t *testing.T, c *fdClient) {
 			t.Errorf("GET shows %v", m["config"])
 		}
 	}
-	again := c.fail(409, "already_configured", "POST", provide, map[string]any{"user_response": map[string]any{"TAVILY_API_KEY": "tvly-other"}})
+	again := c.fail(422, "validation_error", "POST", provide, map[string]any{"user_response": map[string]any{"TAVILY_API_KEY": "tvly-other"}})
 	fdNoSecret(t, secret, []byte(fmt.Sprint(again)))
 
 	// Reset: back at step 1, configuration cleared.
@@ -393,7 +393,7 @@ func fdTestOAuthAndStepless(t *testing.T, c *fdClient) {
 	if _, present := br["next_configuration_step"]; !present {
 		t.Error("next_configuration_step must be present (null), not omitted")
 	}
-	e := c.fail(409, "already_configured", "POST", fdPath("/api/v1/agents/custom-tools/%d/provide-config/", fdInt(t, br["id"])), map[string]any{"user_response": map[string]any{}})
+	e := c.fail(422, "validation_error", "POST", fdPath("/api/v1/agents/custom-tools/%d/provide-config/", fdInt(t, br["id"])), map[string]any{"user_response": map[string]any{}})
 	if msg, _ := e["message"].(string); strings.Contains(msg, "reset") { // a reset changes nothing here
 		t.Errorf("a tool without steps is told to reset: %q", msg)
 	}

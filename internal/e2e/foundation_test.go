@@ -337,7 +337,7 @@ func fdTestRequestID(t *testing.T, c *fdClient) {
 		{c, "POST", "/api/v1/agents/", big, 413, true},
 		{c, "POST", "/api/v1/agents/", map[string]any{}, 422, true},
 		{c, "POST", fdPath("/api/v1/agents/custom-tools/%d/provide-config/", tool), map[string]any{"user_response": map[string]any{"TAVILY_API_KEY": "tvly-rid"}}, 200, true},
-		{c, "POST", fdPath("/api/v1/agents/custom-tools/%d/provide-config/", tool), map[string]any{"user_response": map[string]any{"TAVILY_API_KEY": "tvly-rid"}}, 409, true},
+		{c, "POST", fdPath("/api/v1/agents/custom-tools/%d/provide-config/", tool), map[string]any{"user_response": map[string]any{"TAVILY_API_KEY": "tvly-rid"}}, 422, true},
 		{c, "DELETE", fdPath("/api/v1/agents/custom-tools/%d/", tool), nil, 204, false},
 		{anon, "GET", "/healthz", nil, 200, true},
 		{anon, "GET", "/readyz", nil, 200, true},

@@ -73,7 +73,7 @@ var fdErrorCodes = []string{
 	"invalid_json", "invalid_idempotency_key", "idempotency_key_required", "unauthorized", "forbidden",
 	"not_found", "idempotency_key_reused", "request_in_progress", "tool_outcome_unknown", "tool_not_configured",
 	"payload_too_large", "validation_error", "invalid_arguments", "rate_limited", "tool_unreachable",
-	"upstream_auth_failed", "upstream_refused", "unavailable", "already_configured", "bad_request", "internal",
+	"upstream_auth_failed", "upstream_refused", "unavailable", "bad_request", "internal",
 }
 
 // fdSpec is the OpenAPI document with a cache of compiled response schemas

@@ -345,7 +345,7 @@ func TestOpenAPIResponses(t *testing.T) {
 	send(c, 422, "POST", provide, at(provide, gh), map[string]any{"user_response": map[string]any{}})
 	send(c, 409, "GET", actions, at(actions, tav), nil)
 	send(c, 200, "POST", provide, at(provide, tav), map[string]any{"user_response": map[string]any{"TAVILY_API_KEY": "tvly-openapi"}})
-	send(c, 409, "POST", provide, at(provide, tav), map[string]any{"user_response": map[string]any{"TAVILY_API_KEY": "tvly-openapi"}})
+	send(c, 422, "POST", provide, at(provide, tav), map[string]any{"user_response": map[string]any{"TAVILY_API_KEY": "tvly-openapi"}})
 	send(c, 200, "POST", provide, at(provide, httpTool), map[string]any{"user_response": map[string]any{"base_url": "https://api.example.com"}})
 	send(c, 200, "GET", tool, at(tool, httpTool), nil)
 	send(c, 200, "GET", actions, at(actions, tav), nil)

@@ -26,7 +26,6 @@ const (
 	RequestInProgress      Code = "request_in_progress"
 	OutcomeUnknownConflict Code = "tool_outcome_unknown" // 409: a later answer for a terminal key
 	ToolNotConfigured      Code = "tool_not_configured"
-	AlreadyConfigured      Code = "already_configured"
 	PayloadTooLarge        Code = "payload_too_large"
 	ValidationError        Code = "validation_error"
 	InvalidArguments       Code = "invalid_arguments"
@@ -96,7 +95,7 @@ func (e *Error) HTTPStatus() int {
 	case NotFound:
 		return http.StatusNotFound
 	case IdempotencyKeyReused, RequestInProgress, OutcomeUnknownConflict,
-		ToolNotConfigured, AlreadyConfigured:
+		ToolNotConfigured:
 		return http.StatusConflict
 	case PayloadTooLarge:
 		return http.StatusRequestEntityTooLarge

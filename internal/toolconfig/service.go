@@ -224,10 +224,13 @@ func (s *Service) Provide(ctx context.Context, accountID, id int64, answers map[
 	}
 	switch State(t.State) {
 	case Configured:
+		// API.md: provide-config answers 200 (advanced) or 422 (unchanged).
 		if len(s.toolSteps(t, e)) == 0 {
-			return nil, problem.New(problem.AlreadyConfigured, "The tool needs no configuration: it has no steps to answer.")
+			return nil, problem.Validation("The tool needs no configuration: it has no steps to answer.",
+				map[string]string{"user_response": "this tool has no configuration steps"})
 		}
-		return nil, problem.New(problem.AlreadyConfigured, "The tool is already configured; reset its configuration to change it.")
+		return nil, problem.Validation("The tool is already configured; reset its configuration to change it.",
+			map[string]string{"user_response": "the tool is already configured; reset-config starts it again at its first step"})
 	case AwaitingAuthorization:
 		return nil, problem.Validation("This step is completed by authorizing at the provider: open the step's authorization_url.",
 			map[string]string{"user_response": "this step takes no answers; it is completed through the provider's authorization page"})
