@@ -56,6 +56,11 @@ type oaProvider struct {
 	// refuseAll makes the MCP servers refuse every access token, fresh
 	// ones too: a grant without the scope they want.
 	refuseAll atomic.Bool
+	// refuseRefresh, when set (under mu), is the RFC 6749 §5.2 error code
+	// every refresh request gets: invalid_client (HTTP 401),
+	// invalid_scope, unauthorized_client (HTTP 400).
+	refuseRefresh    string
+	refusedRefreshes int
 }
 
 type oaCode struct {
@@ -112,6 +117,15 @@ func (p *oaProvider) revokeGrant() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.access, p.refresh = map[string]time.Time{}, map[string]bool{}
+}
+
+// refuseRefreshes makes every refresh request get the error code ("" to
+// grant them again) and returns how many were refused so far.
+func (p *oaProvider) refuseRefreshes(code string) int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.refuseRefresh = code
+	return p.refusedRefreshes
 }
 
 func (p *oaProvider) issued() []string {
@@ -191,6 +205,17 @@ func (p *oaProvider) token(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	case "refresh_token":
+		if code := p.refuseRefresh; code != "" {
+			p.refusedRefreshes++
+			status := http.StatusBadRequest
+			if code == "invalid_client" {
+				status = http.StatusUnauthorized
+			}
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(status)
+			json.NewEncoder(w).Encode(map[string]string{"error": code})
+			return
+		}
 		if status := int(p.refreshFails.Load()); status != 0 {
 			w.Header().Set("Content-Type", "application/json")
 			w.WriteHeader(status)

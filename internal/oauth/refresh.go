@@ -24,10 +24,12 @@ import (
 //
 // Rotating refresh tokens die once used, so two refreshes with one refresh
 // token would leave the loser with invalid_grant and a dead connection; the
-// lock makes the second caller read the first one's result instead. An
-// invalid_grant is judged only against the token read under the lock (and
-// read once more), so a refresh another replica completed is never taken
-// for a revoked grant.
+// lock makes the second caller read the first one's result instead. A
+// refused grant (grantRefused: invalid_grant, invalid_scope,
+// unauthorized_client) is judged only against the token read under the lock
+// (and read once more), so a refresh another replica completed is never
+// taken for a revoked grant. invalid_client is ErrClientRejected: the
+// grant is kept, since fixing the client heals it.
 func (f *Flow) Refresh(ctx context.Context, accountID, id int64, stale string) (*store.Tool, error) {
 	began := time.Now()
 	g := f.gate(id)
@@ -49,7 +51,7 @@ func (f *Flow) Refresh(ctx context.Context, accountID, id int64, stale string) (
 		// it: asking again at once would make every waiting call wait out
 		// the provider in turn. The waiters share that answer; a call
 		// that comes later tries again.
-		return nil, errRefreshFailed
+		return nil, g.failedErr
 	}
 	// The refresh must finish once started, even if this caller leaves: a
 	// rotated refresh token that was spent and not stored is a dead grant.
@@ -90,7 +92,19 @@ func (f *Flow) Refresh(ctx context.Context, accountID, id int64, stale string) (
 		nt, err := p.cfg.TokenSource(f.refreshCtx(ctx, p), &oauth2.Token{RefreshToken: tok.RefreshToken, Expiry: time.Unix(1, 0)}).Token()
 		if err != nil {
 			var re *oauth2.RetrieveError
-			if !errors.As(err, &re) || re.ErrorCode != "invalid_grant" {
+			code := ""
+			if errors.As(err, &re) {
+				code = re.ErrorCode
+			}
+			switch {
+			case code == "invalid_client":
+				// Our own client is refused: an operator's problem that no
+				// retry and no new authorization heals. The grant may be
+				// fine, so it is kept.
+				f.opts.Logger.ErrorContext(ctx, "oauth refresh: the provider refuses this server's OAuth client (invalid_client); check its client ID and secret",
+					"tool", id, "provider", p.name, "error", safeError(err))
+				return toolconfig.ErrClientRejected
+			case !grantRefused(code):
 				f.opts.Logger.WarnContext(ctx, "oauth refresh failed", "tool", id, "provider", p.name, "error", safeError(err))
 				return errRefreshFailed
 			}
@@ -100,7 +114,7 @@ func (f *Flow) Refresh(ctx context.Context, accountID, id int64, stale string) (
 				out = cur
 				return nil
 			}
-			f.opts.Logger.WarnContext(ctx, "oauth grant revoked: the tool must be connected again", "tool", id, "provider", p.name)
+			f.opts.Logger.WarnContext(ctx, "oauth grant refused: the tool must be connected again", "tool", id, "provider", p.name, "error", sanitizeCode(code))
 			revoked = true
 			return f.revoke(t, save)
 		}
@@ -119,8 +133,8 @@ func (f *Flow) Refresh(ctx context.Context, accountID, id int64, stale string) (
 		f.opts.Logger.InfoContext(ctx, "oauth token refreshed", "tool", id, "provider", p.name, "version", t.Version)
 		return nil
 	})
-	if errors.Is(err, errRefreshFailed) {
-		g.failedAt = time.Now()
+	if errors.Is(err, errRefreshFailed) || errors.Is(err, toolconfig.ErrClientRejected) {
+		g.failedAt, g.failedErr = time.Now(), err
 	}
 	if err != nil {
 		return nil, err
@@ -134,6 +148,21 @@ func (f *Flow) Refresh(ctx context.Context, accountID, id int64, stale string) (
 // errRefreshFailed is a refresh that failed for a reason other than a
 // refused grant (the provider was down, timed out): the grant may be fine.
 var errRefreshFailed = errors.New("oauth: the provider could not refresh the token")
+
+// grantRefused reports whether a token endpoint's error code (RFC 6749
+// §5.2) to a refresh says this grant can never be refreshed, so that only
+// a new authorization helps: invalid_grant (the refresh token is revoked,
+// expired or spent), invalid_scope (the grant no longer covers its scope)
+// and unauthorized_client (this client may not refresh this grant).
+// invalid_client is the client's own problem (ErrClientRejected), and any
+// other answer may be transient.
+func grantRefused(code string) bool {
+	switch code {
+	case "invalid_grant", "invalid_scope", "unauthorized_client":
+		return true
+	}
+	return false
+}
 
 // revoke stores t back at its oauth step, without a token.
 func (f *Flow) revoke(t *store.Tool, save store.SaveToolFunc) error {
@@ -163,8 +192,9 @@ func (f *Flow) RefusedFresh(id int64, token string) {
 // refreshGate lets one refresh of a tool run at a time in this process.
 // Its fields are under mu.
 type refreshGate struct {
-	mu       sync.Mutex
-	failedAt time.Time // when a refresh last failed at the provider
+	mu        sync.Mutex
+	failedAt  time.Time // when a refresh last failed at the provider
+	failedErr error     // and how: errRefreshFailed or toolconfig.ErrClientRejected
 	// refusedFresh is the token RefusedFresh last marked, at refusedAt;
 	// told is set once a refusal of it was logged.
 	refusedFresh string

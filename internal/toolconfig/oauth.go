@@ -12,7 +12,15 @@ package toolconfig
 //	        TokenRefresher.Refresh (single flight, row lock)
 //	                      │
 //	       ok ◀───────────┴──────────▶ ErrGrantRevoked: the tool is back at
-//	  (new token, version+1)              its oauth step → tool_not_configured
+//	  (new token, version+1)  │           its oauth step → tool_not_configured
+//	                          │
+//	                          ├──▶ ErrClientRejected (our client is refused):
+//	                          │    upstream_auth_failed, the tool unchanged
+//	                          └──▶ other failure (may be transient):
+//	                               tool_unreachable, "retry shortly"
+//
+// A refresh that fails without killing the grant (the last two) still lets
+// a call use an access token that lives at least MinTokenLife more.
 
 import (
 	"context"
@@ -98,6 +106,13 @@ func OpenToken(box *secrets.Box, sealed string) (*Token, error) {
 // the refresh token for good: the tool was put back at its oauth step.
 var ErrGrantRevoked = errors.New("toolconfig: the OAuth grant was revoked")
 
+// ErrClientRejected is returned by a TokenRefresher when the provider
+// refused this server's own OAuth client at its token endpoint
+// (invalid_client: a wrong, expired or revoked client ID or secret). No
+// retry and no new authorization heals that, only fixing the client; the
+// grant may be fine, so the tool keeps it.
+var ErrClientRejected = errors.New("toolconfig: the OAuth provider refused this server's client credentials")
+
 // TokenRefresher is implemented by an OAuthFlow that refreshes tokens.
 type TokenRefresher interface {
 	// Refresh makes sure the account's tool id holds a usable token and
@@ -106,7 +121,8 @@ type TokenRefresher interface {
 	// due for a refresh (Token.Expiring) or (stale non-empty) is still stale, the
 	// token a server just refused; otherwise another call already did it.
 	// When the provider refuses the grant for good it stores the tool back
-	// at its oauth step and returns that row with ErrGrantRevoked. A stale
+	// at its oauth step and returns that row with ErrGrantRevoked; when it
+	// refuses the client itself, ErrClientRejected and no change. A stale
 	// token that RefusedFresh named moments ago gets ErrRefusedAgain, and
 	// no refresh.
 	Refresh(ctx context.Context, accountID, id int64, stale string) (*store.Tool, error)
@@ -223,6 +239,9 @@ func (s *Service) refresh(ctx context.Context, r *Resolved, stale string) (*Reso
 			return r, nil
 		}
 		s.opts.Logger.WarnContext(ctx, "oauth token refresh failed", "tool", r.Row.ID, "error", err)
+		if errors.Is(err, ErrClientRejected) {
+			return nil, clientRejected(r.Row)
+		}
 		return nil, problem.New(problem.ToolUnreachable,
 			"The tool's OAuth provider could not refresh its access token; nothing was sent to the tool. Retry shortly.")
 	}
@@ -242,6 +261,21 @@ func (s *Service) refresh(ctx context.Context, r *Resolved, stale string) (*Reso
 		s.mu.Unlock()
 	}
 	return out, nil
+}
+
+// clientRejected is the answer to a refresh the provider refused because
+// it refuses this server's OAuth client (ErrClientRejected): 502
+// upstream_auth_failed, since the provider rejected our credentials before
+// anything ran, with a message that says a retry will not help. A client
+// registered for the tool (discovered) is registered again by resetting
+// the tool; the platform's client is the operator's to fix.
+func clientRejected(t *store.Tool) *problem.Error {
+	if _, ok := Discovered(t); ok {
+		return problem.New(problem.UpstreamAuthFailed,
+			"The tool's OAuth provider refuses the client Quiver registered there (invalid_client), so its access token cannot be refreshed; nothing was sent to the tool. Retrying will not help: reset the tool's configuration to register again.")
+	}
+	return problem.New(problem.UpstreamAuthFailed,
+		"The tool's OAuth provider refuses this server's OAuth client credentials (invalid_client), so its access token cannot be refreshed; nothing was sent to the tool. Retrying will not help until the server's operator fixes the client ID or secret.")
 }
 
 // overtaken answers a call whose token refresh could not be saved because
