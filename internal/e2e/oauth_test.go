@@ -61,6 +61,11 @@ type oaProvider struct {
 	// invalid_scope, unauthorized_client (HTTP 400).
 	refuseRefresh    string
 	refusedRefreshes int
+	// issSupported makes the provider's metadata advertise RFC 9207's
+	// authorization_response_iss_parameter_supported and its authorization
+	// responses carry iss. exchanges counts code exchanges.
+	issSupported atomic.Bool
+	exchanges    atomic.Int64
 }
 
 type oaCode struct {
@@ -147,6 +152,9 @@ func (p *oaProvider) authorize(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	back := url.Values{"state": {q.Get("state")}}
+	if p.issSupported.Load() {
+		back.Set("iss", p.URL)
+	}
 	if deny {
 		back.Set("error", "access_denied")
 	} else {
@@ -179,6 +187,7 @@ func (p *oaProvider) token(w http.ResponseWriter, r *http.Request) {
 		id, secret = r.PostForm.Get("client_id"), r.PostForm.Get("client_secret")
 	}
 	if r.PostForm.Get("grant_type") == "authorization_code" {
+		p.exchanges.Add(1)
 		time.Sleep(time.Duration(p.exchangeDelay.Load()))
 	}
 	if r.PostForm.Get("grant_type") == "refresh_token" && p.refreshFails.Load() != 0 {
@@ -267,7 +276,8 @@ func (p *oaProvider) serverMetadata(w http.ResponseWriter, _ *http.Request) {
 		"issuer": p.URL, "authorization_endpoint": p.URL + "/authorize", "token_endpoint": p.URL + "/token",
 		"registration_endpoint": p.URL + "/register", "code_challenge_methods_supported": []string{"S256"},
 		"response_types_supported": []string{"code"}, "grant_types_supported": []string{"authorization_code", "refresh_token"},
-		"token_endpoint_auth_methods_supported": []string{"client_secret_basic", "client_secret_post"},
+		"token_endpoint_auth_methods_supported":          []string{"client_secret_basic", "client_secret_post"},
+		"authorization_response_iss_parameter_supported": p.issSupported.Load(),
 	})
 }
 

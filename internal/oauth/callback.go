@@ -78,6 +78,15 @@ func (f *Flow) Callback(ctx context.Context, q url.Values) *Outcome {
 		return out(&Outcome{Status: http.StatusConflict, Reason: "not_waiting", Title: "Nothing to connect",
 			Message: "The tool is not waiting for an authorization (it may be connected already, or was reset)."})
 	}
+	switch err := checkIssuer(t, q); {
+	case errors.Is(err, errIssuerMismatch):
+		f.opts.Logger.WarnContext(ctx, "oauth callback: the response names another issuer (RFC 9207); its code was not exchanged", "tool", st.ToolID)
+		return out(&Outcome{Status: http.StatusBadRequest, Reason: "issuer_mismatch", Title: "This answer came from another server",
+			Message: "The authorization answer names a different authorization server than the one this tool uses, so Quiver did not use it. Start the connection again from Quiver."})
+	case errors.Is(err, errIssuerMissing):
+		return out(&Outcome{Status: http.StatusBadRequest, Reason: "issuer_missing", Title: "This link is incomplete",
+			Message: "The authorization answer does not name its authorization server, which this tool's server always does, so Quiver did not use it. Start the connection again from Quiver."})
+	}
 	p, err := f.provider(t, e)
 	if err != nil {
 		return out(&Outcome{Status: http.StatusConflict, Reason: "provider_not_configured", Title: "The provider is not set up",
@@ -113,6 +122,38 @@ func (f *Flow) Callback(ctx context.Context, q url.Values) *Outcome {
 	}
 	return out(&Outcome{Status: http.StatusOK, OK: true, Reason: "connected", Title: t.Name + " is connected",
 		Message: "Quiver can now use " + t.Name + " on your behalf. You can close this window."})
+}
+
+// Errors of checkIssuer.
+var (
+	errIssuerMismatch = errors.New("oauth: the authorization response names another issuer")
+	errIssuerMissing  = errors.New("oauth: the authorization response names no issuer, though its server always does")
+)
+
+// checkIssuer is RFC 9207's defence against a mix-up attack: all providers
+// share one callback, so a code that another authorization server issued
+// (one the user was sent to by a malicious one) must not reach the token
+// endpoint of the tool's own. The tool's discovered issuer is what its
+// flow was started with: a reset, which alone changes it, ends the flow's
+// states. The iss parameter must equal it by simple string comparison
+// (RFC 9207 §2.4), whenever present, and must be present when the server's
+// metadata says it always is. A catalog provider has no issuer identifier
+// to compare with; its iss is not checked.
+func checkIssuer(t *store.Tool, q url.Values) error {
+	d, ok := toolconfig.Discovered(t)
+	if !ok || d.Issuer == "" {
+		return nil
+	}
+	iss, present := q["iss"]
+	switch {
+	case !present && d.IssParameterSupported:
+		return errIssuerMissing
+	case !present:
+		return nil
+	case len(iss) != 1 || iss[0] != d.Issuer:
+		return errIssuerMismatch
+	}
+	return nil
 }
 
 // Handler serves GET CallbackPath: it completes the authorization and shows

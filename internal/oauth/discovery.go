@@ -45,6 +45,9 @@ type serverMetadata struct {
 	ScopesSupported               []string `json:"scopes_supported"`
 	CodeChallengeMethodsSupported []string `json:"code_challenge_methods_supported"`
 	TokenEndpointAuthMethods      []string `json:"token_endpoint_auth_methods_supported"`
+	// IssParameterSupported is RFC 9207's promise that every authorization
+	// response carries iss.
+	IssParameterSupported bool `json:"authorization_response_iss_parameter_supported"`
 }
 
 // Discover finds the OAuth provider of an MCP server that refused an
@@ -111,6 +114,7 @@ func (f *Flow) discover(ctx context.Context, metadataURL, scope, serverURL strin
 	d := &toolconfig.DiscoveredOAuth{
 		Issuer: firstNonEmpty(sm.Issuer, issuer), AuthorizationURL: sm.AuthorizationEndpoint, TokenURL: sm.TokenEndpoint,
 		Scopes: scopes, Resource: resource, ClientID: reg.ClientID, AuthMethod: reg.AuthMethod,
+		IssParameterSupported: sm.IssParameterSupported,
 	}
 	// A token in the server's path (or a resource the metadata names with
 	// one) is stored sealed, as the tool's url is. It still goes to the

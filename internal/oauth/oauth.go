@@ -15,8 +15,9 @@
 //	GET tool ─▶ oauth step: authorization_url (state → oauth_states, hashed;
 //	            verifier sealed; expires after StateTTL)
 //	user ─▶ provider ─▶ 302 /api/v1/oauth/callback?code&state
-//	callback ─▶ consume state (conditional UPDATE: once) ─▶ exchange code +
-//	            verifier ─▶ toolconfig.Authorized (token sealed, tool advances)
+//	callback ─▶ consume state (conditional UPDATE: once) ─▶ check iss
+//	            (RFC 9207, discovered servers) ─▶ exchange code + verifier
+//	            ─▶ toolconfig.Authorized (token sealed, tool advances)
 //
 // A refresh (Refresh) holds a per-tool mutex in this process and, on
 // Postgres, the tool's row lock (SELECT … FOR UPDATE) in a transaction; it

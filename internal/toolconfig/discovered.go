@@ -43,6 +43,10 @@ type DiscoveredOAuth struct {
 	// AuthMethod is how the client authenticates at the token endpoint:
 	// client_secret_basic, client_secret_post or none.
 	AuthMethod string `json:"token_endpoint_auth_method,omitempty"`
+	// IssParameterSupported is the server's RFC 9207 metadata: its
+	// authorization responses always carry iss, so one without it is
+	// refused.
+	IssParameterSupported bool `json:"authorization_response_iss_parameter_supported,omitempty"`
 }
 
 // SealResource seals d's resource in its place when it holds what may be a
