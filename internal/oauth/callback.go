@@ -38,7 +38,7 @@ func (f *Flow) Callback(ctx context.Context, q url.Values) *Outcome {
 	switch {
 	case errors.Is(err, store.ErrNotFound):
 		return &Outcome{Status: http.StatusBadRequest, Reason: "unknown_state", Title: "This link is not valid",
-			Message: "This authorization was not started by Quiver, or its tool was reset or removed since. Start the connection again from Quiver."}
+			Message: "This authorization was not started by Quiver, or its tool was connected through another link, reset or removed since. If the tool is not connected, start the connection again from Quiver."}
 	case errors.Is(err, store.ErrStateUsed):
 		return &Outcome{Status: http.StatusBadRequest, Reason: "replayed_state", Title: "This link was already used",
 			Message: "Each authorization link works once. If the tool is not connected yet, start the connection again from Quiver."}
@@ -119,6 +119,13 @@ func (f *Flow) Callback(ctx context.Context, q url.Values) *Outcome {
 		f.opts.Logger.ErrorContext(ctx, "oauth callback: storing the token failed", "tool", st.ToolID, "error", err)
 		return out(&Outcome{Status: http.StatusServiceUnavailable, Reason: "unavailable", Title: "Something went wrong",
 			Message: "Quiver could not store the connection right now. Start it again from Quiver."})
+	}
+	// The tool's other links are void now. Left alive, one handed out
+	// before this connection would connect the tool again once its grant
+	// is revoked and it is back at its oauth step. Should this fail, they
+	// still expire within StateTTL.
+	if err := f.opts.Store.DeleteUnusedOAuthStates(xctx, st.ToolID); err != nil {
+		f.opts.Logger.WarnContext(ctx, "oauth callback: the tool's other authorization links could not be voided", "tool", st.ToolID, "error", err)
 	}
 	return out(&Outcome{Status: http.StatusOK, OK: true, Reason: "connected", Title: t.Name + " is connected",
 		Message: "Quiver can now use " + t.Name + " on your behalf. You can close this window."})

@@ -17,7 +17,8 @@
 //	user ─▶ provider ─▶ 302 /api/v1/oauth/callback?code&state
 //	callback ─▶ consume state (conditional UPDATE: once) ─▶ check iss
 //	            (RFC 9207, discovered servers) ─▶ exchange code + verifier
-//	            ─▶ toolconfig.Authorized (token sealed, tool advances)
+//	            ─▶ toolconfig.Authorized (token sealed, tool advances) ─▶ the
+//	            tool's other states deleted
 //
 // A refresh (Refresh) holds a per-tool mutex in this process and, on
 // Postgres, the tool's row lock (SELECT … FOR UPDATE) in a transaction; it
@@ -62,6 +63,7 @@ type Store interface {
 	GetTool(ctx context.Context, accountID, id int64) (*store.Tool, error)
 	CreateOAuthState(ctx context.Context, st *store.OAuthState) error
 	ConsumeOAuthState(ctx context.Context, stateHash string, now time.Time) (*store.OAuthState, error)
+	DeleteUnusedOAuthStates(ctx context.Context, toolID int64) error
 	LockTool(ctx context.Context, accountID, id int64, fn func(t *store.Tool, save store.SaveToolFunc) error) error
 }
 

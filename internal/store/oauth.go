@@ -85,6 +85,13 @@ func (s *Store) DeleteOAuthStates(ctx context.Context, toolID int64) error {
 	return interpretWrite(s.db.WithContext(ctx).Where("tool_id = ?", toolID).Delete(&OAuthState{}).Error)
 }
 
+// DeleteUnusedOAuthStates drops the tool's states that were not used: the
+// other links to authorize it die once one of them connected it. Used ones
+// stay, so a replay is still told it was used.
+func (s *Store) DeleteUnusedOAuthStates(ctx context.Context, toolID int64) error {
+	return interpretWrite(s.db.WithContext(ctx).Where("tool_id = ? AND used_at IS NULL", toolID).Delete(&OAuthState{}).Error)
+}
+
 // ExpireOAuthStates moves every state of the tool into the past; tests use
 // it to prove late callbacks are refused.
 func (s *Store) ExpireOAuthStates(ctx context.Context, toolID int64) error {
