@@ -163,7 +163,7 @@ func (s *Service) attachToken(r *Resolved) error {
 // fresh returns r, or r with a refreshed token when its token is about to
 // expire.
 func (s *Service) fresh(ctx context.Context, r *Resolved) (*Resolved, error) {
-	if !r.refreshDue() {
+	if !r.refreshDue(s.opts.Now()) {
 		return r, nil
 	}
 	return s.refresh(ctx, r, "")
@@ -175,14 +175,14 @@ func (s *Service) fresh(ctx context.Context, r *Resolved) (*Resolved, error) {
 const MinTokenLife = 2 * time.Second
 
 // usable reports whether r's access token lives at least MinTokenLife
-// more.
-func (r *Resolved) usable() bool {
-	return !r.expiry.IsZero() && time.Until(r.expiry) >= MinTokenLife
+// more after now.
+func (r *Resolved) usable(now time.Time) bool {
+	return !r.expiry.IsZero() && r.expiry.Sub(now) >= MinTokenLife
 }
 
-// refreshDue reports whether r's access token is due for a refresh.
-func (r *Resolved) refreshDue() bool {
-	return r.Row.OAuthToken != "" && !r.refreshAt.IsZero() && time.Now().After(r.refreshAt)
+// refreshDue reports whether r's access token is due for a refresh at now.
+func (r *Resolved) refreshDue(now time.Time) bool {
+	return r.Row.OAuthToken != "" && !r.refreshAt.IsZero() && now.After(r.refreshAt)
 }
 
 // Reauthorize answers a server's refusal of r's access token (HTTP 401):
@@ -233,9 +233,9 @@ func (s *Service) refresh(ctx context.Context, r *Resolved, stale string) (*Reso
 	case err != nil:
 		// A token refreshed ahead of its expiry (stale empty) is still good
 		// until then: the call uses it, and the next call due asks again.
-		if stale == "" && r.usable() && !errors.Is(err, ErrGrantRevoked) {
+		if now := s.opts.Now(); stale == "" && r.usable(now) && !errors.Is(err, ErrGrantRevoked) {
 			s.opts.Logger.WarnContext(ctx, "oauth token refresh failed; the access token is used until it expires",
-				"tool", r.Row.ID, "expires_in", time.Until(r.expiry).Round(time.Second).String(), "error", err)
+				"tool", r.Row.ID, "expires_in", r.expiry.Sub(now).Round(time.Second).String(), "error", err)
 			return r, nil
 		}
 		s.opts.Logger.WarnContext(ctx, "oauth token refresh failed", "tool", r.Row.ID, "error", err)
@@ -290,7 +290,7 @@ func (s *Service) overtaken(ctx context.Context, r *Resolved) (*Resolved, error)
 	if err != nil {
 		return nil, err
 	}
-	if now.refreshDue() {
+	if now.refreshDue(s.opts.Now()) {
 		return nil, problem.New(problem.ToolUnreachable,
 			"The tool changed while its OAuth access token was being refreshed; nothing was sent to the tool. Retry shortly.")
 	}

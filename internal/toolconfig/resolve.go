@@ -84,7 +84,7 @@ func (s *Service) unconfigured(ctx context.Context, t *store.Tool, e *catalog.En
 // when Resolve would have to ask the database or the token endpoint.
 func (s *Service) AtHand(accountID, id int64) (*Resolved, bool) {
 	r := s.cached(accountID, id)
-	if r == nil || r.refreshDue() {
+	if r == nil || r.refreshDue(s.opts.Now()) {
 		return nil, false
 	}
 	return r, true

@@ -53,6 +53,9 @@ type Options struct {
 	Logger   *slog.Logger
 	// VerifyTimeout bounds a connector's check of a step's credentials.
 	VerifyTimeout time.Duration
+	// Now is the clock that judges whether an OAuth access token is due for
+	// a refresh, or still lives long enough to be used; nil means time.Now.
+	Now func() time.Time
 }
 
 // Service manages connected tools and their configuration.
@@ -82,6 +85,9 @@ func New(opts Options) *Service {
 	}
 	if opts.VerifyTimeout == 0 {
 		opts.VerifyTimeout = 15 * time.Second
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
 	}
 	return &Service{opts: opts, cache: map[toolKey]cachedTool{}, names: map[int64]map[string]cachedName{}}
 }
