@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/quiverhq/quiver/connectors"
 	"github.com/quiverhq/quiver/internal/egress"
@@ -374,6 +375,14 @@ func encodeResult(callID string, toolID int64, action string, r connectors.Resul
 	isError, mcpContent := r.IsError, r.MCPContent
 	if len(content) == 0 {
 		content, mcpContent = json.RawMessage("null"), false
+	}
+	if !utf8.Valid(content) {
+		// json.Valid lets bytes that are not UTF-8 through inside strings
+		// (the only place valid JSON can hold them), but JSON text is UTF-8
+		// and a client's decoder may refuse the whole body for them: each
+		// run of them becomes U+FFFD, as lenient decoders read them, and the
+		// rest keeps its exact text. Before the size check: it may grow.
+		content = bytes.ToValidUTF8(content, []byte("\uFFFD"))
 	}
 	if len(content) > MaxResult {
 		msg, _ := json.Marshal("The tool's result was " + strconv.Itoa(len(content)) + " bytes, over the 8 MiB limit; it was not kept.")
