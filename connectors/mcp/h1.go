@@ -8,6 +8,8 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -27,8 +29,13 @@ import (
 // that the server has not closed it meanwhile (a non-blocking peek), so a
 // request is not written into a connection already gone. A connection whose
 // response body was not read to its end, or that either side marked
-// Connection: close, is closed rather than reused. The caller's context
-// aborts the dial, the exchange and the reading of the body.
+// Connection: close, is closed rather than reused. A server that says how
+// long it keeps an idle connection (Keep-Alive: timeout=N, which Node's
+// http server sends on every answer) closes it about then: a request
+// written into it as it closes can run with its answer lost, an unknown
+// outcome, so a connection idle nearly that long is closed instead
+// (keepAliveFor). The caller's context aborts the dial, the exchange and
+// the reading of the body.
 type h1Transport struct {
 	dial        func(ctx context.Context, network, addr string) (net.Conn, error)
 	tlsConfig   *tls.Config // nil: the system's roots
@@ -48,6 +55,9 @@ type h1Conn struct {
 	bw    *bufio.Writer
 	key   string
 	since time.Time // idle since
+	// reuseFor is how long it may stay idle and still be reused, by the
+	// server's last Keep-Alive timeout; 0: the server did not say.
+	reuseFor time.Duration
 }
 
 func newH1Transport(dial func(ctx context.Context, network, addr string) (net.Conn, error), tlsConfig *tls.Config) *h1Transport {
@@ -98,6 +108,9 @@ func (t *h1Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 			continue // an interim response (103 Early Hints): the answer follows
 		}
 		reuse := !resp.Close && !req.Close
+		if ka, ok := keepAliveFor(resp.Header); ok {
+			pc.reuseFor, reuse = ka, reuse && ka > 0
+		}
 		resp.Body = &h1Body{body: resp.Body, t: t, pc: pc, stop: stop, reuse: reuse}
 		return resp, nil
 	}
@@ -187,11 +200,36 @@ func (t *h1Transport) get(key string) *h1Conn {
 		pc := list[len(list)-1]
 		t.idle[key] = list[:len(list)-1]
 		t.mu.Unlock()
-		if now.Sub(pc.since) < t.idleTimeout && pc.br.Buffered() == 0 && pc.sock.Quiet() {
+		idle := now.Sub(pc.since)
+		if idle < t.idleTimeout && (pc.reuseFor == 0 || idle < pc.reuseFor) && pc.br.Buffered() == 0 && pc.sock.Quiet() {
 			return pc
 		}
 		pc.conn.Close()
 	}
+}
+
+// keepAliveFor reads a Keep-Alive header's timeout (seconds; RFC 2068,
+// 19.7.1.1): how long a connection may idle and still be reused is that
+// less a margin, half of it up to a second, for the request's way to the
+// server and the server's own timer. ok is false when there is no timeout
+// to read; a timeout of 0 gives 0 with ok: do not reuse it.
+func keepAliveFor(h http.Header) (d time.Duration, ok bool) {
+	v := h.Get("Keep-Alive")
+	for v != "" {
+		var param string
+		param, v, _ = strings.Cut(v, ",")
+		name, value, _ := strings.Cut(strings.TrimSpace(param), "=")
+		if !strings.EqualFold(name, "timeout") {
+			continue
+		}
+		n, err := strconv.Atoi(strings.TrimSpace(value))
+		if err != nil || n < 0 {
+			return 0, false
+		}
+		full := time.Duration(min(n, 1<<20)) * time.Second
+		return full - min(full/2, time.Second), true
+	}
+	return 0, false
 }
 
 // put returns pc to the pool, or closes it.

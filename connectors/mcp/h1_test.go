@@ -347,3 +347,50 @@ func (c deadlineCounter) SetReadDeadline(d time.Time) error {
 	}
 	return c.TCPConn.SetReadDeadline(d)
 }
+
+// TestH1HonoursKeepAliveTimeout: a server that says how long it keeps an
+// idle connection (Keep-Alive: timeout=N, as Node's http server does for
+// every TypeScript MCP server) closes it about then, and a request written
+// into it as it closes is lost or, worse, run with its answer lost: a
+// tools/call whose outcome is unknown. A connection idle that long, less a
+// margin for the way there, goes unused; one without the hint is kept for
+// idleTimeout, and timeout=0 means not to keep it at all.
+func TestH1HonoursKeepAliveTimeout(t *testing.T) {
+	for _, tc := range []struct {
+		header string
+		idle   time.Duration
+		conns  int64
+	}{
+		{"", 4500 * time.Millisecond, 1},
+		{"timeout=5", 3 * time.Second, 1},
+		{"timeout=5", 4500 * time.Millisecond, 2},
+		{"Timeout=5, max=100", 4500 * time.Millisecond, 2},
+		{"max=100, timeout=5", 4500 * time.Millisecond, 2},
+		{"timeout=1", 400 * time.Millisecond, 1},
+		{"timeout=1", 600 * time.Millisecond, 2},
+		{"timeout=0", 0, 2},
+		{"timeout=x", 4500 * time.Millisecond, 1},
+	} {
+		srv, conns := h1Server(t, false, func(w http.ResponseWriter, r *http.Request) {
+			if tc.header != "" {
+				w.Header().Set("Keep-Alive", tc.header)
+			}
+			echoHandler(w, r)
+		})
+		c, tr := h1Client(t, srv)
+		h1Post(t, c, srv.URL, "a")
+		tr.mu.Lock()
+		for _, list := range tr.idle {
+			for _, pc := range list {
+				pc.since = pc.since.Add(-tc.idle) // idle that long, without waiting
+			}
+		}
+		tr.mu.Unlock()
+		if got := h1Post(t, c, srv.URL, "b"); got != "b" {
+			t.Fatalf("%q: answer %q", tc.header, got)
+		}
+		if n := conns.Load(); n != tc.conns {
+			t.Errorf("Keep-Alive %q, idle %v: %d connections, want %d", tc.header, tc.idle, n, tc.conns)
+		}
+	}
+}
