@@ -29,13 +29,16 @@ import (
 // that the server has not closed it meanwhile (a non-blocking peek), so a
 // request is not written into a connection already gone. A connection whose
 // response body was not read to its end, or that either side marked
-// Connection: close, is closed rather than reused. A server that says how
-// long it keeps an idle connection (Keep-Alive: timeout=N, which Node's
-// http server sends on every answer) closes it about then: a request
+// Connection: close, is closed rather than reused. A server closes an idle
+// connection when its own keep-alive timeout runs out, and a request
 // written into it as it closes can run with its answer lost, an unknown
-// outcome, so a connection idle nearly that long is closed instead
-// (keepAliveFor). The caller's context aborts the dial, the exchange and
-// the reading of the body.
+// outcome; the peek sees only a close that has already arrived. So a
+// connection idle nearly as long as its server keeps one is closed
+// instead: as long as the server said (Keep-Alive: timeout=N, which Node
+// sends on a JSON answer), less a margin (keepAliveFor), else reuseUnsaid,
+// which is under the 5 s that Node (on its event streams too) and uvicorn
+// keep one by default. The caller's context aborts the dial, the exchange
+// and the reading of the body.
 type h1Transport struct {
 	dial        func(ctx context.Context, network, addr string) (net.Conn, error)
 	tlsConfig   *tls.Config // nil: the system's roots
@@ -55,10 +58,16 @@ type h1Conn struct {
 	bw    *bufio.Writer
 	key   string
 	since time.Time // idle since
-	// reuseFor is how long it may stay idle and still be reused, by the
-	// server's last Keep-Alive timeout; 0: the server did not say.
+	// reuseFor is how long it may stay idle and still be reused: by the
+	// server's last Keep-Alive timeout, else reuseUnsaid.
 	reuseFor time.Duration
 }
+
+// reuseUnsaid is how long a connection whose server did not say how long
+// it keeps one may idle and still be reused: the 5 s of Node's and
+// uvicorn's defaults less keepAliveFor's margin, as Node's own client
+// (undici) keeps one for 4 s.
+const reuseUnsaid = 4 * time.Second
 
 func newH1Transport(dial func(ctx context.Context, network, addr string) (net.Conn, error), tlsConfig *tls.Config) *h1Transport {
 	return &h1Transport{dial: dial, tlsConfig: tlsConfig, idleTimeout: 30 * time.Second, maxIdle: 64, idle: map[string][]*h1Conn{}}
@@ -140,7 +149,7 @@ func (t *h1Transport) connect(ctx context.Context, scheme, addr, host, key strin
 		}
 		conn = tc
 	}
-	pc := &h1Conn{conn: conn, sock: sock, bw: bufio.NewWriterSize(conn, 8<<10), key: key}
+	pc := &h1Conn{conn: conn, sock: sock, bw: bufio.NewWriterSize(conn, 8<<10), key: key, reuseFor: reuseUnsaid}
 	pc.src = source{conn: conn}
 	if scheme == "http" {
 		pc.src.sock = sock // over TLS the socket's bytes are not the response's
@@ -201,7 +210,7 @@ func (t *h1Transport) get(key string) *h1Conn {
 		t.idle[key] = list[:len(list)-1]
 		t.mu.Unlock()
 		idle := now.Sub(pc.since)
-		if idle < t.idleTimeout && (pc.reuseFor == 0 || idle < pc.reuseFor) && pc.br.Buffered() == 0 && pc.sock.Quiet() {
+		if idle < t.idleTimeout && idle < pc.reuseFor && pc.br.Buffered() == 0 && pc.sock.Quiet() {
 			return pc
 		}
 		pc.conn.Close()

@@ -349,19 +349,24 @@ func (c deadlineCounter) SetReadDeadline(d time.Time) error {
 }
 
 // TestH1HonoursKeepAliveTimeout: a server that says how long it keeps an
-// idle connection (Keep-Alive: timeout=N, as Node's http server does for
-// every TypeScript MCP server) closes it about then, and a request written
-// into it as it closes is lost or, worse, run with its answer lost: a
-// tools/call whose outcome is unknown. A connection idle that long, less a
-// margin for the way there, goes unused; one without the hint is kept for
-// idleTimeout, and timeout=0 means not to keep it at all.
+// idle connection (Keep-Alive: timeout=N, as Node's http server does on a
+// TypeScript MCP server's JSON answers) closes it about then, and a request
+// written into it as it closes is lost or, worse, run with its answer lost:
+// a tools/call whose outcome is unknown. A connection idle that long, less a
+// margin for the way there, goes unused, and timeout=0 means not to keep it
+// at all. One whose server did not say (Node's event streams, uvicorn) is
+// reused for as long as those servers keep one, less the margin
+// (reuseUnsaid); a longer hint is taken, up to idleTimeout.
 func TestH1HonoursKeepAliveTimeout(t *testing.T) {
 	for _, tc := range []struct {
 		header string
 		idle   time.Duration
 		conns  int64
 	}{
-		{"", 4500 * time.Millisecond, 1},
+		{"", 3 * time.Second, 1},
+		{"", 4500 * time.Millisecond, 2},
+		{"timeout=60", 20 * time.Second, 1},
+		{"timeout=60", 31 * time.Second, 2},
 		{"timeout=5", 3 * time.Second, 1},
 		{"timeout=5", 4500 * time.Millisecond, 2},
 		{"Timeout=5, max=100", 4500 * time.Millisecond, 2},
@@ -369,7 +374,7 @@ func TestH1HonoursKeepAliveTimeout(t *testing.T) {
 		{"timeout=1", 400 * time.Millisecond, 1},
 		{"timeout=1", 600 * time.Millisecond, 2},
 		{"timeout=0", 0, 2},
-		{"timeout=x", 4500 * time.Millisecond, 1},
+		{"timeout=x", 4500 * time.Millisecond, 2},
 	} {
 		srv, conns := h1Server(t, false, func(w http.ResponseWriter, r *http.Request) {
 			if tc.header != "" {
