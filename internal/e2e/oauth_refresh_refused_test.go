@@ -38,13 +38,14 @@ func oaDueAndLive(t *testing.T) (*oaProvider, *mcptest.Server, *testserver.Serve
 	return p, counter, srv, call, issued.Add(8 * time.Second)
 }
 
-// TestOAuthRefreshRefusedGrant: invalid_scope and unauthorized_client say
-// this grant cannot be refreshed, as invalid_grant does: the tool goes back
+// TestOAuthRefreshRefusedGrant: invalid_scope, unauthorized_client and
+// unsupported_grant_type (the provider refreshes no grant now) say this
+// grant cannot be refreshed, as invalid_grant does: the tool goes back
 // to its oauth step and the call is 409 tool_not_configured with that step,
 // its key released and nothing run, though the access token still lives.
 // Authorizing again connects it.
 func TestOAuthRefreshRefusedGrant(t *testing.T) {
-	for _, code := range []string{"invalid_scope", "unauthorized_client"} {
+	for _, code := range []string{"invalid_scope", "unauthorized_client", "unsupported_grant_type"} {
 		t.Run(code, func(t *testing.T) {
 			t.Parallel()
 			p, counter, srv, call, _ := oaDueAndLive(t)

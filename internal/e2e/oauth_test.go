@@ -58,7 +58,7 @@ type oaProvider struct {
 	refuseAll atomic.Bool
 	// refuseRefresh, when set (under mu), is the RFC 6749 §5.2 error code
 	// every refresh request gets: invalid_client (HTTP 401),
-	// invalid_scope, unauthorized_client (HTTP 400).
+	// invalid_scope, unauthorized_client, unsupported_grant_type (HTTP 400).
 	refuseRefresh    string
 	refusedRefreshes int
 	// issSupported makes the provider's metadata advertise RFC 9207's

@@ -26,10 +26,10 @@ import (
 // token would leave the loser with invalid_grant and a dead connection; the
 // lock makes the second caller read the first one's result instead. A
 // refused grant (grantRefused: invalid_grant, invalid_scope,
-// unauthorized_client) is judged only against the token read under the lock
-// (and read once more), so a refresh another replica completed is never
-// taken for a revoked grant. invalid_client is ErrClientRejected: the
-// grant is kept, since fixing the client heals it.
+// unauthorized_client, unsupported_grant_type) is judged only against the
+// token read under the lock (and read once more), so a refresh another
+// replica completed is never taken for a revoked grant. invalid_client is
+// ErrClientRejected: the grant is kept, since fixing the client heals it.
 func (f *Flow) Refresh(ctx context.Context, accountID, id int64, stale string) (*store.Tool, error) {
 	began := time.Now()
 	g := f.gate(id)
@@ -152,13 +152,15 @@ var errRefreshFailed = errors.New("oauth: the provider could not refresh the tok
 // grantRefused reports whether a token endpoint's error code (RFC 6749
 // §5.2) to a refresh says this grant can never be refreshed, so that only
 // a new authorization helps: invalid_grant (the refresh token is revoked,
-// expired or spent), invalid_scope (the grant no longer covers its scope)
-// and unauthorized_client (this client may not refresh this grant).
-// invalid_client is the client's own problem (ErrClientRejected), and any
-// other answer may be transient.
+// expired or spent), invalid_scope (the grant no longer covers its scope),
+// unauthorized_client (this client may not refresh this grant) and
+// unsupported_grant_type (the server refreshes no grant now: only a new
+// authorization gets a token). invalid_client is the client's own problem
+// (ErrClientRejected); any other answer may be transient, invalid_request
+// included (a fault on the way, not a verdict on the grant).
 func grantRefused(code string) bool {
 	switch code {
-	case "invalid_grant", "invalid_scope", "unauthorized_client":
+	case "invalid_grant", "invalid_scope", "unauthorized_client", "unsupported_grant_type":
 		return true
 	}
 	return false
