@@ -53,7 +53,7 @@ func (c *Connector) Call(ctx context.Context, t *connectors.Tool, action string,
 			return tooLarge(c.opts.MaxResponseBytes), nil
 		}
 		if sessionGone(st) {
-			c.pool.retire(s, "session gone")
+			c.pool.lost(s, "session gone")
 			if try == 0 {
 				continue
 			}

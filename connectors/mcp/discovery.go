@@ -36,8 +36,9 @@ var errTooManyTools = errors.New("lists more tools than Quiver takes")
 
 // Actions lists the tool's actions: every page of the server's tools/list,
 // cached per (tool ID, Version) for DiscoveryTTL or until the server says
-// its tool list changed. An action is retryable when its tool is annotated
-// read-only or idempotent.
+// its tool list changed, or may have said so unheard (its session lost, its
+// standalone stream reopened: pool.lost, roundTripper.reopened). An action
+// is retryable when its tool is annotated read-only or idempotent.
 //
 // Listing, every page and the one retry together, is bounded by
 // DiscoveryTimeout once a session is open (opening one is bounded by
@@ -85,7 +86,8 @@ func (c *Connector) Actions(ctx context.Context, t *connectors.Tool) ([]connecto
 				"the MCP server at %s did not list its tools in time%s", tgt.host, limit)
 		}
 		if sessionGone(st) {
-			c.pool.retire(s, "session gone")
+			c.pool.lost(s, "session gone")
+			gen = c.discovery.generation(key) // the listing on the new session is current
 			if try == 0 {
 				continue
 			}

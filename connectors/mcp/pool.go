@@ -135,8 +135,23 @@ func (p *pool) connect(s *slot, tgt *target) {
 	// A session the server or the network ended is replaced on next use.
 	go func() {
 		sess.Wait()
-		p.retire(s, "ended")
+		p.mu.Lock()
+		ours := s.retired // we closed it
+		p.mu.Unlock()
+		if ours {
+			return
+		}
+		p.lost(s, "ended")
 	}()
+}
+
+// lost retires s, which the server or the network ended, and drops the
+// tool's cached actions: a notice that its tool list changed goes out on
+// the session's standalone stream, so one sent meanwhile (the server
+// restarted, perhaps with other tools) never came.
+func (p *pool) lost(s *slot, reason string) {
+	p.c.discovery.invalidate(s.key)
+	p.retire(s, reason)
 }
 
 // handshakeFailure is the error of a session that failed to open. Opening
@@ -253,14 +268,16 @@ func (p *pool) close() {
 }
 
 // dial opens an initialized session with the server of tgt. onToolsChanged
-// runs when the server says its tool list changed, onReplaced when it names
-// another session than ours in a response (either may be nil).
+// runs when the server says its tool list changed, or could not have (its
+// standalone stream reopened), onReplaced when it names another session
+// than ours in a response (either may be nil).
 func (c *Connector) dial(ctx context.Context, tgt *target, onToolsChanged, onReplaced func()) (*mcp.ClientSession, error) {
 	if onReplaced == nil {
 		onReplaced = func() {}
 	}
 	httpClient := c.client(c.transport, tgt)
 	httpClient.Transport.(*roundTripper).replaced = onReplaced
+	httpClient.Transport.(*roundTripper).reopened = onToolsChanged
 	opts := &mcp.ClientOptions{Capabilities: &mcp.ClientCapabilities{}}
 	if onToolsChanged != nil {
 		opts.ToolListChangedHandler = func(context.Context, *mcp.ToolListChangedRequest) { onToolsChanged() }

@@ -82,6 +82,11 @@ type roundTripper struct {
 	// (and break the session) after the server had answered it: the call
 	// has its answer, and the session is retired for the next.
 	replaced func()
+	// reopened, set on a stateful session's own client only, is told of a
+	// standalone event stream opened after the session's first: while the
+	// stream was down the server could not say its tool list changed.
+	reopened func()
+	streams  atomic.Int32
 }
 
 // client is an HTTP client over base through tgt's roundTripper: every
@@ -131,6 +136,9 @@ func (rt *roundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
 	// notifications.
 	if req.Method == http.MethodGet && resp.StatusCode == http.StatusOK && a == nil &&
 		strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
+		if rt.reopened != nil && req.Header.Get(sessionHeader) != "" && rt.streams.Add(1) > 1 {
+			rt.reopened()
+		}
 		return resp, nil
 	}
 	raw := resp.Body
