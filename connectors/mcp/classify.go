@@ -129,7 +129,8 @@ func toolFailure(a attemptState, err error) *jsonrpc.Error {
 // 404, as the spec has it, or with the 400 the TypeScript SDK's example
 // server, and the many servers written from it, send after a restart ("Bad
 // Request: No valid session ID provided", as a JSON-RPC error with a null
-// ID). A 404 to a request without a session ID (a stateless session's) is
+// ID), or that its transport sends when it serves the whole process and was
+// started afresh ("Bad Request: Server not initialized"). A 404 to a request without a session ID (a stateless session's) is
 // no news of a session, and neither is one whose body is a JSON-RPC
 // error answering the request itself: a server that gives its own errors
 // HTTP statuses (a tool's "not found", say) answers so, perhaps after the
@@ -178,12 +179,14 @@ func sameRawID(got, sent json.RawMessage) bool {
 }
 
 // lostSession reports whether a 400's body refuses the session itself: it
-// names the session, and if it is a JSON-RPC message, it answers no request
-// (a null or absent ID). An error for our request's own ID may be about the
+// names the session (or says the server is not initialized: it has none),
+// and if it is a JSON-RPC message, it answers no request (a null or absent
+// ID). An error for our request's own ID may be about the
 // tool's work, done or not (a browser session it holds, say), and sending
 // the request again could run it twice.
 func lostSession(body []byte) bool {
-	if !bytes.Contains(bytes.ToLower(body), []byte("session")) {
+	lower := bytes.ToLower(body)
+	if !bytes.Contains(lower, []byte("session")) && !bytes.Contains(lower, []byte("not initialized")) {
 		return false
 	}
 	var m struct {

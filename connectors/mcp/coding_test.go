@@ -108,44 +108,50 @@ func sdkOnly(c *Connector) {
 }
 
 // TestLostSessionAnswered400: the TypeScript example server's 400 for a
-// session it lost, gzipped or not, on either path, gets a new session and
-// the call sent once more (it did not run); a 400 whose JSON-RPC error
+// session it lost, and the TypeScript transport's own when one transport
+// serves the whole process and was started afresh (it refuses every request
+// until an initialize), gzipped or not, on either path, get a new session
+// and the call sent once more (it did not run); a 400 whose JSON-RPC error
 // answers our request, even one about a "session" of the tool's own, is
 // not sent again.
 func TestLostSessionAnswered400(t *testing.T) {
 	t.Parallel()
-	lost := `{"jsonrpc":"2.0","error":{"code":-32000,"message":"Bad Request: No valid session ID provided"},"id":null}`
-	for _, path := range []string{"fast", "sdk"} {
-		for _, enc := range []string{"gzip", "identity"} {
-			t.Run(path+"/"+enc, func(t *testing.T) {
-				t.Parallel()
-				srv := &codingServer{onCall: func(w http.ResponseWriter, id string, n int) {
-					if n > 1 {
-						io.WriteString(w, okAnswer(id))
-						return
+	for shape, lost := range map[string]string{
+		"example":   `{"jsonrpc":"2.0","error":{"code":-32000,"message":"Bad Request: No valid session ID provided"},"id":null}`,
+		"transport": `{"jsonrpc":"2.0","error":{"code":-32000,"message":"Bad Request: Server not initialized"},"id":null}`,
+	} {
+		for _, path := range []string{"fast", "sdk"} {
+			for _, enc := range []string{"gzip", "identity"} {
+				t.Run(shape+"/"+path+"/"+enc, func(t *testing.T) {
+					t.Parallel()
+					srv := &codingServer{onCall: func(w http.ResponseWriter, id string, n int) {
+						if n > 1 {
+							io.WriteString(w, okAnswer(id))
+							return
+						}
+						body := []byte(lost)
+						if enc == "gzip" {
+							w.Header().Set("Content-Encoding", "gzip")
+							body = gzipped(lost)
+						}
+						w.WriteHeader(http.StatusBadRequest)
+						w.Write(body)
+					}}
+					tool := srv.start(t)
+					c := setup(t, nil)
+					if _, err := c.Actions(ctxFor(t, 10*time.Second), tool); err != nil {
+						t.Fatal(err)
 					}
-					body := []byte(lost)
-					if enc == "gzip" {
-						w.Header().Set("Content-Encoding", "gzip")
-						body = gzipped(lost)
+					if path == "sdk" {
+						sdkOnly(c)
 					}
-					w.WriteHeader(http.StatusBadRequest)
-					w.Write(body)
-				}}
-				tool := srv.start(t)
-				c := setup(t, nil)
-				if _, err := c.Actions(ctxFor(t, 10*time.Second), tool); err != nil {
-					t.Fatal(err)
-				}
-				if path == "sdk" {
-					sdkOnly(c)
-				}
-				res, err := c.Call(ctxFor(t, 10*time.Second), tool, "act", json.RawMessage(`{}`))
-				inits, calls, _ := srv.counts()
-				if err != nil || string(res.Content) != `{"ok":true}` || inits != 2 || calls != 2 {
-					t.Fatalf("result %s, %v; %d sessions, %d calls; want the call sent again on a new session", res.Content, err, inits, calls)
-				}
-			})
+					res, err := c.Call(ctxFor(t, 10*time.Second), tool, "act", json.RawMessage(`{}`))
+					inits, calls, _ := srv.counts()
+					if err != nil || string(res.Content) != `{"ok":true}` || inits != 2 || calls != 2 {
+						t.Fatalf("result %s, %v; %d sessions, %d calls; want the call sent again on a new session", res.Content, err, inits, calls)
+					}
+				})
+			}
 		}
 	}
 	t.Run("an error for our request", func(t *testing.T) {
@@ -258,6 +264,8 @@ func TestLostSession(t *testing.T) {
 		`{"jsonrpc":"2.0","error":{"code":-32000,"message":"Bad Request: No valid session ID provided"},"id":null}`: true,
 		`{"jsonrpc":"2.0","error":{"code":-32000,"message":"Bad Request: No valid session ID provided"}}`:           true,
 		`Bad Request: Session not found`: true,
+		`{"jsonrpc":"2.0","error":{"code":-32000,"message":"Bad Request: Server not initialized"},"id":null}`:      true,
+		`{"jsonrpc":"2.0","id":7,"error":{"code":-32000,"message":"Bad Request: Server not initialized"}}`:         false,
 		`{"jsonrpc":"2.0","id":1099511627777,"error":{"code":-32603,"message":"upstream browser session closed"}}`: false,
 		`{"jsonrpc":"2.0","id":"a","error":{"code":-32000,"message":"session expired"}}`:                           false,
 		`{"jsonrpc":"2.0","error":{"code":-32600,"message":"Bad Request: invalid protocol version"},"id":null}`:    false,
