@@ -8,6 +8,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+
 	"github.com/quiverhq/quiver/catalog"
 	"github.com/quiverhq/quiver/connectors"
 	"github.com/quiverhq/quiver/internal/egress"
@@ -56,9 +58,23 @@ func (c *Connector) Verify(ctx context.Context, entry *catalog.Entry, config map
 	}
 	defer sess.Close()
 	if _, st, err := c.listTools(ctx, sess); err != nil {
+		if init := sess.InitializeResult(); init != nil && (init.Capabilities == nil || init.Capabilities.Tools == nil) &&
+			st.status == http.StatusOK && isMethodNotFound(err) {
+			// It answered as an MCP server, one that serves something else
+			// (resources, prompts): there is nothing for Quiver to call.
+			return &connectors.FieldError{Field: "url", Message: fmt.Sprintf(
+				"%s is an MCP server but offers no tools (its initialize answer names no tools capability).", tgt.host)}
+		}
 		return verifyError(st, err, tgt, entry)
 	}
 	return nil
+}
+
+// isMethodNotFound reports whether the server answered with JSON-RPC's
+// method not found.
+func isMethodNotFound(err error) bool {
+	werr := serverError(err)
+	return werr != nil && werr.Code == jsonrpc.CodeMethodNotFound
 }
 
 // verifyError names the configuration field a failed check points at.

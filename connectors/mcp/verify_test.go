@@ -1,7 +1,9 @@
 package mcp
 
 import (
+	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -145,6 +147,31 @@ func TestVerify(t *testing.T) {
 	})
 	t.Run("not an MCP endpoint", func(t *testing.T) {
 		wantField(t, c.Verify(ctx, customEntry, map[string]string{"url": strings.TrimSuffix(mail.URL, "/mcp") + "/nothing/here"}), "url", "")
+	})
+	t.Run("no tools", func(t *testing.T) {
+		// A server offering resources only, as the TypeScript SDK's does:
+		// no tools capability, and tools/list not a method it has. It did
+		// answer as an MCP server.
+		noTools := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			var m struct {
+				ID     json.RawMessage `json:"id"`
+				Method string          `json:"method"`
+			}
+			json.NewDecoder(r.Body).Decode(&m)
+			w.Header().Set("Content-Type", "application/json")
+			switch {
+			case r.Method != http.MethodPost:
+				w.WriteHeader(http.StatusMethodNotAllowed)
+			case m.Method == "initialize":
+				fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"result":{"protocolVersion":"2025-11-25","capabilities":{"resources":{}},"serverInfo":{"name":"docs","version":"1"}}}`, m.ID)
+			case m.Method == "tools/list":
+				fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"error":{"code":-32601,"message":"Method not found"}}`, m.ID)
+			default:
+				w.WriteHeader(http.StatusAccepted)
+			}
+		}))
+		defer noTools.Close()
+		wantField(t, c.Verify(ctx, customEntry, map[string]string{"url": noTools.URL}), "url", "offers no tools")
 	})
 	t.Run("hosted entry", func(t *testing.T) {
 		hosted := &catalog.Entry{Name: "mail", Type: catalog.TypeMCP, Connector: "mcp", MCPURL: closedURL(t)}
