@@ -222,7 +222,16 @@ export class Transport {
     let url = this.baseUrl + path;
     if (query) {
       const params = new URLSearchParams();
-      for (const [k, v] of Object.entries(query)) if (v !== undefined && v !== null) params.set(k, String(v));
+      for (const [k, v] of Object.entries(query)) {
+        if (v === undefined || v === null) continue;
+        // URLSearchParams would send a lone surrogate as U+FFFD: another value than the one given.
+        if (LONE_SURROGATE.test(String(v))) {
+          throw new InvalidRequestError(
+            `The request cannot be sent: its ${k} ${JSON.stringify(String(v))} has a lone surrogate, which is not Unicode text and has no URL form. Nothing was sent.`,
+          );
+        }
+        params.set(k, String(v));
+      }
       const qs = params.toString();
       if (qs) url += "?" + qs;
     }

@@ -251,11 +251,14 @@ describe("arguments are checked before anything is sent", () => {
     assert.ok(Buffer.from(fake.requests[0].body).includes(Buffer.from("caf\u00e9 \u{1F600}")));
   });
 
-  test("a lone surrogate in a path segment is InvalidRequestError, not encodeURIComponent's URIError", async () => {
+  test("a lone surrogate in a path segment or query is InvalidRequestError, not a URIError or U+FFFD", async () => {
     for (const [name, promise] of [
       ["tools.getAvailable", client.tools.getAvailable("a\ud800")],
       ["tools.get", client.tools.get("a\udc00")],
       ["tools.calls", client.tools.calls({ tool: "x\ud800" })],
+      ["tools.listPage", client.tools.listPage({ cursor: "c\ud800" })],
+      ["agents.listPage", client.agents.listPage({ cursor: "\udc00c" })],
+      ["tools.callsPage", client.tools.callsPage({ cursor: "c\udfff" })],
     ]) {
       const err = await rejection(promise, quiver.InvalidRequestError);
       assert.match(err.message, /lone surrogate/, name);
