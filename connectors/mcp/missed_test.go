@@ -84,3 +84,40 @@ func TestRefreshAfterMissedNotices(t *testing.T) {
 		})
 	}
 }
+
+// eventStreams answers every request with an empty event stream.
+type eventStreams struct{}
+
+func (eventStreams) RoundTrip(req *http.Request) (*http.Response, error) {
+	return &http.Response{StatusCode: http.StatusOK, Header: http.Header{"Content-Type": {"text/event-stream"}},
+		Body: http.NoBody, Request: req}, nil
+}
+
+// TestStreamReopenedNotResumed: of a session's standalone streams, the
+// first is no news, and one resumed from an event ID loses nothing (the
+// server replays what it sent meanwhile, as one that ends its stream for
+// the client to poll does every few seconds); one opened afresh after
+// either may have missed a notice.
+func TestStreamReopenedNotResumed(t *testing.T) {
+	t.Parallel()
+	var reopened int
+	rt := &roundTripper{base: eventStreams{}, target: &target{}, maxBytes: 1 << 20, reopened: func() { reopened++ }}
+	for i, tc := range []struct {
+		lastEventID string
+		want        int
+	}{{"", 0}, {"s_1", 0}, {"s_2", 0}, {"", 1}, {"", 2}} {
+		req, _ := http.NewRequest(http.MethodGet, "http://mcp.example/mcp", nil)
+		req.Header.Set(sessionHeader, "s")
+		if tc.lastEventID != "" {
+			req.Header.Set("Last-Event-ID", tc.lastEventID)
+		}
+		resp, err := rt.RoundTrip(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if reopened != tc.want {
+			t.Fatalf("stream %d (Last-Event-ID %q): reopened %d times, want %d", i+1, tc.lastEventID, reopened, tc.want)
+		}
+	}
+}

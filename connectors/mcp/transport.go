@@ -83,8 +83,12 @@ type roundTripper struct {
 	// has its answer, and the session is retired for the next.
 	replaced func()
 	// reopened, set on a stateful session's own client only, is told of a
-	// standalone event stream opened after the session's first: while the
-	// stream was down the server could not say its tool list changed.
+	// standalone event stream opened after the session's first, other than
+	// by resuming from an event ID: while the stream was down the server
+	// could not say its tool list changed, and only a stream resumed so
+	// (from its event store) replays what it said meanwhile. A server that
+	// ends its stream on purpose for the client to poll it (SEP-1699) does
+	// so with event IDs, so polling is no reason to list again.
 	reopened func()
 	streams  atomic.Int32
 }
@@ -136,7 +140,7 @@ func (rt *roundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
 	// notifications.
 	if req.Method == http.MethodGet && resp.StatusCode == http.StatusOK && a == nil &&
 		strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
-		if rt.reopened != nil && req.Header.Get(sessionHeader) != "" && rt.streams.Add(1) > 1 {
+		if rt.reopened != nil && req.Header.Get(sessionHeader) != "" && rt.streams.Add(1) > 1 && req.Header.Get("Last-Event-ID") == "" {
 			rt.reopened()
 		}
 		return resp, nil
