@@ -180,7 +180,13 @@ class Transport:
         if params:
             query = {k: _query_value(v) for k, v in params.items() if v is not None}
             if query:
-                url += "?" + urllib.parse.urlencode(query)
+                try:
+                    url += "?" + urllib.parse.urlencode(query)
+                except UnicodeEncodeError:  # a lone surrogate: no UTF-8, so no URL form
+                    raise InvalidRequestError(
+                        "The request cannot be sent: a query value has a lone surrogate, which is not Unicode text"
+                        " and has no URL form. Nothing was sent."
+                    ) from None
         data: Optional[bytes] = None
         all_headers: Dict[str, str] = {
             "Accept": "application/json",

@@ -322,6 +322,13 @@ class TestLocalErrors(Base):
         self.assert_refused(lambda: self.client.tools.get("a\udc00"), "lone surrogate")
         self.assertEqual(self.fake.requests, [])
 
+    def test_lone_surrogate_in_a_query_value(self) -> None:
+        # urllib.parse.urlencode would raise UnicodeEncodeError, which is no QuiverError.
+        self.assert_refused(lambda: self.client.tools.list_page(cursor="c\ud800"), "lone surrogate")
+        self.assert_refused(lambda: self.client.agents.list_page(cursor="\udc00c"), "lone surrogate")
+        self.assert_refused(lambda: self.client.tools.calls_page(cursor="c\udfff"), "lone surrogate")
+        self.assertEqual(self.fake.requests, [])
+
     def test_non_ascii_body_is_utf8(self) -> None:
         self.fake.push(200, {"call_id": "c"})
         self.client.tools.call(1, action="a", arguments={"q": "caf\u00e9 \u4e2d \U0001F600"}, idempotency_key="k")
