@@ -130,7 +130,8 @@ func toolFailure(a attemptState, err error) *jsonrpc.Error {
 // server, and the many servers written from it, send after a restart ("Bad
 // Request: No valid session ID provided", as a JSON-RPC error with a null
 // ID), or that its transport sends when it serves the whole process and was
-// started afresh ("Bad Request: Server not initialized"). A 404 to a request without a session ID (a stateless session's) is
+// started afresh ("Bad Request: Server not initialized", likewise). A 404
+// to a request without a session ID (a stateless session's) is
 // no news of a session, and neither is one whose body is a JSON-RPC
 // error answering the request itself: a server that gives its own errors
 // HTTP statuses (a tool's "not found", say) answers so, perhaps after the
@@ -179,23 +180,36 @@ func sameRawID(got, sent json.RawMessage) bool {
 }
 
 // lostSession reports whether a 400's body refuses the session itself: it
-// names the session (or says the server is not initialized: it has none),
-// and if it is a JSON-RPC message, it answers no request (a null or absent
-// ID). An error for our request's own ID may be about the
-// tool's work, done or not (a browser session it holds, say), and sending
-// the request again could run it twice.
+// names the session, and if it is a JSON-RPC message, it answers no request
+// (a null or absent ID), or it is the TypeScript transport's refusal of
+// every request before an initialize (uninitialized). An error for our
+// request's own ID may be about the tool's work, done or not (a browser
+// session it holds, say), and sending the request again could run it twice.
 func lostSession(body []byte) bool {
-	lower := bytes.ToLower(body)
-	if !bytes.Contains(lower, []byte("session")) && !bytes.Contains(lower, []byte("not initialized")) {
-		return false
-	}
 	var m struct {
-		ID json.RawMessage `json:"id"`
+		ID    json.RawMessage `json:"id"`
+		Error json.RawMessage `json:"error"`
 	}
-	if json.Unmarshal(body, &m) == nil && len(m.ID) > 0 && string(bytes.TrimSpace(m.ID)) != "null" {
+	isJSON := json.Unmarshal(body, &m) == nil
+	if isJSON && len(m.ID) > 0 && string(bytes.TrimSpace(m.ID)) != "null" {
 		return false
 	}
-	return true
+	if bytes.Contains(bytes.ToLower(body), []byte("session")) {
+		return true
+	}
+	return isJSON && len(m.ID) > 0 && uninitialized(m.Error)
+}
+
+// uninitialized reports whether a JSON-RPC error is the TypeScript
+// transport's "Bad Request: Server not initialized", which it sends, with a
+// null ID, before handing the request to the server. Only those exact
+// words: "not initialized" is any code's error too (a tool's database
+// client, say), perhaps after the tool acted.
+func uninitialized(e json.RawMessage) bool {
+	var rpc struct {
+		Message string `json:"message"`
+	}
+	return json.Unmarshal(e, &rpc) == nil && strings.EqualFold(strings.TrimSpace(rpc.Message), "Bad Request: Server not initialized")
 }
 
 // serverError returns the JSON-RPC error the server answered with, if err

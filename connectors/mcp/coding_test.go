@@ -168,6 +168,28 @@ func TestLostSessionAnswered400(t *testing.T) {
 			t.Fatalf("sent %d times, want once", calls)
 		}
 	})
+	t.Run("an application's not initialized", func(t *testing.T) {
+		t.Parallel()
+		// A server's own 400 for a tool that failed part way, in words
+		// like the TypeScript transport's but not its refusal: it may have
+		// acted.
+		for _, body := range []string{
+			`{"error":"Bad Request: ledger client not initialized"}`,
+			`Bad Request: Server not initialized`,
+		} {
+			srv := &codingServer{onCall: func(w http.ResponseWriter, _ string, _ int) {
+				w.WriteHeader(http.StatusBadRequest)
+				io.WriteString(w, body)
+			}}
+			tool := srv.start(t)
+			c := setup(t, nil)
+			_, err := c.Call(ctxFor(t, 10*time.Second), tool, "act", json.RawMessage(`{}`))
+			wantKind(t, err, connectors.KindUpstreamRefused)
+			if _, calls, _ := srv.counts(); calls != 1 {
+				t.Fatalf("%s: sent %d times, want once", body, calls)
+			}
+		}
+	})
 }
 
 // TestFastCallReadsGzip: a server may gzip an answer to a request that
@@ -264,8 +286,18 @@ func TestLostSession(t *testing.T) {
 		`{"jsonrpc":"2.0","error":{"code":-32000,"message":"Bad Request: No valid session ID provided"},"id":null}`: true,
 		`{"jsonrpc":"2.0","error":{"code":-32000,"message":"Bad Request: No valid session ID provided"}}`:           true,
 		`Bad Request: Session not found`: true,
-		`{"jsonrpc":"2.0","error":{"code":-32000,"message":"Bad Request: Server not initialized"},"id":null}`:      true,
-		`{"jsonrpc":"2.0","id":7,"error":{"code":-32000,"message":"Bad Request: Server not initialized"}}`:         false,
+		`{"jsonrpc":"2.0","error":{"code":-32000,"message":"Bad Request: Server not initialized"},"id":null}`: true,
+		`{"jsonrpc":"2.0","id":7,"error":{"code":-32000,"message":"Bad Request: Server not initialized"}}`:    false,
+		// "not initialized" is the TypeScript transport's refusal only in its
+		// own shape: elsewhere it is any code's error, perhaps after a tool
+		// acted (its database client, say), and must not send a call again.
+		`Bad Request: Server not initialized`:                                                                      false,
+		`{"jsonrpc":"2.0","error":{"code":-32000,"message":"Bad Request: Server not initialized"}}`:                false,
+		`{"error":"payment client not initialized"}`:                                                               false,
+		`{"jsonrpc":"2.0","error":{"code":-32603,"message":"ledger not initialized"},"id":null}`:                   false,
+		`{"jsonrpc":"2.0","error":{"code":-32603,"message":"write done; Server not initialized"},"id":null}`:       false,
+		`{"jsonrpc":"2.0","error":{"code":-32000,"message":"bad request: server NOT initialized"},"id":null}`:      true,
+		`{"jsonrpc":"2.0","id":7,"error":"session expired"}`:                                                       false,
 		`{"jsonrpc":"2.0","id":1099511627777,"error":{"code":-32603,"message":"upstream browser session closed"}}`: false,
 		`{"jsonrpc":"2.0","id":"a","error":{"code":-32000,"message":"session expired"}}`:                           false,
 		`{"jsonrpc":"2.0","error":{"code":-32600,"message":"Bad Request: invalid protocol version"},"id":null}`:    false,
