@@ -220,25 +220,32 @@ func (t *h1Transport) get(key string) *h1Conn {
 // keepAliveFor reads a Keep-Alive header's timeout (seconds; RFC 2068,
 // 19.7.1.1): how long a connection may idle and still be reused is that
 // less a margin, half of it up to a second, for the request's way to the
-// server and the server's own timer. ok is false when there is no timeout
-// to read; a timeout of 0 gives 0 with ok: do not reuse it.
+// server and the server's own timer. A value may be quoted and spaced
+// around its "=", and a header may come in several lines (a proxy's added
+// to the server's): the shortest timeout counts, and one that is no number
+// is skipped. ok is false when there is no timeout to read; a timeout of 0
+// gives 0 with ok: do not reuse it.
 func keepAliveFor(h http.Header) (d time.Duration, ok bool) {
-	v := h.Get("Keep-Alive")
-	for v != "" {
-		var param string
-		param, v, _ = strings.Cut(v, ",")
-		name, value, _ := strings.Cut(strings.TrimSpace(param), "=")
-		if !strings.EqualFold(name, "timeout") {
-			continue
+	n := -1
+	for _, v := range h.Values("Keep-Alive") {
+		for v != "" {
+			var param string
+			param, v, _ = strings.Cut(v, ",")
+			name, value, _ := strings.Cut(param, "=")
+			if !strings.EqualFold(strings.TrimSpace(name), "timeout") {
+				continue
+			}
+			s, err := strconv.Atoi(strings.Trim(strings.TrimSpace(value), `"`))
+			if err == nil && s >= 0 && (n < 0 || s < n) {
+				n = s
+			}
 		}
-		n, err := strconv.Atoi(strings.TrimSpace(value))
-		if err != nil || n < 0 {
-			return 0, false
-		}
-		full := time.Duration(min(n, 1<<20)) * time.Second
-		return full - min(full/2, time.Second), true
 	}
-	return 0, false
+	if n < 0 {
+		return 0, false
+	}
+	full := time.Duration(min(n, 1<<20)) * time.Second
+	return full - min(full/2, time.Second), true
 }
 
 // put returns pc to the pool, or closes it.

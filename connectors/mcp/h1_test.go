@@ -375,10 +375,20 @@ func TestH1HonoursKeepAliveTimeout(t *testing.T) {
 		{"timeout=1", 600 * time.Millisecond, 2},
 		{"timeout=0", 0, 2},
 		{"timeout=x", 4500 * time.Millisecond, 2},
+		// Spellings RFC 2068's grammar allows, and a hint in a second
+		// header line (a proxy's): each taken, the shortest if several.
+		{"timeout = 2", 1500 * time.Millisecond, 2},
+		{`timeout="2"`, 1500 * time.Millisecond, 2},
+		{"max=100\ntimeout=2", 1500 * time.Millisecond, 2},
+		{"timeout=10\ntimeout=2", 1500 * time.Millisecond, 2},
+		{"timeout=x, timeout=2", 1500 * time.Millisecond, 2},
+		{"timeout=2\ntimeout=10", 500 * time.Millisecond, 1},
 	} {
 		srv, conns := h1Server(t, false, func(w http.ResponseWriter, r *http.Request) {
 			if tc.header != "" {
-				w.Header().Set("Keep-Alive", tc.header)
+				for _, line := range strings.Split(tc.header, "\n") {
+					w.Header().Add("Keep-Alive", line)
+				}
 			}
 			echoHandler(w, r)
 		})
