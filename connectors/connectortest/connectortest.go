@@ -1,7 +1,7 @@
 // Package connectortest holds the test helpers the connector packages share:
-// reading a call error's kind, and servers that fail in the ways a tool's
-// server can (nobody listening, never answering, cut off mid-answer). It is
-// for tests only; no connector may import it.
+// reading a call error's kind, servers that fail in the ways a tool's
+// server can (nobody listening, never answering, cut off mid-answer), and a
+// slow link to a server. It is for tests only; no connector may import it.
 package connectortest
 
 import (
@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strconv"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -89,4 +90,92 @@ func CutServer(t testing.TB, head string) *httptest.Server {
 	}))
 	t.Cleanup(srv.Close)
 	return srv
+}
+
+// SlowLink returns the address of a TCP proxy to target that delays every
+// byte, and every close, by delay each way, as a link with that one-way
+// latency does: what one side sends or closes, the other side sees delay
+// later. A server's close of an idle connection is thus on its way for a
+// while, during which a client can still write a request into it.
+func SlowLink(t testing.TB, target string, delay time.Duration) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var conns []net.Conn
+	t.Cleanup(func() {
+		ln.Close()
+		mu.Lock()
+		defer mu.Unlock()
+		for _, c := range conns {
+			c.Close()
+		}
+	})
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			s, err := net.Dial("tcp", target)
+			if err != nil {
+				c.Close()
+				continue
+			}
+			mu.Lock()
+			conns = append(conns, c, s)
+			mu.Unlock()
+			go delayed(c.(*net.TCPConn), s.(*net.TCPConn), delay)
+			go delayed(s.(*net.TCPConn), c.(*net.TCPConn), delay)
+		}
+	}()
+	return ln.Addr().String()
+}
+
+// delayed copies from src to dst, each chunk and the end of the stream
+// delay after src gave it. A clean end (FIN) is passed on as one (a
+// half-close); a failed read or write (a reset) closes both at once.
+func delayed(src, dst *net.TCPConn, delay time.Duration) {
+	type chunk struct {
+		due  time.Time
+		data []byte // nil: the end of the stream
+		err  error
+	}
+	q := make(chan chunk, 256)
+	go func() {
+		defer close(q)
+		for {
+			buf := make([]byte, 32<<10)
+			n, err := src.Read(buf)
+			if n > 0 {
+				q <- chunk{due: time.Now().Add(delay), data: buf[:n]}
+			}
+			if err != nil {
+				q <- chunk{due: time.Now().Add(delay), err: err}
+				return
+			}
+		}
+	}()
+	broken := false
+	for c := range q { // to the end, so that the reader is never stuck
+		if broken {
+			continue
+		}
+		time.Sleep(time.Until(c.due))
+		switch {
+		case c.data != nil:
+			if _, err := dst.Write(c.data); err != nil {
+				src.Close()
+				dst.Close()
+				broken = true
+			}
+		case errors.Is(c.err, io.EOF):
+			dst.CloseWrite()
+		default:
+			src.Close()
+			dst.Close()
+		}
+	}
 }

@@ -50,6 +50,9 @@ type Options struct {
 	// Timeout bounds one request when positive; otherwise the call's
 	// context alone does.
 	Timeout time.Duration
+	// IdleTimeout is how long a connection to a tool's server may idle and
+	// still be reused; zero means egress.DefaultIdleTimeout.
+	IdleTimeout time.Duration
 }
 
 // Connector sends HTTP requests. It is safe for concurrent use.
@@ -64,7 +67,7 @@ var _ connectors.Connector = (*Connector)(nil)
 
 // New returns a Connector.
 func New(opts Options) *Connector {
-	c := &Connector{guard: egress.Options{AllowPrivate: opts.AllowPrivate},
+	c := &Connector{guard: egress.Options{AllowPrivate: opts.AllowPrivate, IdleTimeout: opts.IdleTimeout},
 		maxBytes: opts.MaxResponseBytes, timeout: opts.Timeout}
 	if c.maxBytes <= 0 {
 		c.maxBytes = DefaultMaxResponseBytes

@@ -23,7 +23,24 @@ type Options struct {
 	AllowPrivate bool
 	// DialTimeout bounds connection set-up; zero means 10s.
 	DialTimeout time.Duration
+	// IdleTimeout is how long Transport keeps an idle connection for reuse;
+	// zero means DefaultIdleTimeout. It is a field so that a test can
+	// shorten it together with its server's.
+	IdleTimeout time.Duration
 }
+
+// DefaultIdleTimeout is how long a transport's idle connection may wait
+// and still be reused. A server closes an idle connection when its own
+// keep-alive timeout runs out, and a request written into it while that
+// close is on its way (about a round trip) is lost unread. net/http then
+// re-sends only a request it may repeat, which connectors.Send leaves only
+// a GET, HEAD, OPTIONS or TRACE: a POST or PATCH ends with its outcome
+// unknown (504 tool_outcome_unknown), an OAuth refresh with its answer
+// lost. 4 s is under the 5 s for which Node's http server, uvicorn and
+// Apache keep an idle connection by default, by a margin for the request's
+// way there; Node's own client (undici) keeps one 4 s too, as the MCP
+// connector's fast path does when its server gives no Keep-Alive hint.
+const DefaultIdleTimeout = 4 * time.Second
 
 // BlockedError is returned when a dial targets an address that is not allowed.
 // Nothing was sent when it is returned.
@@ -179,9 +196,15 @@ func Dialer(opts Options) *net.Dialer {
 
 // Transport returns an HTTP transport whose connections go through Dialer.
 // It ignores proxy settings from the environment: a proxy would dial on our
-// behalf and defeat the check.
+// behalf and defeat the check. An idle connection is reused for
+// opts.IdleTimeout (DefaultIdleTimeout), not net/http's 90 s, so that a
+// request is not written into a connection its server is closing.
 func Transport(opts Options) *http.Transport {
 	d := Dialer(opts)
+	idle := opts.IdleTimeout
+	if idle <= 0 {
+		idle = DefaultIdleTimeout
+	}
 	return &http.Transport{
 		DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
 			return d.DialContext(ctx, network, addr)
@@ -189,7 +212,7 @@ func Transport(opts Options) *http.Transport {
 		ForceAttemptHTTP2:     true,
 		MaxIdleConns:          256,
 		MaxIdleConnsPerHost:   64,
-		IdleConnTimeout:       90 * time.Second,
+		IdleConnTimeout:       idle,
 		TLSHandshakeTimeout:   10 * time.Second,
 		ExpectContinueTimeout: time.Second,
 	}

@@ -2,11 +2,15 @@ package egress
 
 import (
 	"context"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
+	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 )
 
 func TestAllowed(t *testing.T) {
@@ -144,6 +148,40 @@ func TestTransportRefusesLoopbackAtDialTime(t *testing.T) {
 	resp.Body.Close()
 	if hits != 1 {
 		t.Fatalf("with AllowPrivate the server was reached %d times", hits)
+	}
+}
+
+// TestTransportIdleTimeout: an idle connection is reused for IdleTimeout,
+// DefaultIdleTimeout (4 s) unless set, and not after: a server that
+// closes it sooner (Node, uvicorn and Apache after 5 s) would lose a
+// request written into it as it closes. See connectors/httprequest's
+// TestNotWrittenIntoAClosingConnection.
+func TestTransportIdleTimeout(t *testing.T) {
+	if got := Transport(Options{}).IdleConnTimeout; got != 4*time.Second {
+		t.Errorf("default idle timeout %v, want 4s", got)
+	}
+	var conns atomic.Int64
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
+	srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+		if s == http.StateNew {
+			conns.Add(1)
+		}
+	}
+	srv.Start()
+	defer srv.Close()
+	const idle = 200 * time.Millisecond
+	client := &http.Client{Transport: Transport(Options{AllowPrivate: true, IdleTimeout: idle})}
+	for i, wait := range []time.Duration{0, idle / 4, idle + idle/2} {
+		time.Sleep(wait)
+		resp, err := client.Post(srv.URL, "text/plain", strings.NewReader("x"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if want := []int64{1, 1, 2}[i]; conns.Load() != want {
+			t.Errorf("after idling %v: %d connections, want %d", wait, conns.Load(), want)
+		}
 	}
 }
 
