@@ -81,6 +81,17 @@ type ActionsAtHand interface {
 	CachedActions(t *Tool) ([]Action, bool)
 }
 
+// ActionsRelister is implemented by connectors whose cached actions can lag
+// behind the tool's own, because the tool cannot always say that its list
+// changed (a stateless MCP server). A caller that found no action of the
+// name it wants in what Actions gave asks RelistActions before answering
+// that there is none: it may read the list again (within ctx, and no more
+// often than the connector allows), and returns the list to look in again,
+// or false when it has none.
+type ActionsRelister interface {
+	RelistActions(ctx context.Context, t *Tool) ([]Action, bool)
+}
+
 // Verifier is implemented by connectors that can check a step's credentials
 // before the step is accepted. config holds every field gathered so far.
 // A problem with a field is returned as a *FieldError.

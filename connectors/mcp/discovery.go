@@ -37,8 +37,9 @@ var errTooManyTools = errors.New("lists more tools than Quiver takes")
 // Actions lists the tool's actions: every page of the server's tools/list,
 // cached per (tool ID, Version) for DiscoveryTTL or until the server says
 // its tool list changed, or may have said so unheard (its session lost, its
-// standalone stream reopened: pool.lost, roundTripper.reopened). An action
-// is retryable when its tool is annotated read-only or idempotent.
+// standalone stream reopened: pool.lost, roundTripper.reopened), or read
+// again for a call naming an action missing from it (RelistActions). An
+// action is retryable when its tool is annotated read-only or idempotent.
 //
 // Listing, every page and the one retry together, is bounded by
 // DiscoveryTimeout once a session is open (opening one is bounded by
@@ -49,6 +50,12 @@ func (c *Connector) Actions(ctx context.Context, t *connectors.Tool) ([]connecto
 	if actions, ok := c.discovery.get(key); ok {
 		return actions, nil
 	}
+	return c.list(ctx, t, key)
+}
+
+// list reads the tool's list from its server and caches it: Actions past
+// the cache, and a re-list (relist.go).
+func (c *Connector) list(ctx context.Context, t *connectors.Tool, key slotKey) ([]connectors.Action, error) {
 	tgt, err := toolTarget(t)
 	if err != nil {
 		return nil, err
@@ -197,29 +204,41 @@ func ptr[T any](v T) *T { return &v }
 
 // discovery caches actions per (tool ID, Version). A generation per key,
 // bumped on invalidation, keeps a listing that raced with a tools/list_changed
-// notice from being cached.
+// notice from being cached. It also keeps the re-lists of each key
+// (relist.go).
 type discovery struct {
 	ttl time.Duration
+	now func() time.Time // nil: time.Now; tests move it
 
 	mu      sync.Mutex
 	entries map[slotKey]cached
 	gens    map[slotKey]uint64
+	relists map[slotKey]*relisting
 }
 
+// cached is one list, read ttl before it expires.
 type cached struct {
 	actions []connectors.Action
 	expires time.Time
 }
 
 func newDiscovery(ttl time.Duration) *discovery {
-	return &discovery{ttl: ttl, entries: map[slotKey]cached{}, gens: map[slotKey]uint64{}}
+	return &discovery{ttl: ttl, entries: map[slotKey]cached{}, gens: map[slotKey]uint64{},
+		relists: map[slotKey]*relisting{}}
+}
+
+func (d *discovery) clock() time.Time {
+	if d.now != nil {
+		return d.now()
+	}
+	return time.Now()
 }
 
 func (d *discovery) get(key slotKey) ([]connectors.Action, bool) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	e, ok := d.entries[key]
-	if !ok || time.Now().After(e.expires) {
+	if !ok || d.clock().After(e.expires) {
 		return nil, false
 	}
 	return e.actions, true
@@ -239,7 +258,7 @@ func (d *discovery) put(key slotKey, gen uint64, actions []connectors.Action) {
 	if d.gens[key] != gen {
 		return
 	}
-	now := time.Now()
+	now := d.clock()
 	for k, e := range d.entries {
 		if k.id == key.id && k.version < key.version {
 			delete(d.entries, k)
@@ -248,6 +267,7 @@ func (d *discovery) put(key slotKey, gen uint64, actions []connectors.Action) {
 			delete(d.entries, k)
 		}
 	}
+	d.pruneRelistsLocked(key, now)
 	d.entries[key] = cached{actions: actions, expires: now.Add(d.ttl)}
 }
 

@@ -355,12 +355,44 @@ func (c *call) resolveTarget(ctx context.Context) (*toolconfig.Resolved, *connec
 	if err != nil {
 		return nil, nil, ListingProblem(err)
 	}
-	for i := range actions {
-		if actions[i].Name == c.b.Action {
-			return rt, &actions[i], nil
+	if a := findAction(actions, c.b.Action); a != nil {
+		return rt, a, nil
+	}
+	if actions, ok := e.relist(ctx, rt); ok {
+		if a := findAction(actions, c.b.Action); a != nil {
+			return rt, a, nil
 		}
 	}
 	return nil, nil, problem.New(problem.NotFound, "Tool %d has no action %q.", id, c.b.Action)
+}
+
+func findAction(actions []connectors.Action, name string) *connectors.Action {
+	for i := range actions {
+		if actions[i].Name == name {
+			return &actions[i]
+		}
+	}
+	return nil
+}
+
+// relist asks a connector whose list may lag the tool's own to read it
+// again, when a call names an action missing from it; the connector
+// decides whether it does (connectors.ActionsRelister). It waits no longer
+// than the call may. Whatever the re-list meets, the call answers from the
+// list it gives, or the one it had: an action still missing, the server
+// unreachable included, is not_found as before, a rejection that leaves the
+// key free.
+func (e *Engine) relist(ctx context.Context, rt *toolconfig.Resolved) ([]connectors.Action, bool) {
+	r, ok := rt.Connector.(connectors.ActionsRelister)
+	if !ok {
+		return nil, false
+	}
+	if e.opts.CallTimeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, e.opts.CallTimeout)
+		defer cancel()
+	}
+	return r.RelistActions(ctx, rt.Tool)
 }
 
 // actionsForCall is Actions for a call. Listing the tool's actions is part

@@ -40,6 +40,14 @@ func (s *Server) AnnounceOnNextCall() {
 	s.announce++
 }
 
+// Listings returns how many tool lists the server was asked for: tools/list
+// requests without a cursor, the first page of each listing.
+func (s *Server) Listings() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.listings
+}
+
 // installGate adds the middleware behind DropTool and AnnounceOnNextCall to
 // srv.
 func (s *Server) installGate(srv *mcp.Server) {
@@ -74,6 +82,11 @@ func (s *Server) installGate(srv *mcp.Server) {
 					return nil, invalidParams("unknown tool %q", call.Params.Name)
 				}
 			case "tools/list":
+				if lr, ok := req.(*mcp.ListToolsRequest); ok && (lr.Params == nil || lr.Params.Cursor == "") {
+					s.mu.Lock()
+					s.listings++
+					s.mu.Unlock()
+				}
 				res, err := next(ctx, method, req)
 				if list, ok := res.(*mcp.ListToolsResult); ok && err == nil {
 					return s.withoutDropped(list), nil

@@ -102,6 +102,7 @@ type Server struct {
 	seq      atomic.Int64
 	dropped  map[string]bool // tools DropTool hid
 	announce int             // tools/call answers still to carry a list_changed notice
+	listings int             // tools/list requests without a cursor
 }
 
 // Start starts a test server of the given kind and stops it when the test

@@ -1,0 +1,139 @@
+package mcp
+
+// Re-reading a tool list for a call that names an action it lacks.
+//
+// A stateless server has no standalone stream to send
+// notifications/tools/list_changed on, so nothing tells Quiver that its
+// operator added a tool or took one away: a call naming the new tool would
+// be not_found until DiscoveryTTL ran out. So a call that names an action
+// missing from the cached list asks for the list again first
+// (RelistActions), within limits:
+//
+//	action missing from the list Actions gave
+//	   │ a re-list of the tool running ─────────────▶ wait for it (single flight)
+//	   │ a re-list of the tool began less than
+//	   │ RelistInterval ago, or the list was read
+//	   │ less than RelistInterval ago ──────────────▶ the list as cached: not_found
+//	   ▼ else: lead one
+//	list(), detached from the leader's cancellation and bounded by
+//	ConnectTimeout and DiscoveryTimeout; every caller waits for it no
+//	longer than its own context allows
+//	   │ listed: cached, and the list to look in again
+//	   ▼ failed: logged; the caller answers from the list it had (not_found)
+//
+// RelistInterval is both "fresh" and the rate limit, 5 s. A caller
+// repeating a name that exists nowhere costs the server at most one
+// tools/list per tool per 5 s, twelve a minute against the one a minute
+// DiscoveryTTL costs: a listing can run to many pages, so it is not made
+// much more often than that. A tool just added is refused for at most those
+// 5 s, and only when its list was read within them; a longer interval would
+// make that wait longer for little saved. A re-list that failed counts
+// against the limit too: a server that is down is not asked once per call.
+//
+// Only the miss path comes here. A call whose action is in the list reads
+// the cache as it did (CachedActions), with no lock or allocation more.
+
+import (
+	"context"
+	"time"
+
+	"github.com/quiverhq/quiver/connectors"
+)
+
+// RelistInterval is how old a tool list must be before a call naming an
+// action missing from it re-reads it, and how often at most a tool's list
+// is re-read so.
+const RelistInterval = 5 * time.Second
+
+var _ connectors.ActionsRelister = (*Connector)(nil)
+
+// relisting is one re-list of a key: its callers wait on done, then read
+// actions and err. started is when it began, for the rate limit.
+type relisting struct {
+	started  time.Time
+	done     chan struct{}
+	finished bool // under discovery.mu
+	actions  []connectors.Action
+	err      error
+}
+
+// RelistActions implements connectors.ActionsRelister: a call found no
+// action of its name in Actions' answer. It re-reads the tool's list when
+// the cached one is not fresh and no re-list of the tool began lately,
+// shares a re-list running already, and returns the list to look the
+// action up in again: the re-read one, or the one cached now (which a
+// re-list that just ended may have renewed). False: there is none (the
+// re-list failed or ctx ended before it did, and nothing is cached).
+func (c *Connector) RelistActions(ctx context.Context, t *connectors.Tool) ([]connectors.Action, bool) {
+	key := slotKey{t.ID, t.Version}
+	r, lead := c.discovery.relist(key)
+	if r == nil {
+		return c.discovery.get(key)
+	}
+	if lead {
+		// Detached: the callers that join it must not lose it when the
+		// leader's client goes away. list bounds it (ConnectTimeout,
+		// DiscoveryTimeout).
+		go c.runRelist(context.WithoutCancel(ctx), t, key, r)
+	}
+	select {
+	case <-r.done:
+	case <-ctx.Done():
+		return c.discovery.get(key)
+	}
+	if r.err != nil {
+		return c.discovery.get(key)
+	}
+	return r.actions, true
+}
+
+func (c *Connector) runRelist(ctx context.Context, t *connectors.Tool, key slotKey, r *relisting) {
+	actions, err := c.list(ctx, t, key)
+	if err != nil {
+		c.opts.Logger.Info("mcp tool list could not be re-read for a call naming an action not in it",
+			"tool_id", t.ID, "version", t.Version, "error", err)
+	}
+	c.discovery.relisted(r, actions, err)
+}
+
+// relist decides what a call missing an action in key's list does: a
+// re-list running (lead false: wait for it); nil, when the list is fresh
+// or a re-list began less than RelistInterval ago (the cached list
+// stands); or a new re-list for the caller to start (lead true).
+func (d *discovery) relist(key slotKey) (r *relisting, lead bool) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	now := d.clock()
+	if r := d.relists[key]; r != nil {
+		if !r.finished {
+			return r, false
+		}
+		if now.Sub(r.started) < RelistInterval {
+			return nil, false
+		}
+	}
+	if e, ok := d.entries[key]; ok && now.Sub(e.expires.Add(-d.ttl)) < RelistInterval && !now.After(e.expires) {
+		return nil, false
+	}
+	r = &relisting{started: now, done: make(chan struct{})}
+	d.relists[key] = r
+	return r, true
+}
+
+// relisted ends r with what list answered.
+func (d *discovery) relisted(r *relisting, actions []connectors.Action, err error) {
+	d.mu.Lock()
+	r.actions, r.err, r.finished = actions, err, true
+	d.mu.Unlock()
+	close(r.done)
+}
+
+// pruneRelistsLocked drops the finished re-lists that no longer limit
+// anything, and those of key's tool's older versions.
+func (d *discovery) pruneRelistsLocked(key slotKey, now time.Time) {
+	for k, r := range d.relists {
+		if (k.id == key.id && k.version < key.version) || (r.finished && now.Sub(r.started) >= RelistInterval) {
+			delete(d.relists, k)
+		}
+	}
+}

@@ -1,0 +1,275 @@
+package mcp
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/quiverhq/quiver/connectors"
+	"github.com/quiverhq/quiver/internal/mcptest"
+)
+
+// fakeClock is a discovery clock the test moves.
+type fakeClock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (f *fakeClock) Now() time.Time {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.now
+}
+
+func (f *fakeClock) advance(d time.Duration) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.now = f.now.Add(d)
+}
+
+// relistSetup starts a stateless Counter server (no standalone stream, so
+// no notice of a change to its list) and a Connector whose discovery runs
+// on a fake clock, and lists the tool once.
+func relistSetup(t *testing.T, srvOpts mcptest.Options) (*mcptest.Server, *Connector, *connectors.Tool, *fakeClock) {
+	t.Helper()
+	srvOpts.Stateless, srvOpts.PageSize = true, 100
+	srv, c, tool := counterSetup(t, srvOpts, nil)
+	clock := &fakeClock{now: time.Now()}
+	c.discovery.now = clock.Now
+	if listed(t, c, tool)["added"] {
+		t.Fatal("the server lists \"added\" already")
+	}
+	return srv, c, tool, clock
+}
+
+func has(actions []connectors.Action, name string) bool {
+	for _, a := range actions {
+		if a.Name == name {
+			return true
+		}
+	}
+	return false
+}
+
+func relist(t *testing.T, c *Connector, tool *connectors.Tool) []connectors.Action {
+	t.Helper()
+	actions, ok := c.RelistActions(ctxFor(t, 10*time.Second), tool)
+	if !ok {
+		t.Fatal("RelistActions: no list")
+	}
+	return actions
+}
+
+// TestRelistFindsAddedTool: a tool the stateless server added after its
+// list was cached is found by the re-list a call missing it asks for, once
+// the list is not fresh; the renewed list is cached, for GET .../actions/
+// and the agents' tools/list.
+func TestRelistFindsAddedTool(t *testing.T) {
+	t.Parallel()
+	srv, c, tool, clock := relistSetup(t, mcptest.Options{})
+	before := srv.Listings()
+	srv.AddTool("added")
+	if listed(t, c, tool)["added"] {
+		t.Fatal("the cached list learned of the tool unasked")
+	}
+
+	// Fresh: the list was read just now; no re-list.
+	if has(relist(t, c, tool), "added") || srv.Listings() != before {
+		t.Fatalf("a fresh list was re-read (%d listings, want %d)", srv.Listings(), before)
+	}
+
+	clock.advance(RelistInterval)
+	if !has(relist(t, c, tool), "added") {
+		t.Fatal("the re-list did not find the added tool")
+	}
+	if n := srv.Listings() - before; n != 1 {
+		t.Fatalf("%d listings, want 1", n)
+	}
+	if !listed(t, c, tool)["added"] {
+		t.Fatal("the re-read list was not cached")
+	}
+}
+
+// TestRelistRateLimited: a caller repeating a name no list holds costs
+// the server one tools/list per RelistInterval, however often it calls.
+func TestRelistRateLimited(t *testing.T) {
+	t.Parallel()
+	srv, c, tool, clock := relistSetup(t, mcptest.Options{})
+	before := srv.Listings()
+	for window := 1; window <= 3; window++ {
+		clock.advance(RelistInterval)
+		for range 20 {
+			if has(relist(t, c, tool), "never") {
+				t.Fatal("found a tool that does not exist")
+			}
+			clock.advance(RelistInterval / 20 / 2)
+		}
+		if n := srv.Listings() - before; n != window {
+			t.Fatalf("after %d windows: %d listings, want %d", window, n, window)
+		}
+	}
+}
+
+// TestRelistSingleFlight: concurrent callers missing an action share one
+// re-list.
+func TestRelistSingleFlight(t *testing.T) {
+	t.Parallel()
+	hold := &listHold{release: make(chan struct{})}
+	srv, c, tool, clock := relistSetup(t, mcptest.Options{Wrap: hold.Wrap})
+	before := srv.Listings()
+	srv.AddTool("added")
+	clock.advance(RelistInterval)
+	hold.on()
+
+	const callers = 16
+	var wg sync.WaitGroup
+	found := make(chan bool, callers)
+	for range callers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			actions, ok := c.RelistActions(context.Background(), tool)
+			found <- ok && has(actions, "added")
+		}()
+	}
+	if !eventually(t, 5*time.Second, func() bool { return hold.held() == 1 }) {
+		t.Fatal("no re-list reached the server")
+	}
+	close(hold.release)
+	wg.Wait()
+	close(found)
+	for ok := range found {
+		if !ok {
+			t.Fatal("a caller did not get the re-read list")
+		}
+	}
+	if n := srv.Listings() - before; n != 1 {
+		t.Fatalf("%d callers made %d listings, want 1", callers, n)
+	}
+}
+
+// TestRelistBoundedByCaller: a caller waits for a re-list no longer than
+// its context allows, and gets the list cached; the re-list goes on for
+// the callers after it, and its answer is cached.
+func TestRelistBoundedByCaller(t *testing.T) {
+	t.Parallel()
+	hold := &listHold{release: make(chan struct{})}
+	srv, c, tool, clock := relistSetup(t, mcptest.Options{Wrap: hold.Wrap})
+	srv.AddTool("added")
+	clock.advance(RelistInterval)
+	hold.on()
+
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	actions, ok := c.RelistActions(ctx, tool)
+	if d := time.Since(start); d > 5*time.Second {
+		t.Fatalf("the caller waited %v past its context", d)
+	}
+	if !ok || has(actions, "added") {
+		t.Fatalf("a caller whose context ended got ok=%v, the new tool %v; want the cached list", ok, has(actions, "added"))
+	}
+	close(hold.release)
+	if !eventually(t, 5*time.Second, func() bool { return listed(t, c, tool)["added"] }) {
+		t.Fatal("the re-list the caller left was not cached")
+	}
+}
+
+// TestRelistFailed: a re-list the server fails leaves the cached list, and
+// counts against the limit: a server that is down is not asked once per
+// call.
+func TestRelistFailed(t *testing.T) {
+	t.Parallel()
+	fail := &failLists{}
+	srv, c, tool, clock := relistSetup(t, mcptest.Options{Wrap: fail.Wrap})
+	srv.AddTool("added")
+	clock.advance(RelistInterval)
+	fail.set(true)
+	for range 5 {
+		actions := relist(t, c, tool)
+		if has(actions, "added") || !has(actions, "increment") {
+			t.Fatal("a failed re-list did not leave the cached list")
+		}
+	}
+	if n := fail.count(); n == 0 || n > 2 { // the one retry on a fresh session at most
+		t.Fatalf("%d failed tools/list requests, want the one re-list's", n)
+	}
+	fail.set(false)
+	clock.advance(RelistInterval)
+	if !has(relist(t, c, tool), "added") {
+		t.Fatal("the re-list after the server recovered did not find the tool")
+	}
+}
+
+// listHold holds tools/list requests, once on, until release is closed.
+type listHold struct {
+	release chan struct{}
+	mu      sync.Mutex
+	active  bool
+	n       int
+}
+
+func (h *listHold) on() { h.mu.Lock(); h.active = true; h.mu.Unlock() }
+
+func (h *listHold) held() int { h.mu.Lock(); defer h.mu.Unlock(); return h.n }
+
+func (h *listHold) Wrap(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h.mu.Lock()
+		hold := h.active && isToolsList(r)
+		if hold {
+			h.n++
+		}
+		h.mu.Unlock()
+		if hold {
+			<-h.release
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// failLists answers tools/list 503 while set.
+type failLists struct {
+	mu     sync.Mutex
+	active bool
+	n      int
+}
+
+func (f *failLists) set(on bool) { f.mu.Lock(); f.active = on; f.mu.Unlock() }
+
+func (f *failLists) count() int { f.mu.Lock(); defer f.mu.Unlock(); return f.n }
+
+func (f *failLists) Wrap(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		f.mu.Lock()
+		fail := f.active && isToolsList(r)
+		if fail {
+			f.n++
+		}
+		f.mu.Unlock()
+		if fail {
+			http.Error(w, "down for maintenance", http.StatusServiceUnavailable)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// isToolsList reports whether r is a tools/list request, leaving its body
+// to be read again.
+func isToolsList(r *http.Request) bool {
+	if r.Method != http.MethodPost || r.Body == nil {
+		return false
+	}
+	body, _ := io.ReadAll(r.Body)
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	var m struct {
+		Method string `json:"method"`
+	}
+	return json.Unmarshal(body, &m) == nil && m.Method == "tools/list"
+}

@@ -1,0 +1,118 @@
+package e2e
+
+import (
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/quiverhq/quiver/connectors/mcp"
+	"github.com/quiverhq/quiver/internal/mcptest"
+	"github.com/quiverhq/quiver/internal/testserver"
+)
+
+// TestMCPStatelessListChanged: a stateless MCP server has no standalone
+// stream to say that its tool list changed, so a tool its operator added
+// was not_found, and missing from GET .../actions/, until the cached list
+// expired (60 s). A call naming an action missing from a list older than
+// mcp.RelistInterval now re-reads the list first: once per tool however
+// many callers ask at once, and at most once per RelistInterval however
+// often a caller names an action that exists nowhere.
+func TestMCPStatelessListChanged(t *testing.T) {
+	srv := testserver.Start(t, testserver.Options{Postgres: true})
+	start := func(name string) (*mcptest.Server, int64) {
+		s := mcptest.Start(t, mcptest.Counter, mcptest.Options{Stateless: true, PageSize: 100})
+		id := mqConnect(t, srv, name, map[string]any{"url": s.URL})
+		if r := mqCall(srv, id, "read_count", nil, ""); r.Status != 200 { // the list is cached now
+			t.Fatalf("%s: read_count: %d %s", name, r.Status, r.Body)
+		}
+		return s, id
+	}
+	added, addedID := start("added")
+	unknown, unknownID := start("unknown")
+	concurrent, concurrentID := start("concurrent")
+	// What is tested is a list older than RelistInterval: a fresher one is
+	// not re-read.
+	time.Sleep(mcp.RelistInterval + 100*time.Millisecond)
+
+	t.Run("added tool", func(t *testing.T) {
+		added.AddTool("fresh")
+		added.Add(&sdk.Tool{Name: "fresh_send", Description: "Not safe to retry.", InputSchema: map[string]any{"type": "object"},
+			Annotations: &sdk.ToolAnnotations{}})
+		before := added.Listings()
+		r := mqCall(srv, addedID, "fresh", nil, "")
+		if r.Status != 200 || r.JSON()["is_error"] != false {
+			t.Fatalf("a call of the tool just added: %d %s, want 200", r.Status, r.Body)
+		}
+		// Found in the same re-read list, with its annotations: a key is
+		// required, reserved and replayed as for any action.
+		mqWant(t, mqCall(srv, addedID, "fresh_send", nil, ""), 400, "idempotency_key_required")
+		first := mqCall(srv, addedID, "fresh_send", nil, "relist-send")
+		again := mqCall(srv, addedID, "fresh_send", nil, "relist-send")
+		if first.Status != 200 || again.Status != 200 || again.Header.Get("Idempotent-Replayed") != "true" || string(first.Body) != string(again.Body) {
+			t.Fatalf("keyed call of an added tool: %d %s, then %d %s (replayed %q)", first.Status, first.Body, again.Status, again.Body, again.Header.Get("Idempotent-Replayed"))
+		}
+		if n := added.Calls("fresh_send"); n != 1 {
+			t.Errorf("fresh_send ran %d times, want 1", n)
+		}
+		if n := added.Listings() - before; n != 1 {
+			t.Errorf("%d tool listings, want 1", n)
+		}
+		if acts := mqActions(t, srv, addedID); acts["fresh"] == nil || acts["fresh_send"] == nil {
+			t.Errorf("GET .../actions/ does not list the added tools")
+		}
+	})
+
+	t.Run("unknown name repeated", func(t *testing.T) {
+		before, began := unknown.Listings(), time.Now()
+		for range 20 {
+			mqWant(t, mqCall(srv, unknownID, "never", nil, "never-key"), 404, "not_found")
+		}
+		n, windows := unknown.Listings()-before, 1+int(time.Since(began)/mcp.RelistInterval)
+		if n < 1 || n > windows {
+			t.Errorf("20 calls of an unknown action made %d tool listings in %d windows, want 1 per window", n, windows)
+		}
+		// The 404s left the key free.
+		if r := mqCall(srv, unknownID, "read_count", nil, "never-key"); r.Status != 200 {
+			t.Errorf("the key of the 404s: %d %s, want it free", r.Status, r.Body)
+		}
+	})
+
+	t.Run("concurrent callers", func(t *testing.T) {
+		concurrent.AddTool("fresh")
+		before := concurrent.Listings()
+		const callers = 12
+		var wg sync.WaitGroup
+		got := make([]*testserver.Response, callers)
+		for i := range callers {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				got[i] = mqCall(srv, concurrentID, "fresh", nil, fmt.Sprintf("concurrent-%d", i))
+			}()
+		}
+		wg.Wait()
+		for i, r := range got {
+			if r.Status != 200 {
+				t.Errorf("caller %d: %d %s", i, r.Status, r.Body)
+			}
+		}
+		if n := concurrent.Listings() - before; n != 1 {
+			t.Errorf("%d concurrent calls made %d tool listings, want 1", callers, n)
+		}
+	})
+
+	// A tool the server removed is still listed for a while, and a call of
+	// it is dispatched: the server refuses it (invalid params, unknown
+	// tool) before running anything, a rejection that frees the key.
+	t.Run("removed tool", func(t *testing.T) {
+		added.DropTool("dummy_03")
+		r := mqCall(srv, addedID, "dummy_03", nil, "removed-key")
+		mqWant(t, r, 422, "invalid_arguments")
+		if r := mqCall(srv, addedID, "read_count", nil, "removed-key"); r.Status != 200 {
+			t.Errorf("the key of the refused call: %d %s, want it free", r.Status, r.Body)
+		}
+	})
+}
