@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -180,11 +181,14 @@ func sameRawID(got, sent json.RawMessage) bool {
 }
 
 // lostSession reports whether a 400's body refuses the session itself: it
-// names the session, and if it is a JSON-RPC message, it answers no request
-// (a null or absent ID), or it is the TypeScript transport's refusal of
-// every request before an initialize (uninitialized). An error for our
-// request's own ID may be about the tool's work, done or not (a browser
-// session it holds, say), and sending the request again could run it twice.
+// speaks of a session ID or of a session that is missing, unknown, invalid
+// or expired (lostSessionWords), and if it is a JSON-RPC message, it
+// answers no request (a null or absent ID), or it is the TypeScript
+// transport's refusal of every request before an initialize
+// (uninitialized). An error for our request's own ID may be about the
+// tool's work, done or not, and so may one that only mentions a session
+// ("browser session crashed", a session the tool holds): sending the
+// request again could run it twice.
 func lostSession(body []byte) bool {
 	var m struct {
 		ID    json.RawMessage `json:"id"`
@@ -194,11 +198,16 @@ func lostSession(body []byte) bool {
 	if isJSON && len(m.ID) > 0 && string(bytes.TrimSpace(m.ID)) != "null" {
 		return false
 	}
-	if bytes.Contains(bytes.ToLower(body), []byte("session")) {
+	if lostSessionWords.Match(body) {
 		return true
 	}
 	return isJSON && len(m.ID) > 0 && uninitialized(m.Error)
 }
+
+// lostSessionWords are the words MCP servers refuse a lost session with:
+// the SDKs' "No valid session ID provided", "Missing session ID",
+// "Session not found", and their kin.
+var lostSessionWords = regexp.MustCompile(`(?i)session[ _-]?id\b|\b(no|unknown|invalid|missing|expired) (mcp )?session\b|\bsession (was )?(not found|expired|has expired|is expired|unknown|terminated)`)
 
 // uninitialized reports whether a JSON-RPC error is the TypeScript
 // transport's "Bad Request: Server not initialized", which it sends, with a

@@ -168,14 +168,14 @@ func TestLostSessionAnswered400(t *testing.T) {
 			t.Fatalf("sent %d times, want once", calls)
 		}
 	})
-	t.Run("an application's not initialized", func(t *testing.T) {
+	t.Run("an application's not initialized or session", func(t *testing.T) {
 		t.Parallel()
 		// A server's own 400 for a tool that failed part way, in words
-		// like the TypeScript transport's but not its refusal: it may have
-		// acted.
+		// like a transport's but not its refusal: it may have acted.
 		for _, body := range []string{
 			`{"error":"Bad Request: ledger client not initialized"}`,
 			`Bad Request: Server not initialized`,
+			`Bad Request: browser session crashed`,
 		} {
 			srv := &codingServer{onCall: func(w http.ResponseWriter, _ string, _ int) {
 				w.WriteHeader(http.StatusBadRequest)
@@ -301,6 +301,16 @@ func TestLostSession(t *testing.T) {
 		`{"jsonrpc":"2.0","id":1099511627777,"error":{"code":-32603,"message":"upstream browser session closed"}}`: false,
 		`{"jsonrpc":"2.0","id":"a","error":{"code":-32000,"message":"session expired"}}`:                           false,
 		`{"jsonrpc":"2.0","error":{"code":-32600,"message":"Bad Request: invalid protocol version"},"id":null}`:    false,
+		// Words a tool's own failure may use, perhaps after it acted: a
+		// session it holds, not ours.
+		`Bad Request: browser session crashed`:                                                   false,
+		`{"error":"upstream session closed after the write"}`:                                    false,
+		`{"jsonrpc":"2.0","error":{"code":-32000,"message":"session pool exhausted"},"id":null}`: false,
+		`Bad Request: Missing session ID`:                                                        true,
+		`Bad Request: Mcp-Session-Id header is required`:                                         true,
+		`{"error":"invalid or expired session"}`:                                                 true,
+		`Invalid session`:                                                                        true,
+		`{"jsonrpc":"2.0","error":{"code":-32001,"message":"Session has expired"},"id":null}`:    true,
 		``: false,
 	} {
 		if got := lostSession([]byte(body)); got != want {
