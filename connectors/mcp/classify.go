@@ -181,33 +181,59 @@ func sameRawID(got, sent json.RawMessage) bool {
 }
 
 // lostSession reports whether a 400's body refuses the session itself: it
-// speaks of a session ID or of a session that is missing, unknown, invalid
-// or expired (lostSessionWords), and if it is a JSON-RPC message, it
+// names the Mcp-Session-Id header or a session ID it calls missing,
+// unknown, invalid or expired (lostSessionID), or its whole message is a
+// lost session's (lostSessionMessage), and if it is a JSON-RPC message, it
 // answers no request (a null or absent ID), or it is the TypeScript
 // transport's refusal of every request before an initialize
 // (uninitialized). An error for our request's own ID may be about the
 // tool's work, done or not, and so may one that only mentions a session
-// ("browser session crashed", a session the tool holds): sending the
-// request again could run it twice.
+// ("browser session crashed", "the user's session expired after the
+// order was placed": a session the tool holds): sending the request again
+// could run it twice.
 func lostSession(body []byte) bool {
 	var m struct {
-		ID    json.RawMessage `json:"id"`
-		Error json.RawMessage `json:"error"`
+		ID      json.RawMessage `json:"id"`
+		Error   json.RawMessage `json:"error"`
+		Message json.RawMessage `json:"message"`
 	}
 	isJSON := json.Unmarshal(body, &m) == nil
 	if isJSON && len(m.ID) > 0 && string(bytes.TrimSpace(m.ID)) != "null" {
 		return false
 	}
-	if lostSessionWords.Match(body) {
+	if lostSessionID.Match(body) {
 		return true
 	}
-	return isJSON && len(m.ID) > 0 && uninitialized(m.Error)
+	if !isJSON {
+		return lostSessionMessage.Match(body)
+	}
+	var rpc struct {
+		Message json.RawMessage `json:"message"`
+	}
+	_ = json.Unmarshal(m.Error, &rpc)
+	for _, raw := range []json.RawMessage{m.Error, rpc.Message, m.Message} {
+		var text string
+		if json.Unmarshal(raw, &text) == nil && lostSessionMessage.MatchString(text) {
+			return true
+		}
+	}
+	return len(m.ID) > 0 && uninitialized(m.Error)
 }
 
-// lostSessionWords are the words MCP servers refuse a lost session with:
-// the SDKs' "No valid session ID provided", "Missing session ID",
-// "Session not found", and their kin.
-var lostSessionWords = regexp.MustCompile(`(?i)session[ _-]?id\b|\b(no|unknown|invalid|missing|expired) (mcp )?session\b|\bsession (was )?(not found|expired|has expired|is expired|unknown|terminated)`)
+// lostSessionID is a session ID refused anywhere in a body, in the words
+// of the SDKs ("No valid session ID provided", "Missing session ID",
+// "Mcp-Session-Id header is required", "Invalid or expired session ID")
+// and their kin. A session ID said to be bad is the transport's word: a
+// tool's own session would be named ("invalid checkout session ID").
+var lostSessionID = regexp.MustCompile(`(?i)\bmcp-session-id\b|\b(no valid|missing|unknown|invalid|expired)( or (missing|unknown|invalid|expired))? session[ _-]?id\b`)
+
+// lostSessionMessage is a whole message that says only that the session
+// is lost ("Session not found", "Invalid session", "invalid or expired
+// session", "Session has expired"), after an optional "Bad Request:" or
+// "Not Found:". The same words inside a longer message ("upstream login
+// session expired", "websocket session terminated") are a tool's, perhaps
+// after it acted.
+var lostSessionMessage = regexp.MustCompile(`(?i)^\s*((bad request|not found)\s*:\s*)?(session (was |has been )?(not found|expired|has expired|is expired|unknown|terminated)|(no|unknown|invalid|missing|expired)( or (missing|unknown|invalid|expired))? (mcp )?session)\s*[.!]?\s*$`)
 
 // uninitialized reports whether a JSON-RPC error is the TypeScript
 // transport's "Bad Request: Server not initialized", which it sends, with a

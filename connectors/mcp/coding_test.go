@@ -176,6 +176,7 @@ func TestLostSessionAnswered400(t *testing.T) {
 			`{"error":"Bad Request: ledger client not initialized"}`,
 			`Bad Request: Server not initialized`,
 			`Bad Request: browser session crashed`,
+			`Bad Request: the user's session expired after the order was placed`,
 		} {
 			srv := &codingServer{onCall: func(w http.ResponseWriter, _ string, _ int) {
 				w.WriteHeader(http.StatusBadRequest)
@@ -311,6 +312,22 @@ func TestLostSession(t *testing.T) {
 		`{"error":"invalid or expired session"}`:                                                 true,
 		`Invalid session`:                                                                        true,
 		`{"jsonrpc":"2.0","error":{"code":-32001,"message":"Session has expired"},"id":null}`:    true,
+		// The SDKs' and their examples' refusals, whole or in a sentence.
+		`Bad Request: No valid session ID provided`:                                                                true,
+		`Bad Request: GET requires an Mcp-Session-Id header`:                                                       true,
+		`{"jsonrpc":"2.0","error":{"code":-32600,"message":"Not Found: Invalid or expired session ID"},"id":null}`: true,
+		`{"error":"Missing or invalid session ID"}`:                                                                true,
+		`Bad request: missing session ID or not an initialize request`:                                             true,
+		`{"message":"Session not found."}`:                                                                         true,
+		// A session's loss in a tool's own words, a session it holds: it
+		// may have acted before it failed.
+		`Bad Request: the user's session expired after the order was placed`:                           false,
+		`{"error":"upstream login session expired"}`:                                                   false,
+		`{"jsonrpc":"2.0","error":{"code":-32000,"message":"websocket session terminated"},"id":null}`: false,
+		`Bad Request: payment session unknown`:                                                         false,
+		`{"error":"invalid session token for the CRM"}`:                                                false,
+		`Bad Request: checkout_session_id is required`:                                                 false,
+		`no session cookie from the upstream login`:                                                    false,
 		``: false,
 	} {
 		if got := lostSession([]byte(body)); got != want {
