@@ -18,6 +18,7 @@ import (
 	"golang.org/x/net/http/httpguts"
 
 	"github.com/quiverhq/quiver/connectors"
+	"github.com/quiverhq/quiver/internal/egress"
 )
 
 // DefaultBaseURL is Tavily's own API.
@@ -66,7 +67,11 @@ func New(opts Options) *Connector {
 	}
 	client := opts.HTTPClient
 	if client == nil {
-		client = &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()}
+		// Not net/http's 90 s: a POST written into a connection Tavily's
+		// side is closing is lost unread (egress.DefaultIdleTimeout).
+		tr := http.DefaultTransport.(*http.Transport).Clone()
+		tr.IdleConnTimeout = egress.DefaultIdleTimeout
+		client = &http.Client{Transport: tr}
 	}
 	return &Connector{baseURL: base, client: client}
 }
