@@ -33,6 +33,23 @@ type fakes struct {
 	agentGets  int
 	requests   []calls.Request
 	answer     func(calls.Request) (*calls.Response, error)
+	// relist, when set, is the connector's RelistActions; relists counts
+	// its calls.
+	relist  func() ([]connectors.Action, bool)
+	relists int
+}
+
+// RelistActions makes fakes a connectors.ActionsRelister, which has no
+// list to give unless relist is set.
+func (f *fakes) RelistActions(context.Context, *connectors.Tool) ([]connectors.Action, bool) {
+	f.mu.Lock()
+	f.relists++
+	relist := f.relist
+	f.mu.Unlock()
+	if relist == nil {
+		return nil, false
+	}
+	return relist()
 }
 
 func (f *fakes) Get(_ context.Context, account, id int64) (*agents.Agent, error) {

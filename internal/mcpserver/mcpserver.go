@@ -52,6 +52,14 @@
 // (discoveryWait, retryDiscovery): a server that hangs does not hold up
 // every request to its agents.
 //
+// A tool's actions come from its connector's cache, which a stateless MCP
+// server cannot be told to renew. So a tools/call of {tool_name}__{action}
+// whose tool is listed and whose action is not asks the connector to read
+// the tool's list again, within the connector's limits (once per tool per
+// 5 s for MCP, as for a REST call naming an action it lacks); when the new
+// list has the action, the agent's list is built anew and the call runs as
+// a listed one (relist.go). Any other name is the SDK's unknown tool.
+//
 // # Names
 //
 // A name is {tool_name}__{action}, at most 128 characters of [A-Za-z0-9_.-],

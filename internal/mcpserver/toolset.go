@@ -230,7 +230,7 @@ func (s *Server) build(ctx context.Context, ts *toolset, account, agentID int64,
 	fast := map[string]fastTool{}
 	// A retried call of a tool that has left the list still replays
 	// (unlisted.go); fast is filled before srv serves anything.
-	srv.AddReceivingMiddleware(s.replayUnlisted(account, fast))
+	srv.AddReceivingMiddleware(s.replayUnlisted(account, agentID, fast))
 	actions := make(map[int64][]connectors.Action, len(tools))
 	for _, t := range tools {
 		actions[t.id] = t.actions

@@ -17,7 +17,8 @@ package mcpserver
 //	   │ whose action the name ends in (__{action}, as actionNames makes it)
 //	   ▼ yes                                          │ no (or no key argument)
 //	invoke(key's tool, key's action, that argument)   ▼
-//	   = the REST call the key was first used with    the SDK: unknown tool
+//	   = the REST call the key was first used with    a re-list (relist.go),
+//	   │                                              else the SDK: unknown tool
 //	   ▼
 //	calls.Engine.Call: the stored answer if the arguments are the same,
 //	idempotency_key_reused if not, request_in_progress or
@@ -47,9 +48,10 @@ import (
 const maxKeyCandidates = 3
 
 // replayUnlisted is the receiving middleware of an agent's server: a
-// tools/call of a name not in listed goes to s.unlisted, and on to the SDK
-// (unknown tool) if that does not answer it.
-func (s *Server) replayUnlisted(account int64, listed map[string]fastTool) mcp.Middleware {
+// tools/call of a name not in listed goes to s.unlisted, then to
+// s.relisted (relist.go), and on to the SDK (unknown tool) if neither
+// answers it.
+func (s *Server) replayUnlisted(account, agent int64, listed map[string]fastTool) mcp.Middleware {
 	return func(next mcp.MethodHandler) mcp.MethodHandler {
 		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 			if method != methodToolsCall {
@@ -63,6 +65,9 @@ func (s *Server) replayUnlisted(account int64, listed map[string]fastTool) mcp.M
 				return next(ctx, method, req)
 			}
 			if res := s.unlisted(ctx, account, cr.Params.Name, cr.Params.Arguments); res != nil {
+				return complete(cr, res), nil
+			}
+			if res := s.relisted(ctx, account, agent, cr); res != nil {
 				return complete(cr, res), nil
 			}
 			return next(ctx, method, req)

@@ -1,0 +1,145 @@
+package mcpserver
+
+// Re-reading a tool's list for a tools/call of an action the agent does
+// not list.
+//
+// A stateless MCP server cannot tell Quiver that its tool list changed, so
+// an agent's list is built from the connector's cached one, and a tool the
+// server just added would be "unknown tool" here until that cache ran out.
+// A REST call naming an action missing from a stale list asks the connector
+// to read the list again (connectors.ActionsRelister, connectors/mcp's
+// relist.go: single flight, at most once per tool per RelistInterval); a
+// tools/call here does the same, from the receiving middleware that sees
+// every unlisted name (replayUnlisted), after a key replay has had its
+// turn:
+//
+//	tools/call {tool}__{action}, name not listed, no key replay
+//	   │ {tool} is one of the agent's listed tools,
+//	   │ whose connector can re-list (else: unknown tool, as before)
+//	   ▼
+//	RelistActions (bounded by discoveryWait): the connector decides
+//	whether it asks the server or gives the list it has
+//	   │ the list is not the one the agent's list was built from,
+//	   │ and it names the action (actionNames, as a build would)
+//	   ▼ else: unknown tool, as before
+//	the agent's list built anew (once, however many callers: refresh)
+//	   │ the name is listed now, with no x-mcp-header binding
+//	   ▼ else: unknown tool (the next call meets the new list)
+//	the listed tool's invoker, as its handler runs it
+//
+// The call then runs as any listed tool's: a non-retryable action needs
+// its key argument (keyName, in the schema the new list shows), which is
+// reserved and replayed as ever. A tool whose arguments bind headers
+// (x-mcp-header) is not run from here: the SDK checked this request's
+// headers against the list it had, which lacked the tool, so the call is
+// refused as before and the next one, against the new list, is checked.
+//
+// Nothing tells the client that the list changed: the endpoint is
+// stateless and has no stream to send notifications/tools/list_changed on.
+// Its next tools/list shows the new tools.
+//
+// A listed name never comes here (the fast path and the SDK take it), so
+// its cost is unchanged.
+
+import (
+	"context"
+	"strings"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/quiverhq/quiver/connectors"
+)
+
+// relisted answers a tools/call of a name the agent's list lacks when the
+// tool it names lists the action once its list is read again; nil means
+// the name stays unknown.
+func (s *Server) relisted(ctx context.Context, account, agent int64, req *mcp.CallToolRequest) *mcp.CallToolResult {
+	name := req.Params.Name
+	prefix, _, ok := strings.Cut(name, "__")
+	if !ok {
+		return nil
+	}
+	cur, err := s.sets.get(ctx, account, agent)
+	if err != nil {
+		return nil
+	}
+	if ft, ok := cur.tools[name]; ok {
+		// Listed since this request's list was taken.
+		return s.runRelisted(ctx, ft, req)
+	}
+	var part *agentTool
+	for i := range cur.parts {
+		if cur.parts[i].name == prefix {
+			part = &cur.parts[i]
+			break
+		}
+	}
+	if part == nil {
+		return nil
+	}
+	rt, err := s.opts.Tools.Resolve(ctx, account, part.id)
+	if err != nil {
+		return nil
+	}
+	r, ok := rt.Connector.(connectors.ActionsRelister)
+	if !ok {
+		return nil
+	}
+	rctx, cancel := context.WithTimeout(ctx, discoveryWait)
+	actions, ok := r.RelistActions(rctx, rt.Tool)
+	cancel()
+	if !ok || sameList(actions, part.actions) || !listsName(part.name, actions, name) {
+		return nil
+	}
+	next, err := s.sets.refresh(ctx, account, agent, cur)
+	if err != nil {
+		return nil
+	}
+	ft, ok := next.tools[name]
+	if !ok {
+		return nil
+	}
+	return s.runRelisted(ctx, ft, req)
+}
+
+// runRelisted runs a tool found listed by relisted as its SDK handler
+// would, unless the SDK had headers of it to check.
+func (s *Server) runRelisted(ctx context.Context, ft fastTool, req *mcp.CallToolRequest) *mcp.CallToolResult {
+	if ft.headerBound {
+		return nil
+	}
+	resp, err := ft.invoke(ctx, req.Params.Arguments)
+	return s.answer(ctx, resp, err)
+}
+
+// sameList reports whether two action lists are the same list (not equal
+// ones), as sameParts compares them: a re-list that gave the list the
+// agent's list was built from found nothing new for it.
+func sameList(a, b []connectors.Action) bool {
+	return len(a) == len(b) && (len(a) == 0 || &a[0] == &b[0])
+}
+
+// listsName reports whether the tool named tool, listing actions, would
+// list name.
+func listsName(tool string, actions []connectors.Action, name string) bool {
+	for _, n := range actionNames(tool, actions) {
+		if n == name {
+			return true
+		}
+	}
+	return false
+}
+
+// refresh builds the agent's toolset anew, from stale (a built one, which
+// get gave), if stale is still the one cached, and returns the one cached
+// then: a build that another request began meanwhile is shared, not
+// repeated. expires is read and, once done is closed, written under ts.mu.
+func (ts *toolsets) refresh(ctx context.Context, account, agent int64, stale *toolset) (*toolset, error) {
+	ts.mu.Lock()
+	if ts.m[agentKey{account, agent}] == stale {
+		stale.expires = time.Time{}
+	}
+	ts.mu.Unlock()
+	return ts.get(ctx, account, agent)
+}
