@@ -1,0 +1,58 @@
+package mcpserver
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/quiverhq/quiver/connectors"
+	"github.com/quiverhq/quiver/internal/calls"
+)
+
+// BenchmarkToolsCallListed serves a tools/call of a listed name in
+// process, on the fast path and on the SDK's, with the engine faked: what
+// the endpoint itself costs a call, allocations included. unknown is a
+// name of the listed tool that its connector does not list either: the
+// SDK's unknown tool, after a re-list that finds nothing (relist.go).
+//
+//	go test -run '^$' -bench ToolsCallListed -benchmem ./internal/mcpserver
+func BenchmarkToolsCallListed(b *testing.B) {
+	f := &fakes{agentTools: map[int64][]int64{7: {11}}, names: map[int64]string{11: "My Mail!"},
+		configured: map[int64]bool{11: true}, shared: true, actions: []connectors.Action{
+			{Name: "read", InputSchema: json.RawMessage(`{"type":"object","properties":{"q":{"type":"string"}}}`), Retryable: true}}}
+	body := []byte(`{"call_id":"c_1","tool":11,"action":"read","is_error":false,"result":{"n":1},"duration_ms":1}`)
+	eng := engineFunc(func(context.Context, calls.Request) (*calls.Response, error) {
+		return &calls.Response{Status: 200, Body: body}, nil
+	})
+	gin.SetMode(gin.ReleaseMode)
+	for _, path := range []string{"fast", "sdk", "unknown"} {
+		name, want := "My_Mail__read", `"quiver/call_id"`
+		if path == "unknown" {
+			name, want = "My_Mail__never", `unknown tool`
+		}
+		msg := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"` + name + `","arguments":{"q":"x"}}}`
+		b.Run(path, func(b *testing.B) {
+			s := New(Options{Agents: f, Tools: f, Actions: listing{f}, Calls: eng, ListTTL: time.Hour})
+			s.sdkOnly = path == "sdk"
+			r := gin.New()
+			s.Register(r.Group("/api/v1", asAccount1))
+			b.ReportAllocs()
+			for b.Loop() {
+				req := httptest.NewRequest("POST", "/api/v1/agents/7/mcp", strings.NewReader(msg))
+				req.Header.Set("Content-Type", "application/json")
+				req.Header.Set("Accept", "application/json, text/event-stream")
+				w := httptest.NewRecorder()
+				r.ServeHTTP(w, req)
+				if w.Code != http.StatusOK || !strings.Contains(w.Body.String(), want) {
+					b.Fatalf("%d %s", w.Code, w.Body)
+				}
+			}
+		})
+	}
+}
