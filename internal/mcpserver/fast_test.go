@@ -22,19 +22,30 @@ import (
 func pair(t *testing.T) (f *fakes, fast *Server, fastURL, sdkURL string) {
 	t.Helper()
 	f, _ = setup(t)
-	gin.SetMode(gin.ReleaseMode)
-	serve := func(sdkOnly bool) (*Server, string) {
-		s := New(Options{Agents: f, Tools: f, Actions: listing{f}, Calls: engineFunc(f.CallEngine), ListTTL: time.Minute})
-		s.sdkOnly = sdkOnly
-		r := gin.New()
-		s.Register(r.Group("/api/v1", asAccount1))
-		hs := httptest.NewServer(r)
-		t.Cleanup(hs.Close)
-		return s, hs.URL + "/api/v1/agents/7/mcp"
-	}
-	fast, fastURL = serve(false)
-	_, sdkURL = serve(true)
+	opts := Options{Agents: f, Tools: f, Actions: listing{f}, Calls: engineFunc(f.CallEngine), ListTTL: time.Minute}
+	fast, fastURL = serveAgent7(t, opts, false)
+	_, sdkURL = serveAgent7(t, opts, true)
 	return f, fast, fastURL, sdkURL
+}
+
+// serveAgent7 serves a Server made from opts as account 1's, through the
+// fast path or through the SDK alone, and returns it and agent 7's
+// endpoint URL.
+func serveAgent7(t *testing.T, opts Options, sdkOnly bool) (*Server, string) {
+	t.Helper()
+	gin.SetMode(gin.ReleaseMode)
+	s := New(opts)
+	s.sdkOnly = sdkOnly
+	r := gin.New()
+	s.Register(r.Group("/api/v1", asAccount1))
+	hs := httptest.NewServer(r)
+	t.Cleanup(hs.Close)
+	return s, hs.URL + "/api/v1/agents/7/mcp"
+}
+
+// toolsCall is a tools/call of name with args (JSON), as request 1.
+func toolsCall(name, args string) string {
+	return `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"` + name + `","arguments":` + args + `}}`
 }
 
 type answer struct {

@@ -4,14 +4,11 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
-
-	"github.com/gin-gonic/gin"
 
 	"github.com/quiverhq/quiver/connectors"
 )
@@ -24,27 +21,18 @@ import (
 func TestMCPRelistsUnlistedAction(t *testing.T) {
 	f, _ := setup(t)
 	f.shared = true
-	gin.SetMode(gin.ReleaseMode)
 	serve := func(sdkOnly bool) string {
-		s := New(Options{Agents: f, Tools: f, Actions: listing{f}, Calls: engineFunc(f.CallEngine), ListTTL: time.Hour})
-		s.sdkOnly = sdkOnly
-		r := gin.New()
-		s.Register(r.Group("/api/v1", asAccount1))
-		hs := httptest.NewServer(r)
-		t.Cleanup(hs.Close)
-		return hs.URL + "/api/v1/agents/7/mcp"
+		_, u := serveAgent7(t, Options{Agents: f, Tools: f, Actions: listing{f}, Calls: engineFunc(f.CallEngine), ListTTL: time.Hour}, sdkOnly)
+		return u
 	}
 	fastURL, sdkURL := serve(false), serve(true)
-	call := func(name, args string) string {
-		return `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"` + name + `","arguments":` + args + `}}`
-	}
 	counts := func() (gets, relists int) {
 		f.mu.Lock()
 		defer f.mu.Unlock()
 		return f.agentGets, f.relists
 	}
 	for _, u := range []string{fastURL, sdkURL} { // warm both lists
-		if a := post(t, f, u, nil, call("My_Mail__read", `{}`)); len(a.engineBodies) != 1 {
+		if a := post(t, f, u, nil, toolsCall("My_Mail__read", `{}`)); len(a.engineBodies) != 1 {
 			t.Fatalf("warming %s: %d %s", u, a.status, a.body)
 		}
 	}
@@ -54,7 +42,7 @@ func TestMCPRelistsUnlistedAction(t *testing.T) {
 	gets, relists := counts()
 	for _, name := range []string{"fresh", "Other__fresh", "My_Mail__fresh"} {
 		for _, u := range []string{fastURL, sdkURL} {
-			if a := post(t, f, u, nil, call(name, `{}`)); !strings.Contains(a.body, `unknown tool \"`+name+`\"`) || len(a.engineBodies) != 0 {
+			if a := post(t, f, u, nil, toolsCall(name, `{}`)); !strings.Contains(a.body, `unknown tool \"`+name+`\"`) || len(a.engineBodies) != 0 {
 				t.Errorf("%s: %d %s, want unknown tool", name, a.status, a.body)
 			}
 		}
@@ -82,7 +70,7 @@ func TestMCPRelistsUnlistedAction(t *testing.T) {
 	bodies := make([]string, callers)
 	for i := range callers {
 		wg.Go(func() {
-			req, _ := http.NewRequest("POST", fastURL, strings.NewReader(call("My_Mail__fresh", `{"idempotency_key":"k-fresh"}`)))
+			req, _ := http.NewRequest("POST", fastURL, strings.NewReader(toolsCall("My_Mail__fresh", `{"idempotency_key":"k-fresh"}`)))
 			req.Header.Set("Content-Type", "application/json")
 			req.Header.Set("Accept", "application/json, text/event-stream")
 			resp, err := http.DefaultClient.Do(req)
@@ -125,7 +113,7 @@ func TestMCPRelistsUnlistedAction(t *testing.T) {
 	for _, version := range []string{"", "2025-06-18", protocolStateless} {
 		setList(base)
 		u := serve(true)
-		post(t, f, u, nil, call("My_Mail__read", `{}`))
+		post(t, f, u, nil, toolsCall("My_Mail__read", `{}`))
 		setList(slices.Clone(fresh))
 		h, meta := map[string]string{headerProtocol: version}, ""
 		if version == protocolStateless {
@@ -143,7 +131,7 @@ func TestMCPRelistsUnlistedAction(t *testing.T) {
 	// A re-list that gives the list the agent's was built from builds
 	// nothing.
 	gets, _ = counts()
-	if a := post(t, f, fastURL, nil, call("My_Mail__never", `{}`)); !strings.Contains(a.body, "unknown tool") {
+	if a := post(t, f, fastURL, nil, toolsCall("My_Mail__never", `{}`)); !strings.Contains(a.body, "unknown tool") {
 		t.Errorf("never: %s", a.body)
 	}
 	if g, _ := counts(); g != gets {

@@ -4,15 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"net/http/httptest"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
-
-	"github.com/gin-gonic/gin"
 
 	"github.com/quiverhq/quiver/connectors"
 	"github.com/quiverhq/quiver/internal/calls"
@@ -92,20 +89,9 @@ func TestMCPUnlistedReplays(t *testing.T) {
 		"1/k-gone": {Key: "k-gone", Tool: 99, Action: "send"},
 		"2/k-else": {Key: "k-else", Tool: 98, Action: "send"},
 	}}
-	gin.SetMode(gin.ReleaseMode)
-	serve := func(sdkOnly bool) string {
-		s := New(Options{Agents: f, Tools: f, Actions: listing{f}, Calls: eng, ListTTL: time.Minute})
-		s.sdkOnly = sdkOnly
-		r := gin.New()
-		s.Register(r.Group("/api/v1", asAccount1))
-		hs := httptest.NewServer(r)
-		t.Cleanup(hs.Close)
-		return hs.URL + "/api/v1/agents/7/mcp"
-	}
-	fastURL, sdkURL := serve(false), serve(true)
-	call := func(name, args string) string {
-		return `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"` + name + `","arguments":` + args + `}}`
-	}
+	opts := Options{Agents: f, Tools: f, Actions: listing{f}, Calls: eng, ListTTL: time.Minute}
+	_, fastURL := serveAgent7(t, opts, false)
+	_, sdkURL := serveAgent7(t, opts, true)
 	replayed := []string{`{"tool":99,"action":"send","arguments":{"to":"a"}}`}
 	for _, c := range []struct {
 		label, name, args string
@@ -121,8 +107,8 @@ func TestMCPUnlistedReplays(t *testing.T) {
 		{"an invalid key", "Gone__send", `{"to":"a","idempotency_key":" k"}`, nil},
 		{"no tool part", "send", `{"to":"a","idempotency_key":"k-gone"}`, nil},
 	} {
-		fast := post(t, f, fastURL, nil, call(c.name, c.args))
-		sdk := post(t, f, sdkURL, nil, call(c.name, c.args))
+		fast := post(t, f, fastURL, nil, toolsCall(c.name, c.args))
+		sdk := post(t, f, sdkURL, nil, toolsCall(c.name, c.args))
 		if fast.status != sdk.status || fast.body != sdk.body || !slices.Equal(fast.engineBodies, sdk.engineBodies) {
 			t.Errorf("%s: the fast path answered %d %s %v, the SDK %d %s %v", c.label, fast.status, fast.body, fast.engineBodies,
 				sdk.status, sdk.body, sdk.engineBodies)
@@ -142,7 +128,7 @@ func TestMCPUnlistedReplays(t *testing.T) {
 	eng.mu.Lock()
 	eng.asks = nil
 	eng.mu.Unlock()
-	post(t, f, sdkURL, nil, call("My_Mail__send", `{"to":"a","idempotency_key":"k-gone"}`))
+	post(t, f, sdkURL, nil, toolsCall("My_Mail__send", `{"to":"a","idempotency_key":"k-gone"}`))
 	if len(eng.asks) != 0 {
 		t.Errorf("a listed call looked its key up: %v", eng.asks)
 	}
@@ -172,7 +158,7 @@ func TestMCPUnlistedReplays(t *testing.T) {
 	eng.mu.Lock()
 	eng.err = errors.Join(store.ErrUnavailable)
 	eng.mu.Unlock()
-	a := post(t, f, sdkURL, nil, call("Gone__send", `{"to":"a","idempotency_key":"k-gone"}`))
+	a := post(t, f, sdkURL, nil, toolsCall("Gone__send", `{"to":"a","idempotency_key":"k-gone"}`))
 	if !strings.Contains(a.body, `\"error\":\"unavailable\"`) || !strings.Contains(a.body, `"isError":true`) || len(a.engineBodies) != 0 {
 		t.Errorf("database down: %s", a.body)
 	}
