@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -315,5 +316,43 @@ func TestRefreshRefusedFresh(t *testing.T) {
 	s.flow.RefusedFresh(s.tool.ID, "at-elsewhere")
 	if _, err := s.flow.Refresh(ctx, s.tool.AccountID, s.tool.ID, "at-b"); err != nil || ts.refreshes.Load() != 2 {
 		t.Fatalf("refusal of an unmarked token: %v, %d refreshes", err, ts.refreshes.Load())
+	}
+}
+
+// TestRefreshWaitersShareTheFailure: callers that waited behind a refresh
+// the provider refused get that refresh's kind of failure, without asking
+// again: here invalid_client, which no retry heals, not "retry shortly".
+func TestRefreshWaitersShareTheFailure(t *testing.T) {
+	var requests atomic.Int64
+	first, release := make(chan struct{}), make(chan struct{})
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if requests.Add(1) == 1 {
+			close(first)
+			<-release
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusUnauthorized)
+		io.WriteString(w, `{"error":"invalid_client","error_description":"unknown client"}`)
+	}))
+	t.Cleanup(ts.Close)
+	s := newSetup(t, ts.URL, &toolconfig.Token{AccessToken: "at-first", RefreshToken: "rt-first", Expiry: time.Now().Add(-time.Second)})
+	const callers = 8
+	errs := make(chan error, callers)
+	for range callers {
+		go func() {
+			_, err := s.flow.Refresh(context.Background(), s.tool.AccountID, s.tool.ID, "")
+			errs <- err
+		}()
+	}
+	<-first
+	time.Sleep(100 * time.Millisecond) // the other callers reach the gate
+	close(release)
+	for range callers {
+		if err := <-errs; !errors.Is(err, toolconfig.ErrClientRejected) {
+			t.Errorf("a caller got %v, want ErrClientRejected", err)
+		}
+	}
+	if n := requests.Load(); n >= callers {
+		t.Fatalf("%d token requests for %d callers: the waiters asked again", n, callers)
 	}
 }
