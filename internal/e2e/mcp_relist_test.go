@@ -70,10 +70,7 @@ func TestMCPStatelessListChanged(t *testing.T) {
 		for range 20 {
 			mqWant(t, mqCall(srv, unknownID, "never", nil, "never-key"), 404, "not_found")
 		}
-		n, windows := unknown.Listings()-before, 1+int(time.Since(began)/mcp.RelistInterval)
-		if n < 1 || n > windows {
-			t.Errorf("20 calls of an unknown action made %d tool listings in %d windows, want 1 per window", n, windows)
-		}
+		mqWantListingPerWindow(t, unknown.Listings()-before, began)
 		// The 404s left the key free.
 		if r := mqCall(srv, unknownID, "read_count", nil, "never-key"); r.Status != 200 {
 			t.Errorf("the key of the 404s: %d %s, want it free", r.Status, r.Body)
@@ -115,4 +112,14 @@ func TestMCPStatelessListChanged(t *testing.T) {
 			t.Errorf("the key of the refused call: %d %s, want it free", r.Status, r.Body)
 		}
 	})
+}
+
+// mqWantListingPerWindow checks the re-list's rate limit, in both tests of
+// it: 20 calls of a name that exists nowhere, made since began, led to n
+// tool listings, at least one and at most one per mcp.RelistInterval.
+func mqWantListingPerWindow(t *testing.T, n int, began time.Time) {
+	t.Helper()
+	if windows := 1 + int(time.Since(began)/mcp.RelistInterval); n < 1 || n > windows {
+		t.Errorf("20 calls of an unknown action made %d tool listings in %d windows, want 1 per window", n, windows)
+	}
 }
