@@ -14,6 +14,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/quiverhq/quiver/internal/egress"
 	"github.com/quiverhq/quiver/internal/nowait"
 )
 
@@ -64,10 +65,10 @@ type h1Conn struct {
 }
 
 // reuseUnsaid is how long a connection whose server did not say how long
-// it keeps one may idle and still be reused: the 5 s of Node's and
-// uvicorn's defaults less keepAliveFor's margin, as Node's own client
-// (undici) keeps one for 4 s.
-const reuseUnsaid = 4 * time.Second
+// it keeps one may idle and still be reused: what every other client of
+// Quiver's keeps one for (egress.DefaultIdleTimeout, under the 5 s of
+// Node's and uvicorn's defaults, as Node's own client, undici, keeps one).
+const reuseUnsaid = egress.DefaultIdleTimeout
 
 func newH1Transport(dial func(ctx context.Context, network, addr string) (net.Conn, error), tlsConfig *tls.Config) *h1Transport {
 	return &h1Transport{dial: dial, tlsConfig: tlsConfig, idleTimeout: 30 * time.Second, maxIdle: 64, idle: map[string][]*h1Conn{}}
