@@ -358,7 +358,7 @@ func (c *call) resolveTarget(ctx context.Context) (*toolconfig.Resolved, *connec
 	if a := findAction(actions, c.b.Action); a != nil {
 		return rt, a, nil
 	}
-	if actions, ok := e.relist(ctx, rt); ok {
+	if actions, ok := e.Relist(ctx, rt); ok {
 		if a := findAction(actions, c.b.Action); a != nil {
 			return rt, a, nil
 		}
@@ -375,14 +375,14 @@ func findAction(actions []connectors.Action, name string) *connectors.Action {
 	return nil
 }
 
-// relist asks a connector whose list may lag the tool's own to read it
+// Relist asks a connector whose list may lag the tool's own to read it
 // again, when a call names an action missing from it; the connector
 // decides whether it does (connectors.ActionsRelister). It waits no longer
-// than the call may. Whatever the re-list meets, the call answers from the
+// than a call may. The agent MCP endpoint asks through it too. Whatever the re-list meets, the call answers from the
 // list it gives, or the one it had: an action still missing, the server
 // unreachable included, is not_found as before, a rejection that leaves the
 // key free.
-func (e *Engine) relist(ctx context.Context, rt *toolconfig.Resolved) ([]connectors.Action, bool) {
+func (e *Engine) Relist(ctx context.Context, rt *toolconfig.Resolved) ([]connectors.Action, bool) {
 	r, ok := rt.Connector.(connectors.ActionsRelister)
 	if !ok {
 		return nil, false

@@ -87,6 +87,14 @@ func (l listing) Actions(ctx context.Context, account, id int64) (*toolconfig.Re
 	return rt, actions, err
 }
 
+// Relist asks the tool's connector, as calls.Engine.Relist does.
+func (l listing) Relist(ctx context.Context, rt *toolconfig.Resolved) ([]connectors.Action, bool) {
+	if r, ok := rt.Connector.(connectors.ActionsRelister); ok {
+		return r.RelistActions(ctx, rt.Tool)
+	}
+	return nil, false
+}
+
 func (f *fakes) Actions(context.Context, *connectors.Tool) ([]connectors.Action, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()

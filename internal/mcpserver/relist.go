@@ -17,7 +17,7 @@ package mcpserver
 //	   │ {tool} is one of the agent's listed tools,
 //	   │ whose connector can re-list (else: unknown tool, as before)
 //	   ▼
-//	RelistActions (bounded by discoveryWait): the connector decides
+//	Actions.Relist (bounded by discoveryWait): the connector decides
 //	whether it asks the server or gives the list it has
 //	   │ the list is not the one the agent's list was built from,
 //	   │ and it names the action (actionNames, as a build would)
@@ -82,12 +82,8 @@ func (s *Server) relisted(ctx context.Context, account, agent int64, req *mcp.Ca
 	if err != nil {
 		return nil
 	}
-	r, ok := rt.Connector.(connectors.ActionsRelister)
-	if !ok {
-		return nil
-	}
 	rctx, cancel := context.WithTimeout(ctx, discoveryWait)
-	actions, ok := r.RelistActions(rctx, rt.Tool)
+	actions, ok := s.opts.Actions.Relist(rctx, rt)
 	cancel()
 	if !ok || sameList(actions, part.actions) || !listsName(part.name, actions, name) {
 		return nil
