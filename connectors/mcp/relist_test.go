@@ -119,12 +119,13 @@ func TestRelistRateLimited(t *testing.T) {
 // re-list.
 func TestRelistSingleFlight(t *testing.T) {
 	t.Parallel()
-	hold := &listHold{release: make(chan struct{})}
+	release := make(chan struct{})
+	hold := holdLists(release)
 	srv, c, tool, clock := relistSetup(t, mcptest.Options{Wrap: hold.Wrap})
 	before := srv.Listings()
 	srv.AddTool("added")
 	clock.advance(RelistInterval)
-	hold.on()
+	hold.set(true)
 
 	const callers = 16
 	var wg sync.WaitGroup
@@ -137,10 +138,10 @@ func TestRelistSingleFlight(t *testing.T) {
 			found <- ok && has(actions, "added")
 		}()
 	}
-	if !eventually(t, 5*time.Second, func() bool { return hold.held() == 1 }) {
+	if !eventually(t, 5*time.Second, func() bool { return hold.count() == 1 }) {
 		t.Fatal("no re-list reached the server")
 	}
-	close(hold.release)
+	close(release)
 	wg.Wait()
 	close(found)
 	for ok := range found {
@@ -158,11 +159,12 @@ func TestRelistSingleFlight(t *testing.T) {
 // the callers after it, and its answer is cached.
 func TestRelistBoundedByCaller(t *testing.T) {
 	t.Parallel()
-	hold := &listHold{release: make(chan struct{})}
+	release := make(chan struct{})
+	hold := holdLists(release)
 	srv, c, tool, clock := relistSetup(t, mcptest.Options{Wrap: hold.Wrap})
 	srv.AddTool("added")
 	clock.advance(RelistInterval)
-	hold.on()
+	hold.set(true)
 
 	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 	defer cancel()
@@ -174,7 +176,7 @@ func TestRelistBoundedByCaller(t *testing.T) {
 	if !ok || has(actions, "added") {
 		t.Fatalf("a caller whose context ended got ok=%v, the new tool %v; want the cached list", ok, has(actions, "added"))
 	}
-	close(hold.release)
+	close(release)
 	if !eventually(t, 5*time.Second, func() bool { return listed(t, c, tool)["added"] }) {
 		t.Fatal("the re-list the caller left was not cached")
 	}
@@ -185,7 +187,7 @@ func TestRelistBoundedByCaller(t *testing.T) {
 // call.
 func TestRelistFailed(t *testing.T) {
 	t.Parallel()
-	fail := &failLists{}
+	fail := failLists()
 	srv, c, tool, clock := relistSetup(t, mcptest.Options{Wrap: fail.Wrap})
 	srv.AddTool("added")
 	clock.advance(RelistInterval)
@@ -206,54 +208,42 @@ func TestRelistFailed(t *testing.T) {
 	}
 }
 
-// listHold holds tools/list requests, once on, until release is closed.
-type listHold struct {
-	release chan struct{}
-	mu      sync.Mutex
-	active  bool
-	n       int
-}
-
-func (h *listHold) on() { h.mu.Lock(); h.active = true; h.mu.Unlock() }
-
-func (h *listHold) held() int { h.mu.Lock(); defer h.mu.Unlock(); return h.n }
-
-func (h *listHold) Wrap(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		h.mu.Lock()
-		hold := h.active && isToolsList(r)
-		if hold {
-			h.n++
-		}
-		h.mu.Unlock()
-		if hold {
-			<-h.release
-		}
-		next.ServeHTTP(w, r)
-	})
-}
-
-// failLists answers tools/list 503 while set.
-type failLists struct {
+// listGate counts the tools/list requests that come while it is set and
+// does act with each: holds it (holdLists) or answers it (failLists).
+// act reports whether it answered the request.
+type listGate struct {
+	act    func(w http.ResponseWriter) (answered bool)
 	mu     sync.Mutex
 	active bool
 	n      int
 }
 
-func (f *failLists) set(on bool) { f.mu.Lock(); f.active = on; f.mu.Unlock() }
+// holdLists holds tools/list requests, while set, until release is closed.
+func holdLists(release <-chan struct{}) *listGate {
+	return &listGate{act: func(http.ResponseWriter) bool { <-release; return false }}
+}
 
-func (f *failLists) count() int { f.mu.Lock(); defer f.mu.Unlock(); return f.n }
+// failLists answers tools/list 503 while set.
+func failLists() *listGate {
+	return &listGate{act: func(w http.ResponseWriter) bool {
+		http.Error(w, "down for maintenance", http.StatusServiceUnavailable)
+		return true
+	}}
+}
 
-func (f *failLists) Wrap(next http.Handler) http.Handler {
+func (g *listGate) set(on bool) { g.mu.Lock(); g.active = on; g.mu.Unlock() }
+
+func (g *listGate) count() int { g.mu.Lock(); defer g.mu.Unlock(); return g.n }
+
+func (g *listGate) Wrap(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		f.mu.Lock()
-		fail := f.active && isToolsList(r)
-		if fail {
-			f.n++
+		g.mu.Lock()
+		gated := g.active && isToolsList(r)
+		if gated {
+			g.n++
 		}
-		f.mu.Unlock()
-		if fail {
-			http.Error(w, "down for maintenance", http.StatusServiceUnavailable)
+		g.mu.Unlock()
+		if gated && g.act(w) {
 			return
 		}
 		next.ServeHTTP(w, r)
