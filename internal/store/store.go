@@ -127,7 +127,7 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 	// (SQLITE_BUSY, seen with four commands starting on a new folder).
 	dsn := path +
 		"?_pragma=busy_timeout(10000)&_pragma=foreign_keys(1)&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)"
-	db, err := gorm.Open(sqlite.Open(dsn), gcfg)
+	db, err := openSQLite(ctx, dsn, gcfg)
 	if err != nil {
 		return nil, fmt.Errorf("store: open sqlite: %w", err)
 	}
@@ -143,6 +143,39 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 	s.idem = newIdemSQL(s.dialect, s.nowMS)
 	return s, s.Ping(ctx)
 }
+
+// sqliteOpenWait bounds how long openSQLite retries a busy database.
+const sqliteOpenWait = 10 * time.Second
+
+// openSQLite opens the embedded database, trying again while it answers
+// SQLITE_BUSY. The busy handler does not cover every lock the first
+// connection's pragmas take: SQLite returns SQLITE_BUSY at once, without
+// waiting, where waiting could deadlock, as when several processes switch
+// a new file to WAL together (TestFoundationOneServePerDataDir met it with
+// four commands starting on a new folder).
+func openSQLite(ctx context.Context, dsn string, gcfg *gorm.Config) (*gorm.DB, error) {
+	deadline := time.Now().Add(sqliteOpenWait)
+	for pause := 10 * time.Millisecond; ; pause = min(2*pause, 200*time.Millisecond) {
+		db, err := gorm.Open(sqlite.Open(dsn), gcfg)
+		var code interface{ Code() int }
+		if err == nil || !errors.As(err, &code) || code.Code()&0xff != sqliteBusy || time.Now().Add(pause).After(deadline) {
+			return db, err
+		}
+		if db != nil {
+			if sqlDB, derr := db.DB(); derr == nil {
+				sqlDB.Close()
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return nil, err
+		case <-time.After(pause):
+		}
+	}
+}
+
+// sqliteBusy is SQLite's primary result code SQLITE_BUSY.
+const sqliteBusy = 5
 
 type discardWriter struct{}
 
