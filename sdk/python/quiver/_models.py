@@ -170,7 +170,8 @@ class CallResult(QuiverObject):
     @property
     def replayed(self) -> bool:
         """True when the server replayed a stored outcome for the idempotency key (the tool did not run again)."""
-        headers = self._response_headers
+        # Unset on a CallResult made from a dict rather than from a response: then it was not replayed.
+        headers = getattr(self, "_response_headers", None)
         if not headers:
             return False
         return str(headers.get("Idempotent-Replayed", "")).lower() == "true"

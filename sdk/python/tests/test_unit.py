@@ -95,6 +95,12 @@ class TestEncoding(Base):
         self.assertEqual(self.fake.requests[0]["headers"]["Idempotency-Key"], "k 1")
         self.assertTrue(result.replayed)
 
+    def test_call_result_made_by_hand_is_not_replayed(self) -> None:
+        # A CallResult made from a dict (a test double, a cached result) has no response: not replayed,
+        # as `new CallResult(data).replayed` is false in the JS SDK; never an AttributeError.
+        self.assertFalse(quiver.CallResult().replayed)
+        self.assertFalse(quiver.CallResult({"call_id": "c_3", "is_error": False}).replayed)
+
     def test_delete_returns_none(self) -> None:
         self.fake.push(204)
         self.assertIsNone(self.client.tools.delete(4))
