@@ -75,7 +75,8 @@ export interface CallParams {
 /** A method's options argument must be an object, or left out: anything else is a TypeError (calls(11) is not calls({ tool: 11 })). */
 export class ToolsResource {
   /** The catalog: every tool that can be added with create(). */
-  available(params?: { category?: string }): Promise<AvailableTool[]>;
+  available(params?: { category?: string; limit?: number }): Promise<AvailableTool[]>;
+  availablePage(params?: { category?: string; limit?: number; cursor?: string | null }): Promise<Page<AvailableTool>>;
   /** One catalog entry with its config_steps and, for fixed-action tools, actions. */
   getAvailable(name: string): Promise<AvailableTool>;
   /** Every connected tool, oldest first, following next_cursor through every page (at most 10,000). */

@@ -190,10 +190,16 @@ class Resource {
 
 /** The catalog, the account's connected tools, their configuration, and calling them. */
 export class ToolsResource extends Resource {
-  /** The catalog: every tool that can be added with create(). */
+  /** The catalog: every tool that can be added with create(), following next_cursor through every page. */
   async available(params) {
-    const { category } = options(params, "tools.available({ category })");
-    return this._all(CATALOG, "tools", AvailableTool, { category });
+    const { category, limit } = options(params, "tools.available({ category, limit })");
+    return this._all(CATALOG, "tools", AvailableTool, { category, limit });
+  }
+
+  /** One page of the catalog; pass page.nextCursor as cursor for the next. */
+  async availablePage(params) {
+    const { category, limit, cursor } = options(params, "tools.availablePage({ category, limit, cursor })");
+    return this._page(CATALOG, "tools", AvailableTool, { category, limit, cursor });
   }
 
   /** One catalog entry with its config_steps and, for fixed-action tools, actions. */

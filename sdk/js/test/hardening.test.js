@@ -186,6 +186,7 @@ describe("arguments are checked before anything is sent", () => {
     const sends = [
       () => client.tools.calls(11),
       () => client.tools.available("search"),
+      () => client.tools.availablePage("search"),
       () => client.tools.list(50),
       () => client.tools.listPage("c1"),
       () => client.agents.list(null),
@@ -214,6 +215,7 @@ describe("arguments are checked before anything is sent", () => {
     // client.tools.get(id).catch(handle) must see the error: a synchronous throw would escape the .catch.
     const sends = {
       "tools.available": () => client.tools.available("search"),
+      "tools.availablePage": () => client.tools.availablePage("search"),
       "tools.getAvailable": () => client.tools.getAvailable(undefined),
       "tools.list": () => client.tools.list(50),
       "tools.listPage": () => client.tools.listPage("c1"),

@@ -203,13 +203,20 @@ class ToolsResource(_Resource):
 
     # -- catalog ----------------------------------------------------------------------------
 
-    def available(self, category: Optional[str] = None) -> List[AvailableTool]:
-        """List the catalog: every tool that can be added with :meth:`create`.
+    def available(self, category: Optional[str] = None, *, limit: Optional[int] = None) -> List[AvailableTool]:
+        """List the catalog: every tool that can be added with :meth:`create`, following ``next_cursor``.
 
         Args:
             category: only tools of this category (e.g. ``"search"``).
+            limit: page size asked of the server (1–200; the server's default is 50).
         """
-        return self._all(_CATALOG, "tools", AvailableTool, {"category": category})
+        return self._all(_CATALOG, "tools", AvailableTool, {"category": category, "limit": limit})
+
+    def available_page(
+        self, category: Optional[str] = None, *, limit: Optional[int] = None, cursor: Optional[str] = None
+    ) -> Page[AvailableTool]:
+        """One page of the catalog; pass ``page.next_cursor`` as ``cursor`` for the next."""
+        return self._list(_CATALOG, "tools", AvailableTool, {"category": category, "limit": limit, "cursor": cursor})
 
     def get_available(self, name: str) -> AvailableTool:
         """One catalog entry with its ``config_steps`` and, for fixed-action tools, ``actions``."""
