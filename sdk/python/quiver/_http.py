@@ -259,7 +259,9 @@ class Transport:
             return Response(exc.code, exc.headers, payload)
         except urllib.error.URLError as exc:
             reason = exc.reason
-            if isinstance(reason, ValueError):
+            # A certificate that fails verification (ssl.SSLCertVerificationError) is an OSError and a
+            # ValueError: the connection failed, not the request as given.
+            if isinstance(reason, ValueError) and not isinstance(reason, OSError):
                 raise InvalidRequestError(f"Invalid request: {reason}") from exc
             raise _connection_error(reason if isinstance(reason, BaseException) else exc) from exc
         except (OSError, http.client.HTTPException) as exc:
