@@ -310,6 +310,14 @@ func interpret(err error) error {
 	if errors.Is(err, gorm.ErrRecordNotFound) {
 		return ErrNotFound
 	}
+	// A session that could not be made sent nothing, whatever the server
+	// said when it refused one (a FATAL error: the database does not take
+	// connections, was dropped, or refused the credentials): pgx reports
+	// that as a Postgres error too, but its code is no statement's.
+	var connErr *pgconn.ConnectError
+	if errors.As(err, &connErr) {
+		return fmt.Errorf("%w: %v", ErrUnavailable, err)
+	}
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) {
 		switch {
