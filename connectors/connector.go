@@ -37,6 +37,10 @@ type Action struct {
 	InputSchema json.RawMessage      `json:"input_schema"`
 	Retryable   bool                 `json:"retryable"`
 	Annotations *catalog.Annotations `json:"annotations,omitempty"`
+	// OutputSchema is the JSON Schema (an object) of the action's
+	// structured result, when the tool declares one (an MCP tool's
+	// outputSchema); nil otherwise.
+	OutputSchema json.RawMessage `json:"output_schema,omitempty"`
 }
 
 // EntryActions returns the actions of a catalog entry whose actions are fixed
@@ -61,6 +65,12 @@ type Result struct {
 	// than JSON it produced: the call's answer says so, and the agent MCP
 	// endpoint hands the array on as content.
 	MCPContent bool
+	// Structured is the tool's structured content (MCP structuredContent)
+	// when it is not the same JSON as Content: a tool whose one text block
+	// holds other JSON than its structured content (a wrapped primitive,
+	// say). Nil when Content is the structured content, when there is none,
+	// and for error results.
+	Structured json.RawMessage
 }
 
 // Connector reaches one kind of tool.

@@ -107,12 +107,17 @@ func (c *Connector) callOn(ctx context.Context, s *slot, action string, args jso
 			Type string  `json:"type"`
 			Text *string `json:"text"`
 		} `json:"content"`
-		IsError bool `json:"isError"`
+		IsError    bool            `json:"isError"`
+		Structured json.RawMessage `json:"structuredContent"`
 	}
 	if json.Unmarshal(raw, &common) == nil && len(common.Content) == 1 && common.Content[0].Type == "text" &&
 		common.Content[0].Text != nil && json.Valid([]byte(*common.Content[0].Text)) {
-		return c.checked(connectors.Result{IsError: common.IsError,
-			Content: json.RawMessage(bytes.TrimSpace([]byte(*common.Content[0].Text)))})
+		out := connectors.Result{IsError: common.IsError,
+			Content: json.RawMessage(bytes.TrimSpace([]byte(*common.Content[0].Text)))}
+		if common.Structured != nil {
+			out.Structured = otherJSON(out.Content, structuredContent(raw))
+		}
+		return c.checked(out)
 	}
 	var res mcp.CallToolResult
 	if err := json.Unmarshal(raw, &res); err != nil {
@@ -165,6 +170,12 @@ func (c *Connector) result(res *mcp.CallToolResult, structured json.RawMessage) 
 	switch {
 	case len(res.Content) == 1 && isJSONText(res.Content[0]):
 		out.Content = json.RawMessage(bytes.TrimSpace([]byte(res.Content[0].(*mcp.TextContent).Text)))
+		if res.StructuredContent != nil {
+			if len(structured) == 0 {
+				structured, err = json.Marshal(res.StructuredContent)
+			}
+			out.Structured = otherJSON(out.Content, structured)
+		}
 	case res.StructuredContent != nil && len(structured) > 0:
 		out.Content = structured
 	case res.StructuredContent != nil:
@@ -185,15 +196,38 @@ func (c *Connector) result(res *mcp.CallToolResult, structured json.RawMessage) 
 }
 
 // checked applies the size limit and the error-payload rule to a mapped
-// result.
+// result. An error result keeps no structured content: the agent MCP
+// endpoint answers errors without it, as a client may check structured
+// content against the tool's output schema even on an error.
 func (c *Connector) checked(out connectors.Result) (connectors.Result, error) {
-	if int64(len(out.Content)) > c.opts.MaxResponseBytes {
+	if int64(len(out.Content))+int64(len(out.Structured)) > c.opts.MaxResponseBytes {
 		return tooLarge(c.opts.MaxResponseBytes), nil
 	}
 	if !out.IsError && isErrorPayload(out.Content) {
 		out.IsError = true
 	}
+	if out.IsError {
+		out.Structured = nil
+	}
 	return out, nil
+}
+
+// otherJSON is structured, compacted, when it is valid JSON other than
+// content's (whitespace aside), else nil: the structured content a result
+// must carry beside its content. Most tools' text is their structured
+// content serialized (MCP asks for that), so most results carry none.
+func otherJSON(content, structured json.RawMessage) json.RawMessage {
+	if len(structured) == 0 || string(structured) == "null" || bytes.Equal(content, structured) {
+		return nil
+	}
+	var a, b bytes.Buffer
+	if json.Compact(&b, structured) != nil {
+		return nil
+	}
+	if json.Compact(&a, content) == nil && bytes.Equal(a.Bytes(), b.Bytes()) {
+		return nil
+	}
+	return b.Bytes()
 }
 
 func isJSONText(content mcp.Content) bool {

@@ -2,10 +2,6 @@ package mcp
 
 import (
 	"encoding/json"
-	"fmt"
-	"io"
-	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -295,33 +291,9 @@ func TestErrorsHideTheURLQuery(t *testing.T) {
 // unknown outcome, its key burned, as if nothing had come back.
 func TestCallPassesOnUnfamiliarContent(t *testing.T) {
 	t.Parallel()
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		var m struct {
-			ID     json.RawMessage `json:"id"`
-			Method string          `json:"method"`
-		}
-		b, _ := io.ReadAll(r.Body)
-		if json.Unmarshal(b, &m) != nil || len(m.ID) == 0 {
-			w.WriteHeader(http.StatusAccepted) // a notification
-			return
-		}
-		var result string
-		switch m.Method {
-		case "initialize":
-			result = `{"protocolVersion":"2025-06-18","capabilities":{"tools":{}},"serverInfo":{"name":"raw","version":"1"}}`
-		case "tools/list":
-			result = `{"tools":[{"name":"film","inputSchema":{"type":"object"},"annotations":{"readOnlyHint":true}}]}`
-		case "tools/call":
-			result = `{"content":[{"type":"video","uri":"https://example.com/v.mp4"},{"type":"text","text":"a clip"}]}`
-		default:
-			result = `{}`
-		}
-		w.Header().Set("Content-Type", "application/json")
-		fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"result":%s}`, m.ID, result)
-	}))
-	t.Cleanup(srv.Close)
+	tool := rawServer(t, `{"tools":[{"name":"film","inputSchema":{"type":"object"},"annotations":{"readOnlyHint":true}}]}`,
+		map[string]string{"film": `{"content":[{"type":"video","uri":"https://example.com/v.mp4"},{"type":"text","text":"a clip"}]}`})
 	c := setup(t, nil)
-	tool := &connectors.Tool{ID: 1, AccountID: 1, Entry: customEntry, Config: map[string]string{"url": srv.URL}, Version: 1}
 	res := mustCall(t, c, tool, "film", `{}`)
 	if res.IsError || !strings.Contains(string(res.Content), `"type":"video"`) || !strings.Contains(string(res.Content), `"a clip"`) {
 		t.Fatalf("result %+v: %s", res, res.Content)

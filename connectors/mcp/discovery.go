@@ -1,6 +1,7 @@
 package mcp
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -169,7 +170,8 @@ func toActions(tools []*mcp.Tool) []connectors.Action {
 		if err != nil || string(schema) == "null" {
 			schema = json.RawMessage(`{"type":"object"}`)
 		}
-		a := connectors.Action{Name: tool.Name, Description: tool.Description, InputSchema: schema}
+		a := connectors.Action{Name: tool.Name, Description: tool.Description, InputSchema: schema,
+			OutputSchema: outputSchema(tool.OutputSchema)}
 		if ann := tool.Annotations; ann != nil {
 			a.Annotations = &catalog.Annotations{
 				Title:           ann.Title,
@@ -188,6 +190,19 @@ func toActions(tools []*mcp.Tool) []connectors.Action {
 	return actions
 }
 
+// outputSchema is a tool's outputSchema as JSON when it is a JSON object
+// (as MCP's Tool has it); anything else, or none, is nil: no schema.
+func outputSchema(v any) json.RawMessage {
+	if v == nil {
+		return nil
+	}
+	b, err := json.Marshal(v)
+	if err != nil || len(b) == 0 || b[0] != '{' {
+		return nil
+	}
+	return b
+}
+
 // leastSafe makes a what both it and another tool of its name allow: it is
 // retryable, or read-only, only if both are.
 func leastSafe(a *connectors.Action, other *mcp.Tool) {
@@ -197,6 +212,9 @@ func leastSafe(a *connectors.Action, other *mcp.Tool) {
 	}
 	if a.Annotations != nil && a.Annotations.ReadOnlyHint != nil && *a.Annotations.ReadOnlyHint && (ann == nil || !ann.ReadOnlyHint) {
 		a.Annotations.ReadOnlyHint = ptr(false)
+	}
+	if !bytes.Equal(a.OutputSchema, outputSchema(other.OutputSchema)) {
+		a.OutputSchema = nil // no one schema holds for every answer
 	}
 }
 

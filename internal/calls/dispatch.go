@@ -371,10 +371,13 @@ func nestedUnder(data []byte, n int) bool {
 // nest them too deeply to be decoded (nil: decode the body, as for a
 // replay).
 func encodeResult(callID string, toolID int64, action string, r connectors.Result, dur time.Duration) (body []byte, answer *Answer) {
-	content := r.Content
+	content, structured := r.Content, r.Structured
 	isError, mcpContent := r.IsError, r.MCPContent
 	if len(content) == 0 {
 		content, mcpContent = json.RawMessage("null"), false
+	}
+	if isError || !json.Valid(structured) || !utf8.Valid(structured) {
+		structured = nil
 	}
 	if !utf8.Valid(content) {
 		// json.Valid lets bytes that are not UTF-8 through inside strings
@@ -384,16 +387,16 @@ func encodeResult(callID string, toolID int64, action string, r connectors.Resul
 		// rest keeps its exact text. Before the size check: it may grow.
 		content = bytes.ToValidUTF8(content, []byte("\uFFFD"))
 	}
-	if len(content) > MaxResult {
+	if len(content)+len(structured) > MaxResult {
 		msg, _ := json.Marshal("The tool's result was " + strconv.Itoa(len(content)) + " bytes, over the 8 MiB limit; it was not kept.")
 		content = append(append([]byte(`{"error":"result_too_large","message":`), msg...), '}')
-		isError, mcpContent = true, false
+		isError, mcpContent, structured = true, false, nil
 	} else if !json.Valid(content) {
 		s, _ := json.Marshal(string(content))
 		content, mcpContent = s, false
 	}
 	var buf bytes.Buffer
-	buf.Grow(len(content) + 160)
+	buf.Grow(len(content) + len(structured) + 160)
 	buf.WriteString(`{"call_id":`)
 	buf.WriteString(strconv.Quote(callID))
 	buf.WriteString(`,"tool":`)
@@ -408,13 +411,18 @@ func encodeResult(callID string, toolID int64, action string, r connectors.Resul
 	if mcpContent {
 		buf.WriteString(`,"result_type":"` + ResultTypeMCPContent + `"`)
 	}
+	if structured != nil {
+		buf.WriteString(`,"structured_content":`)
+		buf.Write(structured)
+	}
 	buf.WriteString(`,"duration_ms":`)
 	buf.WriteString(strconv.FormatInt(dur.Milliseconds(), 10))
 	buf.WriteString("}\n")
-	if nestedUnder(content, maxNesting-1) {
+	if nestedUnder(content, maxNesting-1) && nestedUnder(structured, maxNesting-1) {
 		// As a decoder of the body would read it: JSON's whitespace around
 		// a value is not the value's.
-		answer = &Answer{CallID: callID, IsError: isError, Result: bytes.TrimSpace(content)}
+		answer = &Answer{CallID: callID, IsError: isError, Result: bytes.TrimSpace(content),
+			StructuredContent: bytes.TrimSpace(structured)}
 		if mcpContent {
 			answer.ResultType = ResultTypeMCPContent
 		}

@@ -77,6 +77,8 @@ func TestEncodeResultAnswer(t *testing.T) {
 		{Content: json.RawMessage(`not json`), MCPContent: true},
 		{},
 		{Content: json.RawMessage(`null`)},
+		{Content: json.RawMessage(`8`), Structured: json.RawMessage(`{"result":8}`)},
+		{Content: json.RawMessage(`8`), Structured: json.RawMessage(`{"result":8}`), IsError: true},
 		{Content: json.RawMessage(`"` + strings.Repeat("x", MaxResult) + `"`), MCPContent: true},
 		{Content: json.RawMessage(strings.Repeat("[", 9999) + strings.Repeat("]", 9999))},
 		{Content: json.RawMessage(strings.Repeat(`{"a":`, 5000) + strings.Repeat("[", 5000) + "1" + strings.Repeat("]", 5000) + strings.Repeat("}", 5000))},
@@ -97,5 +99,32 @@ func TestEncodeResultAnswer(t *testing.T) {
 		if !reflect.DeepEqual(*answer, decoded) {
 			t.Errorf("%.40q: answer %+v, the body decodes to %+v", r.Content, *answer, decoded)
 		}
+	}
+}
+
+// TestEncodeResultStructured: a tool's structured content other than its
+// result is the body's structured_content, after result; an error result,
+// structured content that is not JSON, and a result and structured content
+// over MaxResult together (the result too large) have none.
+func TestEncodeResultStructured(t *testing.T) {
+	t.Parallel()
+	body, _ := encodeResult("call_1", 7, "count", connectors.Result{Content: json.RawMessage(`8`),
+		Structured: json.RawMessage(`{"result":8}`)}, time.Millisecond)
+	if !strings.Contains(string(body), `"result":8,"structured_content":{"result":8},"duration_ms":`) {
+		t.Errorf("body %s, want structured_content after result", body)
+	}
+	for _, r := range []connectors.Result{
+		{Content: json.RawMessage(`8`), Structured: json.RawMessage(`{"result":8}`), IsError: true},
+		{Content: json.RawMessage(`8`), Structured: json.RawMessage(`{"result":`)},
+		{Content: json.RawMessage(`"` + strings.Repeat("x", MaxResult/2) + `"`), Structured: json.RawMessage(`"` + strings.Repeat("x", MaxResult/2) + `"`)},
+	} {
+		body, _ := encodeResult("call_1", 7, "count", r, time.Millisecond)
+		if strings.Contains(string(body), "structured_content") {
+			t.Errorf("%.40s: body %.200s, want no structured_content", r.Content, body)
+		}
+	}
+	if body, _ := encodeResult("call_1", 7, "count", connectors.Result{Content: json.RawMessage(`"` + strings.Repeat("x", MaxResult/2) + `"`),
+		Structured: json.RawMessage(`"` + strings.Repeat("x", MaxResult/2) + `"`)}, time.Millisecond); !strings.Contains(string(body), "result_too_large") {
+		t.Errorf("body %.200s, want result_too_large", body)
 	}
 }

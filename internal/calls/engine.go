@@ -143,6 +143,9 @@ type Answer struct {
 	IsError    bool            `json:"is_error"`
 	Result     json.RawMessage `json:"result"`
 	ResultType string          `json:"result_type"`
+	// StructuredContent is the tool's structured content when it is not
+	// result itself (connectors.Result's Structured); nil otherwise.
+	StructuredContent json.RawMessage `json:"structured_content"`
 }
 
 // body is the call request's JSON: its members "tool", "action" and

@@ -32,15 +32,16 @@ const (
 	metaReplayed = "quiver/replayed"
 )
 
-// handle returns the tools/call handler of one action, over invoke.
-func (s *Server) handle(invoke invoker) mcp.ToolHandler {
+// handle returns the tools/call handler of one action, over invoke;
+// typed is set when the action is listed with an output schema.
+func (s *Server) handle(invoke invoker, typed bool) mcp.ToolHandler {
 	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		var args json.RawMessage
 		if req.Params != nil {
 			args = req.Params.Arguments
 		}
 		resp, err := invoke(ctx, args)
-		return s.answer(ctx, resp, err), nil
+		return s.answer(ctx, resp, err, typed), nil
 	}
 }
 
@@ -51,12 +52,17 @@ func bodyOf(resp *calls.Response) []byte {
 	return resp.Body
 }
 
-// answer is the MCP result of the engine's answer.
-func (s *Server) answer(ctx context.Context, resp *calls.Response, err error) *mcp.CallToolResult {
+// answer is the MCP result of the engine's answer, for an action listed
+// with an output schema when typed is set.
+func (s *Server) answer(ctx context.Context, resp *calls.Response, err error, typed bool) *mcp.CallToolResult {
 	if err != nil {
-		return s.toolError(ctx, err)
+		r := s.toolError(ctx, err)
+		if typed {
+			r.StructuredContent = nil // typedResult
+		}
+		return r
 	}
-	return result(resp)
+	return result(resp, typed)
 }
 
 // invoker runs one action's tools/call through the engine.
@@ -209,11 +215,13 @@ func answerOf(resp *calls.Response) (*calls.Answer, bool) {
 }
 
 // result turns the engine's answer, first or replayed, into an MCP result:
-// the result JSON as text, and as structured content when it is an object;
-// a tool's own MCP content (result_type mcp_content: plain text, images,
-// resources) as that content. appendResult writes the same as the SDK would
-// encode it, for the usual JSON result.
-func result(resp *calls.Response) *mcp.CallToolResult {
+// the result JSON as text, and as structured content the tool's own
+// (structured_content) or else the result when it is an object; a tool's
+// own MCP content (result_type mcp_content: plain text, images, resources)
+// as that content. appendResult writes the same as the SDK would encode
+// it, for the usual JSON result. typed is set for an action listed with an
+// output schema (typedResult).
+func result(resp *calls.Response, typed bool) *mcp.CallToolResult {
 	b, ok := answerOf(resp)
 	if !ok {
 		// Not the engine's usual body: hand it over whole.
@@ -221,16 +229,34 @@ func result(resp *calls.Response) *mcp.CallToolResult {
 	}
 	r := &mcp.CallToolResult{IsError: b.IsError, Content: []mcp.Content{&mcp.TextContent{Text: string(b.Result)}},
 		Meta: mcp.Meta{metaCallID: b.CallID}}
-	if content, ok := toolContent(b); ok {
+	content, isContent := toolContent(b)
+	if isContent {
 		r.Content = content
-	} else if b.Result[0] == '{' {
+	}
+	switch {
+	case len(b.StructuredContent) > 0:
+		r.StructuredContent = b.StructuredContent
+	case !isContent && (b.Result[0] == '{' || typed):
 		r.StructuredContent = b.Result
+	}
+	if typed && b.IsError {
+		r.StructuredContent = nil
 	}
 	if resp.Replayed {
 		r.Meta[metaReplayed] = true
 	}
 	return r
 }
+
+// typedResult: an action whose tool declared an output schema is listed
+// with it, and a client may check a result's structured content against
+// it (MCP: clients SHOULD). A successful result then carries the tool's
+// structured content (structured_content, else result, which is the
+// structured content whenever the tool's text was its serialization or it
+// gave no JSON text). An error result carries none, Quiver's own refusals
+// included: their envelope is not the tool's output, and some clients
+// (the TypeScript SDK's) check structured content even on an error, while
+// none asks an error for it. The envelope stays the text.
 
 // toolContent is the MCP content a tool answered with, when the engine's
 // answer carries it as such. Content of a kind the SDK does not know (a
@@ -251,7 +277,8 @@ func toolContent(b *calls.Answer) ([]mcp.Content, bool) {
 }
 
 // toolError is a refused or failed call as an MCP tool error: the text is
-// the REST API's envelope, with the same code.
+// the REST API's envelope, with the same code, and so is the structured
+// content, except for an action listed with an output schema (answer).
 func (s *Server) toolError(ctx context.Context, err error) *mcp.CallToolResult {
 	p, ok := problem.As(err)
 	if !ok {
@@ -316,7 +343,7 @@ func appendResult(dst []byte, resp *calls.Response, serverInfo []byte, callErr e
 		return dst, false
 	}
 	b, ok := answerOf(resp)
-	if !ok || b.ResultType != "" {
+	if !ok || b.ResultType != "" || b.StructuredContent != nil {
 		return dst, false // a tool's own content: result() and the SDK's encoding
 	}
 	callID, err1 := json.Marshal(b.CallID)

@@ -102,6 +102,13 @@
 // them. Every engine error becomes a tool error (isError true) whose text is
 // the REST API's envelope, {"error": code, "message": …}, with retry_after
 // where REST sets Retry-After.
+//
+// # Output schemas
+//
+// An action whose tool declared an outputSchema is listed with it, and its
+// successful results carry the tool's structured content, which a client
+// may check against it; its error results, Quiver's refusals included,
+// carry none (typedResult in call.go).
 package mcpserver
 
 import (

@@ -106,7 +106,7 @@ func (s *Server) runRelisted(ctx context.Context, ft fastTool, req *mcp.CallTool
 		return nil
 	}
 	resp, err := ft.invoke(ctx, req.Params.Arguments)
-	return s.answer(ctx, resp, err)
+	return s.answer(ctx, resp, err, ft.typed)
 }
 
 // sameList reports whether two action lists are the same list (not equal

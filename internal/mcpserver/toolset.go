@@ -251,8 +251,9 @@ func (s *Server) build(ctx context.Context, ts *toolset, account, agentID int64,
 				continue
 			}
 			inv := s.invokeListed(account, t.id, t.base, a.Name, key)
-			srv.AddTool(tool, s.handle(inv))
-			fast[name] = fastTool{invoke: inv, headerBound: headerBound(tool)}
+			typed := tool.OutputSchema != nil
+			srv.AddTool(tool, s.handle(inv, typed))
+			fast[name] = fastTool{invoke: inv, headerBound: headerBound(tool), typed: typed}
 		}
 	}
 	implJSON, err := json.Marshal(impl)
@@ -381,6 +382,12 @@ func mcpTool(name string, a *connectors.Action) (t *mcp.Tool, key string, err er
 		desc = strings.TrimSpace(desc + "\n\nNot safe to retry blindly: pass a unique " + key + "; retrying with the same key never runs it twice.")
 	}
 	t = &mcp.Tool{Name: name, Description: desc, InputSchema: schema}
+	if len(a.OutputSchema) > 0 {
+		var out map[string]any
+		if json.Unmarshal(a.OutputSchema, &out) == nil && out != nil {
+			t.OutputSchema = out // typedResult
+		}
+	}
 	if an := a.Annotations; an != nil {
 		t.Title = an.Title
 		t.Annotations = &mcp.ToolAnnotations{Title: an.Title, DestructiveHint: an.DestructiveHint, OpenWorldHint: an.OpenWorldHint}

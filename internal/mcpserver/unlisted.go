@@ -126,7 +126,7 @@ func (s *Server) unlisted(ctx context.Context, account int64, name string, args 
 			continue
 		}
 		resp, err := s.invoke(account, ks.Tool, ks.Action, arg)(ctx, args)
-		return s.answer(ctx, resp, err)
+		return s.answer(ctx, resp, err, false)
 	}
 	return nil
 }
