@@ -32,6 +32,14 @@ export const REFUSED_ONLY = "refused_only";
 const MAX_RETRY_AFTER_SECONDS = 60;
 /** The largest timeout setTimeout can keep (a longer one would fire at once). */
 const MAX_TIMEOUT_MS = 2 ** 31 - 1;
+/**
+ * Node's fetch (undici) gives up by itself after 300 s without response headers, or between two chunks of a
+ * body (its headersTimeout and bodyTimeout), whatever the signal says. An attempt allowed longer than that is
+ * sent with node:http, which has no deadline of its own: the SDK's timeout is the one that holds.
+ */
+const FETCH_OWN_TIMEOUT_MS = 300_000;
+/** undici's error codes for its own timeouts. */
+const FETCH_TIMEOUT_CODES = new Set(["UND_ERR_HEADERS_TIMEOUT", "UND_ERR_BODY_TIMEOUT"]);
 
 // What an HTTP header can carry: a token as its name; Latin-1 text without NUL, CR or LF as its value.
 const HEADER_NAME = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
@@ -201,6 +209,9 @@ export class Transport {
     this.maxRetries = options.maxRetries;
     this.defaultHeaders = { ...(options.defaultHeaders ?? {}) };
     this.fetch = options.fetch ?? globalThis.fetch;
+    /** Whether the caller gave a fetch: its own limits are then the caller's (see FETCH_OWN_TIMEOUT_MS). */
+    this.customFetch = options.fetch != null;
+    this.fetchOwnTimeout = FETCH_OWN_TIMEOUT_MS; // ms; a test lowers it together with fetch's
     if (typeof this.fetch !== "function") {
       throw new QuiverError("No global fetch: use Node 18+ or pass { fetch } to AgentClient.");
     }
@@ -296,7 +307,10 @@ export class Transport {
       controller.abort();
     }, timeout);
     try {
-      if (DOT_SEGMENT.test(requestTarget(url).replace(/[?#].*$/, ""))) {
+      if (
+        DOT_SEGMENT.test(requestTarget(url).replace(/[?#].*$/, "")) ||
+        (!this.customFetch && timeout > this.fetchOwnTimeout)
+      ) {
         return await sendAsWritten(method, url, headers, payload, controller.signal);
       }
       // Redirects are not followed (node:http never follows them): one could take the API key, or a
@@ -307,6 +321,13 @@ export class Transport {
     } catch (err) {
       if (timedOut) throw new APITimeoutError(`Request timed out after ${timeout} ms.`, { cause: err });
       if (err instanceof QuiverError) throw err;
+      for (let e = err; e; e = e.cause) {
+        if (FETCH_TIMEOUT_CODES.has(e.code)) {
+          throw new APITimeoutError(`Request timed out: fetch gave up waiting (${e.code}) before the ${timeout} ms timeout.`, {
+            cause: err,
+          });
+        }
+      }
       if (err instanceof TypeError && /invalid url|failed to parse url/i.test(String(err.message))) {
         throw new InvalidRequestError(`Invalid URL ${url}. Nothing was sent.`, { cause: err });
       }
@@ -324,7 +345,8 @@ export class Transport {
 }
 
 /**
- * Send a request with node:http(s), its path exactly as written (see DOT_SEGMENT). Resolves like #send's
+ * Send a request with node:http(s), its path exactly as written (see DOT_SEGMENT), and with no deadline but
+ * `signal` (see FETCH_OWN_TIMEOUT_MS). Resolves like #send's
  * fetch branch to {status, headers (a Headers), text}; `signal` aborts it, body included.
  */
 async function sendAsWritten(method, url, headers, payload, signal) {
