@@ -203,6 +203,9 @@ export class Action extends QuiverObject {
   description: string;
   input_schema: Record<string, unknown>;
   readonly inputSchema: Record<string, unknown>;
+  /** The JSON Schema of the action's structured result; present only when the tool declares one. */
+  output_schema?: Record<string, unknown>;
+  readonly outputSchema?: Record<string, unknown>;
   retryable: boolean;
   /** The MCP tool annotations that decide `retryable`; always present, `{}` where the server declared none. */
   annotations: { readOnlyHint?: boolean; idempotentHint?: boolean; destructiveHint?: boolean; [k: string]: any };
@@ -232,6 +235,9 @@ export class CallResult extends QuiverObject {
   /** "mcp_content" when `result` is the MCP content array the tool answered with (text that is not JSON, images); absent otherwise. */
   result_type?: "mcp_content";
   readonly resultType?: "mcp_content";
+  /** The MCP tool's structured content when it is other JSON than `result` (text `8`, structured `{"result": 8}`); absent otherwise. */
+  structured_content?: any;
+  readonly structuredContent?: any;
   duration_ms: number;
   readonly durationMs: number;
   /** True when the server replayed a stored outcome for the idempotency key (the tool did not run again). */

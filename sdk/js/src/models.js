@@ -1,14 +1,24 @@
 // Objects returned by the SDK: the server's JSON fields (snake_case, enumerable, so console.log and
 // JSON.stringify show exactly what the server sent) plus non-enumerable camelCase aliases
 // (tool.isConfigured === tool.is_configured). Opaque payloads that belong to the tool or the user
-// (result, config, input_schema, arguments, headers, user_response) stay plain JSON values.
+// (result, structured_content, config, input_schema, output_schema, arguments, headers, user_response)
+// stay plain JSON values.
 
 /** @param {string} s */
 export function camelCase(s) {
   return s.replace(/_([a-z0-9])/g, (_, c) => c.toUpperCase());
 }
 
-const OPAQUE = new Set(["result", "config", "input_schema", "arguments", "headers", "user_response"]);
+const OPAQUE = new Set([
+  "result",
+  "structured_content",
+  "config",
+  "input_schema",
+  "output_schema",
+  "arguments",
+  "headers",
+  "user_response",
+]);
 
 /** A JSON object from the server with camelCase aliases of its snake_case fields. */
 export class QuiverObject {

@@ -93,7 +93,15 @@ describe("encoding", () => {
   });
 
   test("call body, tool object, no key header", async () => {
-    fake.push(200, { call_id: "c_1", tool: 5, action: "search", is_error: false, result: { some_field: 1 }, duration_ms: 3 });
+    fake.push(200, {
+      call_id: "c_1",
+      tool: 5,
+      action: "search",
+      is_error: false,
+      result: { some_field: 1 },
+      structured_content: { some_field: 1, n: 1 },
+      duration_ms: 3,
+    });
     const result = await client.tools.call({ id: 5 }, { action: "search", arguments: { query: "q" } });
     assert.deepEqual(lastBody(), { tool: 5, action: "search", arguments: { query: "q" } });
     assert.equal(fake.requests[0].headers["idempotency-key"], undefined);
@@ -102,6 +110,8 @@ describe("encoding", () => {
     assert.equal(result.durationMs, 3);
     assert.deepEqual(result.result, { some_field: 1 });
     assert.equal(Object.getPrototypeOf(result.result), Object.prototype); // tool output stays plain JSON
+    assert.equal(Object.getPrototypeOf(result.structured_content), Object.prototype); // and its structured content
+    assert.deepEqual(result.structuredContent, { some_field: 1, n: 1 });
     assert.equal(result.replayed, false);
   });
 

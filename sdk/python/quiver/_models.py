@@ -3,8 +3,8 @@
 Every object is a ``dict`` of the server's JSON (so ``obj["id"]``, ``json.dumps(obj)`` and
 ``dict(obj)`` work) that also reads its fields as attributes (``obj.id``). Nested objects are
 wrapped the same way, except opaque payloads that belong to the tool or the user
-(``result``, ``config``, ``input_schema``, ``arguments``, ``headers``, ``user_response``), which stay
-plain JSON values.
+(``result``, ``structured_content``, ``config``, ``input_schema``, ``output_schema``, ``arguments``,
+``headers``, ``user_response``), which stay plain JSON values.
 """
 
 from __future__ import annotations
@@ -24,7 +24,8 @@ __all__ = [
     "Page",
 ]
 
-_OPAQUE = frozenset({"result", "config", "input_schema", "arguments", "headers", "user_response"})
+_OPAQUE = frozenset({"result", "structured_content", "config", "input_schema", "output_schema", "arguments",
+                     "headers", "user_response"})
 
 T = TypeVar("T", bound="QuiverObject")
 
@@ -128,7 +129,11 @@ class Tool(QuiverObject):
 
 
 class Action(QuiverObject):
-    """An action a tool can run; ``retryable`` actions may be called without an idempotency key."""
+    """An action a tool can run; ``retryable`` actions may be called without an idempotency key.
+
+    ``output_schema`` (the JSON Schema of the action's structured result) is present only when the tool
+    declares one: read it with ``action.get("output_schema")``.
+    """
 
     __slots__ = ()
     name: str
@@ -156,7 +161,8 @@ class CallResult(QuiverObject):
 
     ``result_type`` is ``"mcp_content"`` when ``result`` is the MCP content array the tool answered with
     (text that is not JSON, images) rather than JSON it produced; it is absent otherwise, so read it with
-    ``res.get("result_type")``.
+    ``res.get("result_type")``. ``structured_content`` is the MCP tool's structured content when it is other
+    JSON than ``result`` (text ``8``, structured ``{"result": 8}``); absent otherwise.
     """
 
     __slots__ = ()

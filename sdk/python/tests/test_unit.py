@@ -77,7 +77,8 @@ class TestEncoding(Base):
 
     def test_call_body_and_tool_object(self) -> None:
         self.fake.push(200, {"call_id": "c_1", "tool": 5, "action": "search", "is_error": False,
-                             "result": {"items": [1]}, "duration_ms": 3})
+                             "result": {"items": [1]}, "structured_content": {"items": [1], "n": 1},
+                             "duration_ms": 3})
         tool = quiver.Tool._from_json({"id": 5})
         result = self.client.tools.call(tool, action="search", arguments={"query": "q"})
         self.assertEqual(self.body(), {"tool": 5, "action": "search", "arguments": {"query": "q"}})
@@ -85,6 +86,7 @@ class TestEncoding(Base):
         self.assertEqual(result.call_id, "c_1")
         self.assertEqual(result.result, {"items": [1]})  # the tool's output stays plain JSON
         self.assertIs(type(result.result), dict)
+        self.assertIs(type(result.structured_content), dict)  # so is its structured content
         self.assertFalse(result.replayed)
 
     def test_call_by_catalog_name_and_replayed(self) -> None:
