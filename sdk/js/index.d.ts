@@ -319,6 +319,7 @@ export class APITimeoutError extends APIConnectionError {}
 /** A non-2xx answer; a 3xx (redirects are not followed) is a plain APIStatusError. */
 export class APIStatusError extends QuiverError {}
 export class BadRequestError extends APIStatusError {}
+export class InvalidJSONError extends BadRequestError {}
 export class InvalidIdempotencyKeyError extends BadRequestError {}
 export class IdempotencyKeyRequiredError extends BadRequestError {}
 export class AuthenticationError extends APIStatusError {}
@@ -338,6 +339,7 @@ export class ValidationError extends APIStatusError {
   /** Each bad field and why. */
   fields: Record<string, any>;
 }
+export class InvalidArgumentsError extends ValidationError {}
 export class RateLimitError extends APIStatusError {}
 /** 500 internal, and any 5xx without a Quiver code (code null, the real status). */
 export class InternalServerError extends APIStatusError {}

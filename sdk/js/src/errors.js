@@ -97,6 +97,8 @@ export class APITimeoutError extends APIConnectionError {
 export class APIStatusError extends QuiverError {}
 /** 400 (invalid_json, ...). */
 export class BadRequestError extends APIStatusError {}
+/** 400 invalid_json: the body is not JSON, not an object, or has a duplicate key. */
+export class InvalidJSONError extends BadRequestError {}
 /** 400 invalid_idempotency_key, or a key refused client-side (status null). */
 export class InvalidIdempotencyKeyError extends BadRequestError {}
 /** 400 idempotency_key_required: a non-retryable action was called without a key. */
@@ -137,6 +139,11 @@ export class ValidationError extends APIStatusError {
     if (!this.fields || typeof this.fields !== "object") this.fields = {};
   }
 }
+/**
+ * 422 invalid_arguments: the call's `arguments` do not satisfy the action's input schema; `fields` names each
+ * bad argument. (validation_error, any other bad field, is the ValidationError itself.)
+ */
+export class InvalidArgumentsError extends ValidationError {}
 /** 429 rate_limited (`retryAfter`). */
 export class RateLimitError extends APIStatusError {}
 /**
@@ -159,7 +166,7 @@ export class UpstreamRefusedError extends APIStatusError {}
 export class ServiceUnavailableError extends APIStatusError {}
 
 const BY_CODE = {
-  invalid_json: BadRequestError,
+  invalid_json: InvalidJSONError,
   invalid_idempotency_key: InvalidIdempotencyKeyError,
   idempotency_key_required: IdempotencyKeyRequiredError,
   unauthorized: AuthenticationError,
@@ -171,7 +178,7 @@ const BY_CODE = {
   tool_not_configured: ToolNotConfiguredError,
   payload_too_large: PayloadTooLargeError,
   validation_error: ValidationError,
-  invalid_arguments: ValidationError,
+  invalid_arguments: InvalidArgumentsError,
   rate_limited: RateLimitError,
   tool_unreachable: ToolUnreachableError,
   upstream_auth_failed: UpstreamAuthFailedError,

@@ -117,6 +117,8 @@ describe("tavily lifecycle", () => {
     const badArgs = await client.tools.call(tool.id, { action: "search", arguments: { max_results: "many" } }).catch((e) => e);
     assert.ok(badArgs instanceof quiver.ValidationError, String(badArgs));
     assert.equal(badArgs.code, "invalid_arguments");
+    assert.ok(badArgs instanceof quiver.InvalidArgumentsError, String(badArgs));
+    assert.ok("max_results" in badArgs.fields, JSON.stringify(badArgs.fields));
     await assert.rejects(client.tools.call(tool.id, { action: "no_such_action", arguments: {} }), quiver.NotFoundError);
 
     tool = await client.tools.resetConfig(tool.id);

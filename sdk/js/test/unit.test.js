@@ -213,7 +213,7 @@ describe("encoding", () => {
 
 describe("errors", () => {
   const CASES = [
-    [400, "invalid_json", quiver.BadRequestError],
+    [400, "invalid_json", quiver.InvalidJSONError],
     [400, "invalid_idempotency_key", quiver.InvalidIdempotencyKeyError],
     [400, "idempotency_key_required", quiver.IdempotencyKeyRequiredError],
     [401, "unauthorized", quiver.AuthenticationError],
@@ -226,7 +226,7 @@ describe("errors", () => {
     [409, "tool_not_configured", quiver.ToolNotConfiguredError],
     [413, "payload_too_large", quiver.PayloadTooLargeError],
     [422, "validation_error", quiver.ValidationError],
-    [422, "invalid_arguments", quiver.ValidationError],
+    [422, "invalid_arguments", quiver.InvalidArgumentsError],
     [429, "rate_limited", quiver.RateLimitError],
     [500, "internal", quiver.InternalServerError],
     [502, "tool_unreachable", quiver.ToolUnreachableError],
@@ -243,6 +243,8 @@ describe("errors", () => {
       assert.ok(err instanceof Cls, `${code}: got ${err.name}`);
       assert.ok(err instanceof quiver.QuiverError);
       assert.ok(err instanceof quiver.APIStatusError);
+      if (code === "invalid_json") assert.ok(err instanceof quiver.BadRequestError); // each code its own class, under its kind's
+      if (code === "invalid_arguments") assert.ok(err instanceof quiver.ValidationError);
       assert.equal(err.name, Cls.name);
       assert.equal(err.status, status);
       assert.equal(err.statusCode, status);

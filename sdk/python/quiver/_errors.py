@@ -22,6 +22,7 @@ __all__ = [
     "APITimeoutError",
     "APIStatusError",
     "BadRequestError",
+    "InvalidJSONError",
     "InvalidIdempotencyKeyError",
     "IdempotencyKeyRequiredError",
     "AuthenticationError",
@@ -34,6 +35,7 @@ __all__ = [
     "ToolOutcomeUnknownError",
     "PayloadTooLargeError",
     "ValidationError",
+    "InvalidArgumentsError",
     "RateLimitError",
     "InternalServerError",
     "ToolUnreachableError",
@@ -145,6 +147,10 @@ class BadRequestError(APIStatusError):
     """400: the request itself is malformed (``invalid_json``, ...)."""
 
 
+class InvalidJSONError(BadRequestError):
+    """400 ``invalid_json``: the body is not JSON, not an object, or has a duplicate key."""
+
+
 class InvalidIdempotencyKeyError(BadRequestError, ValueError):
     """The idempotency key is not 1–255 printable ASCII characters without leading/trailing space.
 
@@ -218,6 +224,11 @@ class ValidationError(APIStatusError):
         return value if isinstance(value, dict) else {}
 
 
+class InvalidArgumentsError(ValidationError):
+    """422 ``invalid_arguments``: the call's ``arguments`` do not satisfy the action's input schema; ``fields``
+    names each bad argument. (``validation_error``, any other bad field, is the :class:`ValidationError` itself.)"""
+
+
 class RateLimitError(APIStatusError):
     """429 ``rate_limited``; ``retry_after`` holds the server's ``Retry-After`` in seconds."""
 
@@ -254,7 +265,7 @@ class ServiceUnavailableError(APIStatusError):
 
 
 _BY_CODE: Dict[str, Type[APIStatusError]] = {
-    "invalid_json": BadRequestError,
+    "invalid_json": InvalidJSONError,
     "invalid_idempotency_key": InvalidIdempotencyKeyError,
     "idempotency_key_required": IdempotencyKeyRequiredError,
     "unauthorized": AuthenticationError,
@@ -266,7 +277,7 @@ _BY_CODE: Dict[str, Type[APIStatusError]] = {
     "tool_not_configured": ToolNotConfiguredError,
     "payload_too_large": PayloadTooLargeError,
     "validation_error": ValidationError,
-    "invalid_arguments": ValidationError,
+    "invalid_arguments": InvalidArgumentsError,
     "rate_limited": RateLimitError,
     "tool_unreachable": ToolUnreachableError,
     "upstream_auth_failed": UpstreamAuthFailedError,

@@ -122,6 +122,8 @@ class TestTavilyLifecycle(Base):
         with self.assertRaises(quiver.ValidationError) as bad_args:
             self.client.tools.call(tool.id, action="search", arguments={"max_results": "many"})
         self.assertEqual(bad_args.exception.code, "invalid_arguments")
+        self.assertIsInstance(bad_args.exception, quiver.InvalidArgumentsError)
+        self.assertIn("max_results", bad_args.exception.fields)
         with self.assertRaises(quiver.NotFoundError):
             self.client.tools.call(tool.id, action="no_such_action", arguments={})
 

@@ -144,7 +144,7 @@ class TestEncoding(Base):
 
 class TestErrors(Base):
     CASES = [
-        (400, "invalid_json", quiver.BadRequestError),
+        (400, "invalid_json", quiver.InvalidJSONError),
         (400, "invalid_idempotency_key", quiver.InvalidIdempotencyKeyError),
         (400, "idempotency_key_required", quiver.IdempotencyKeyRequiredError),
         (401, "unauthorized", quiver.AuthenticationError),
@@ -157,7 +157,7 @@ class TestErrors(Base):
         (409, "tool_not_configured", quiver.ToolNotConfiguredError),
         (413, "payload_too_large", quiver.PayloadTooLargeError),
         (422, "validation_error", quiver.ValidationError),
-        (422, "invalid_arguments", quiver.ValidationError),
+        (422, "invalid_arguments", quiver.InvalidArgumentsError),
         (429, "rate_limited", quiver.RateLimitError),
         (500, "internal", quiver.InternalServerError),
         (502, "tool_unreachable", quiver.ToolUnreachableError),
@@ -177,6 +177,10 @@ class TestErrors(Base):
                 err = ctx.exception
                 self.assertIsInstance(err, quiver.QuiverError)
                 self.assertIsInstance(err, quiver.APIStatusError)
+                if code == "invalid_json":  # each code its own class, under the class of its kind
+                    self.assertIsInstance(err, quiver.BadRequestError)
+                if code == "invalid_arguments":
+                    self.assertIsInstance(err, quiver.ValidationError)
                 self.assertEqual(err.status, status)
                 self.assertEqual(err.status_code, status)
                 self.assertEqual(err.code, code)
