@@ -195,12 +195,17 @@ func (c *call) unstored(ctx context.Context, rt *toolconfig.Resolved, action *co
 // unknown records a dispatched call with no outcome: terminal for its key.
 func (c *call) unknown(ctx context.Context, rt *toolconfig.Resolved, action *connectors.Action, callID string, dur time.Duration, cause error) (*Response, error) {
 	e := c.e
-	e.log.add(c.entry(rt, action, callID, "outcome_unknown", dur))
+	entry := c.entry(rt, action, callID, "outcome_unknown", dur)
 	e.opts.Logger.WarnContext(ctx, "call outcome unknown", "call_id", callID, "tool", rt.Tool.ID, "action", action.Name, "error", cause)
 	recorded := true
 	if c.req.HasKey {
+		// The log entry is written with the outcome, so a crash right
+		// after the answer cannot lose it. A row this call could not mark
+		// is logged by whoever decided it (the sweeper, or a Complete that
+		// committed); the entry queued here as well is skipped then, by its
+		// call ID.
 		var err error
-		if recorded, err = e.opts.Store.MarkUnknown(ctx, c.req.AccountID, c.req.Key, c.token); err != nil {
+		if recorded, err = e.opts.Store.MarkUnknown(ctx, c.req.AccountID, c.req.Key, c.token, &entry); err != nil {
 			e.opts.Logger.ErrorContext(ctx, "recording an unknown outcome failed; the sweeper will", "call_id", callID, "error", err)
 		}
 		// Only what the row says goes to the cache. A row this call could
@@ -209,7 +214,11 @@ func (c *call) unknown(ctx context.Context, rt *toolconfig.Resolved, action *con
 		// cached outcome_unknown would contradict them.
 		if recorded {
 			c.cacheOutcome(callID, replaycache.StateOutcomeUnknown, 0, "", nil, readOnlyRecord(action), c.freshTTL())
+		} else {
+			e.log.add(entry)
 		}
+	} else {
+		e.log.add(entry)
 	}
 	if recorded {
 		c.count("outcome_unknown")

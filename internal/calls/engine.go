@@ -50,7 +50,7 @@ type Store interface {
 	Reserve(ctx context.Context, r *store.IdemRecord, lease, ttl time.Duration) (*store.IdemRecord, error)
 	GetIdem(ctx context.Context, accountID int64, key string) (*store.IdemRecord, error)
 	Complete(ctx context.Context, accountID int64, key, leaseToken string, status int, contentType string, body []byte, entry *store.CallLog) (bool, error)
-	MarkUnknown(ctx context.Context, accountID int64, key, leaseToken string) (bool, error)
+	MarkUnknown(ctx context.Context, accountID int64, key, leaseToken string, entry *store.CallLog) (bool, error)
 	Release(ctx context.Context, accountID int64, key, leaseToken string) (bool, error)
 	SweepExpiredLeases(ctx context.Context) ([]store.SweptKey, error)
 	PurgeExpiredKeys(ctx context.Context) (int64, error)

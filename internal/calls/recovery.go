@@ -4,8 +4,6 @@ import (
 	"context"
 	"strconv"
 	"time"
-
-	"github.com/quiverhq/quiver/internal/store"
 )
 
 // purgeEvery is how many sweeps pass between purges of expired keys.
@@ -41,7 +39,7 @@ func (e *Engine) Run(ctx context.Context) {
 }
 
 // Sweep turns dispatched calls whose lease ran out (their replica died)
-// into outcome_unknown. It never re-runs them.
+// into outcome_unknown, and logs them so. It never re-runs them.
 func (e *Engine) Sweep(ctx context.Context) {
 	swept, err := e.opts.Store.SweepExpiredLeases(ctx)
 	if err != nil {
@@ -56,9 +54,7 @@ func (e *Engine) Sweep(ctx context.Context) {
 	for _, k := range swept {
 		e.opts.Metrics.Swept.Inc()
 		e.opts.Metrics.Calls.WithLabelValues("outcome_unknown").Inc()
-		key := k.Key
-		e.log.add(store.CallLog{CallID: k.CallID, AccountID: k.AccountID, ToolID: k.ToolID, Action: k.Action,
-			Outcome: "outcome_unknown", IdempotencyKey: &key, CreatedAt: time.UnixMilli(k.CreatedAt).UTC()})
+		// Its log entry was written with the sweep.
 		e.opts.Logger.Warn("lease expired: call outcome recorded as unknown", "call_id", k.CallID,
 			"account", strconv.FormatInt(k.AccountID, 10), "tool", k.ToolID, "action", k.Action)
 	}

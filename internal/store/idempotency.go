@@ -19,6 +19,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -67,10 +68,11 @@ const idemColumns = `account_id, key, fingerprint, state, lease_token, lease_exp
 // the whole database cost of a call, and GORM's reflection would add to it.
 type idemSQL struct {
 	reserve, get, expire, complete, markUnknown, release string
-	// completeLogged is complete and the call's log entry in one statement
-	// (Postgres only; SQLite runs the two in a transaction); it returns
-	// how many rows it completed, 0 or 1.
-	completeLogged string
+	// completeLogged and markUnknownLogged are complete and markUnknown
+	// with the call's log entry in one statement (Postgres only; SQLite
+	// runs the two in a transaction); each returns how many rows it
+	// changed, 0 or 1.
+	completeLogged, markUnknownLogged string
 }
 
 func newIdemSQL(d Dialect, now string) idemSQL {
@@ -79,6 +81,9 @@ func newIdemSQL(d Dialect, now string) idemSQL {
 	// has run out, any replica reading the row answers (and caches)
 	// outcome_unknown before the sweeper gets to it, so a late Complete
 	// would contradict them.
+	const markUnknown = `UPDATE idempotency_keys
+			SET state = 'outcome_unknown', lease_token = NULL, lease_expires_at = NULL
+			WHERE account_id = ? AND key = ? AND state = 'dispatched' AND lease_token = ?`
 	const complete = `UPDATE idempotency_keys
 			SET state = 'succeeded', status_code = ?, content_type = ?, response = ?, lease_token = NULL, lease_expires_at = NULL
 			WHERE account_id = ? AND key = ? AND state = 'dispatched' AND lease_token = ? AND lease_expires_at > {now}`
@@ -95,10 +100,8 @@ func newIdemSQL(d Dialect, now string) idemSQL {
 		// lease never is, whatever the TTL says.
 		expire: q(`DELETE FROM idempotency_keys WHERE account_id = ? AND key = ? AND expires_at <= {now}
 			AND (state <> 'dispatched' OR lease_expires_at <= {now})`),
-		complete: q(complete),
-		markUnknown: q(`UPDATE idempotency_keys
-			SET state = 'outcome_unknown', lease_token = NULL, lease_expires_at = NULL
-			WHERE account_id = ? AND key = ? AND state = 'dispatched' AND lease_token = ?`),
+		complete:    q(complete),
+		markUnknown: q(markUnknown),
 		// Like Complete, Release needs a live lease: once it has run out,
 		// readers answer outcome_unknown for the key, and freeing it then
 		// would contradict them.
@@ -106,11 +109,14 @@ func newIdemSQL(d Dialect, now string) idemSQL {
 			WHERE account_id = ? AND key = ? AND state = 'dispatched' AND lease_token = ? AND lease_expires_at > {now}`),
 	}
 	if d == Postgres {
-		s.completeLogged = q(`WITH done AS (` + complete + ` RETURNING 1), logged AS (
+		logged := func(change string) string {
+			return q(`WITH done AS (` + change + ` RETURNING 1), logged AS (
 			INSERT INTO calls (call_id, account_id, tool_id, action, outcome, duration_ms, idempotency_key, created_at)
 			SELECT ?::text, ?::bigint, ?::bigint, ?::text, ?::text, ?::bigint, ?::text, ?::timestamptz FROM done
 			ON CONFLICT (call_id) DO NOTHING)
 		SELECT count(*) FROM done`)
+		}
+		s.completeLogged, s.markUnknownLogged = logged(complete), logged(markUnknown)
 	}
 	return s
 }
@@ -199,13 +205,19 @@ func (s *Store) affectedOne(ctx context.Context, q string, args ...any) (bool, e
 // one transaction on SQLite: a call whose outcome is stored is in the log,
 // even if the process dies a moment later (a batched entry would be lost).
 func (s *Store) Complete(ctx context.Context, accountID int64, key, leaseToken string, status int, contentType string, body []byte, entry *CallLog) (bool, error) {
+	return s.changeLogged(ctx, s.idem.complete, s.idem.completeLogged, entry, status, contentType, body, accountID, key, leaseToken)
+}
+
+// changeLogged runs the conditional statement change with args and, given
+// a call log entry, writes the entry if (and only if) it changed its row:
+// in one statement on Postgres (logged), in one transaction on SQLite.
+func (s *Store) changeLogged(ctx context.Context, change, logged string, entry *CallLog, args ...any) (bool, error) {
 	if entry == nil {
-		return s.affectedOne(ctx, s.idem.complete, status, contentType, body, accountID, key, leaseToken)
+		return s.affectedOne(ctx, change, args...)
 	}
 	if s.dialect == Postgres {
 		var n int
-		args := append([]any{status, contentType, body, accountID, key, leaseToken}, callArgs([]CallLog{*entry})...)
-		err := s.sql.QueryRowContext(ctx, s.idem.completeLogged, args...).Scan(&n)
+		err := s.sql.QueryRowContext(ctx, logged, append(args, callArgs([]CallLog{*entry})...)...).Scan(&n)
 		return n == 1, interpretWrite(err)
 	}
 	tx, err := s.sql.BeginTx(ctx, nil)
@@ -213,7 +225,7 @@ func (s *Store) Complete(ctx context.Context, accountID int64, key, leaseToken s
 		return false, interpret(err)
 	}
 	defer tx.Rollback()
-	res, err := tx.ExecContext(ctx, s.idem.complete, status, contentType, body, accountID, key, leaseToken)
+	res, err := tx.ExecContext(ctx, change, args...)
 	if err != nil {
 		return false, interpretWrite(err)
 	}
@@ -227,9 +239,11 @@ func (s *Store) Complete(ctx context.Context, accountID int64, key, leaseToken s
 }
 
 // MarkUnknown records that a dispatched call has no known outcome. The key
-// is terminal from then on.
-func (s *Store) MarkUnknown(ctx context.Context, accountID int64, key, leaseToken string) (bool, error) {
-	return s.affectedOne(ctx, s.idem.markUnknown, accountID, key, leaseToken)
+// is terminal from then on. Given a call log entry, it writes it with the
+// outcome, as Complete does: a call dispatched with no outcome, perhaps run,
+// is in the log even if the process dies a moment after answering.
+func (s *Store) MarkUnknown(ctx context.Context, accountID int64, key, leaseToken string, entry *CallLog) (bool, error) {
+	return s.changeLogged(ctx, s.idem.markUnknown, s.idem.markUnknownLogged, entry, accountID, key, leaseToken)
 }
 
 // Release deletes a reservation whose call provably never reached the tool,
@@ -249,16 +263,68 @@ type SweptKey struct {
 }
 
 // SweepExpiredLeases turns every dispatched row whose lease ran out into
-// outcome_unknown and returns them. Safe to run concurrently in every
-// replica: the WHERE clause re-checks each row under its row lock, so a row
-// is swept once and a completion that won the race is never overwritten.
+// outcome_unknown, writes each one's call log entry with it (the replica
+// that dispatched the call died before it could, and a sweeper that dies
+// a moment later must not lose it either), and returns them. Safe to run
+// concurrently in every replica: the WHERE clause re-checks each row under
+// its row lock, so a row is swept once and a completion that won the race
+// is never overwritten. On Postgres it is one statement; SQLite runs the
+// two in a transaction.
 func (s *Store) SweepExpiredLeases(ctx context.Context) ([]SweptKey, error) {
-	var out []SweptKey
-	err := s.db.WithContext(ctx).Raw(`UPDATE idempotency_keys
+	sweep := `UPDATE idempotency_keys
 		SET state = 'outcome_unknown', lease_token = NULL, lease_expires_at = NULL
 		WHERE state = 'dispatched' AND lease_expires_at <= ` + s.nowMS + `
-		RETURNING account_id, key, tool_id, action, call_id, created_at`).Scan(&out).Error
-	return out, interpret(err)
+		RETURNING account_id, key, tool_id, action, call_id, created_at`
+	if s.dialect == Postgres {
+		rows, err := s.sql.QueryContext(ctx, `WITH swept AS (`+sweep+`), logged AS (
+			INSERT INTO calls (call_id, account_id, tool_id, action, outcome, duration_ms, idempotency_key, created_at)
+			SELECT call_id, account_id, tool_id, action, 'outcome_unknown', 0, key, to_timestamp(created_at / 1000.0) FROM swept
+			ON CONFLICT (call_id) DO NOTHING)
+		SELECT account_id, key, tool_id, action, call_id, created_at FROM swept`)
+		if err != nil {
+			return nil, interpret(err)
+		}
+		return scanSwept(rows)
+	}
+	tx, err := s.sql.BeginTx(ctx, nil)
+	if err != nil {
+		return nil, interpret(err)
+	}
+	defer tx.Rollback()
+	rows, err := tx.QueryContext(ctx, sweep)
+	if err != nil {
+		return nil, interpret(err)
+	}
+	out, err := scanSwept(rows)
+	if err != nil || len(out) == 0 {
+		return nil, err
+	}
+	entries := make([]CallLog, len(out))
+	for i, k := range out {
+		key := k.Key
+		entries[i] = CallLog{CallID: k.CallID, AccountID: k.AccountID, ToolID: k.ToolID, Action: k.Action,
+			Outcome: "outcome_unknown", IdempotencyKey: &key, CreatedAt: time.UnixMilli(k.CreatedAt).UTC()}
+	}
+	// SQLite takes a bounded number of parameters per statement.
+	for batch := range slices.Chunk(entries, 256) {
+		if _, err := tx.ExecContext(ctx, insertCallsSQL(len(batch)), callArgs(batch)...); err != nil {
+			return nil, interpret(err)
+		}
+	}
+	return out, interpret(tx.Commit())
+}
+
+func scanSwept(rows *sql.Rows) ([]SweptKey, error) {
+	defer rows.Close()
+	var out []SweptKey
+	for rows.Next() {
+		var k SweptKey
+		if err := rows.Scan(&k.AccountID, &k.Key, &k.ToolID, &k.Action, &k.CallID, &k.CreatedAt); err != nil {
+			return nil, interpret(err)
+		}
+		out = append(out, k)
+	}
+	return out, interpret(rows.Err())
 }
 
 // PurgeExpiredKeys deletes keys past their TTL (never one still leased) and

@@ -38,7 +38,7 @@ func TestReserveKeepsReadOnly(t *testing.T) {
 				if i == 0 {
 					_, err = s.Complete(ctx, acct.ID, key, tok, 200, "application/json", []byte("{}"), nil)
 				} else {
-					_, err = s.MarkUnknown(ctx, acct.ID, key, tok)
+					_, err = s.MarkUnknown(ctx, acct.ID, key, tok, nil)
 				}
 				if err != nil {
 					t.Fatal(err)

@@ -149,7 +149,7 @@ func TestIdempotencyTransitions(t *testing.T) {
 			if err != nil || got.State != store.IdemSucceeded || string(got.Response) != string(body) || *got.StatusCode != 200 {
 				t.Fatalf("GetIdem: %+v, %v", got, err)
 			}
-			if ok, _ := s.MarkUnknown(ctx, acct.ID, "k1", tok); ok {
+			if ok, _ := s.MarkUnknown(ctx, acct.ID, "k1", tok, nil); ok {
 				t.Fatal("MarkUnknown after Complete succeeded")
 			}
 
@@ -207,7 +207,7 @@ func TestIdempotencyTransitions(t *testing.T) {
 			if _, err := s.Reserve(ctx, r5, time.Millisecond, time.Millisecond); err != nil {
 				t.Fatal(err)
 			}
-			s.MarkUnknown(ctx, acct.ID, "k5", tok5)
+			s.MarkUnknown(ctx, acct.ID, "k5", tok5, nil)
 			time.Sleep(5 * time.Millisecond) // the database clock must pass a 1 ms TTL
 			tok6 := "lease-6"
 			r6 := &store.IdemRecord{AccountID: acct.ID, Key: "k5", Fingerprint: []byte{6}, LeaseToken: &tok6, ToolID: 1, Action: "a", CallID: "c6"}
@@ -321,7 +321,7 @@ func TestCompleteNeedsALiveLease(t *testing.T) {
 			if ok, err := s.Complete(ctx, acct.ID, "short", tok, 200, "application/json", []byte("{}"), nil); ok || err != nil {
 				t.Fatalf("Complete after the lease ran out: %v, %v", ok, err)
 			}
-			if ok, err := s.MarkUnknown(ctx, acct.ID, "short", tok); !ok || err != nil {
+			if ok, err := s.MarkUnknown(ctx, acct.ID, "short", tok, nil); !ok || err != nil {
 				t.Fatalf("MarkUnknown after the lease ran out: %v, %v", ok, err)
 			}
 			if r, _ := s.GetIdem(ctx, acct.ID, "short"); r.State != store.IdemOutcomeUnknown {
