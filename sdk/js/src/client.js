@@ -137,7 +137,10 @@ export class AgentClient {
       defaultHeaders: options.defaultHeaders,
       fetch: options.fetch,
     });
-    this.apiKey = apiKey;
+    // Not enumerable: console.log(client) and JSON.stringify(client) must not show the key (nor the
+    // transport's default headers, which may carry a token). client.apiKey still reads it.
+    Object.defineProperty(this, "_transport", { value: this._transport, enumerable: false, writable: true });
+    Object.defineProperty(this, "apiKey", { value: apiKey, enumerable: false, writable: true });
     this.baseUrl = this._transport.baseUrl;
     this.timeout = this._transport.timeout;
     this.maxRetries = this._transport.maxRetries;

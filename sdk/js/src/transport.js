@@ -203,11 +203,12 @@ export class Transport {
     if (!Number.isInteger(options.maxRetries) || options.maxRetries < 0) {
       throw new RangeError("maxRetries must be an integer >= 0");
     }
-    this.apiKey = options.apiKey ?? null;
+    // Not enumerable, so that logging the transport shows neither (see AgentClient).
+    Object.defineProperty(this, "apiKey", { value: options.apiKey ?? null, enumerable: false, writable: true });
     this.baseUrl = checkBaseUrl(options.baseUrl);
     this.timeout = checkTimeout(options.timeout);
     this.maxRetries = options.maxRetries;
-    this.defaultHeaders = { ...(options.defaultHeaders ?? {}) };
+    Object.defineProperty(this, "defaultHeaders", { value: { ...(options.defaultHeaders ?? {}) }, enumerable: false, writable: true });
     this.fetch = options.fetch ?? globalThis.fetch;
     /** Whether the caller gave a fetch: its own limits are then the caller's (see FETCH_OWN_TIMEOUT_MS). */
     this.customFetch = options.fetch != null;

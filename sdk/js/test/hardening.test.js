@@ -3,6 +3,7 @@
 
 import { test, describe, beforeEach, afterEach } from "node:test";
 import assert from "node:assert/strict";
+import { inspect } from "node:util";
 
 import * as quiver from "quiver-sdk";
 import { AgentClient } from "quiver-sdk";
@@ -323,6 +324,20 @@ describe("client options", () => {
     for (const baseUrl of ["http://127.0.0.1:8080", "https://api.example.com/prefix/", "http://[::1]:8080"]) {
       assert.equal(new AgentClient({ apiKey: "k", baseUrl }).baseUrl, baseUrl.replace(/\/+$/, ""));
     }
+  });
+
+  test("logging or serialising a client never shows its API key or default headers", async () => {
+    // The Python client's repr shows only its base_url; console.log(client) printed the key twice.
+    const c = makeClient({ apiKey: "qv_s3cret-key", defaultHeaders: { Authorization: "Bearer s3cret-token" } });
+    for (const shown of [inspect(c, { depth: 10 }), JSON.stringify(c), inspect(c.tools, { depth: 10 })]) {
+      assert.ok(!shown.includes("s3cret"), shown);
+    }
+    assert.match(inspect(c), /baseUrl/);
+    assert.equal(c.apiKey, "qv_s3cret-key"); // still readable
+    fake.push(200, { tools: [], next_cursor: null });
+    await c.tools.list();
+    assert.equal(fake.requests[0].headers["x-api-key"], "qv_s3cret-key");
+    assert.equal(fake.requests[0].headers.authorization, "Bearer s3cret-token");
   });
 
   test("timeout must be a positive number of milliseconds", async () => {
