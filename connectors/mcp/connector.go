@@ -114,6 +114,10 @@ type Options struct {
 	// DiscoveryTimeout bounds listing a tool's actions (every page of
 	// tools/list together), after its session is open.
 	DiscoveryTimeout time.Duration
+	// RelistInterval is how old a tool's list must be before a call naming
+	// an action missing from it reads it again, and how often at most it
+	// is read again so (relist.go; QUIVER_MCP_RELIST_INTERVAL).
+	RelistInterval time.Duration
 	// MaxResponseBytes caps the size of one response from a server.
 	MaxResponseBytes int64
 	// SDKCalls sends every tools/call through the SDK's client session
@@ -140,6 +144,9 @@ func (o *Options) withDefaults() Options {
 	}
 	if out.DiscoveryTimeout <= 0 {
 		out.DiscoveryTimeout = DefaultDiscoveryTimeout
+	}
+	if out.RelistInterval <= 0 {
+		out.RelistInterval = DefaultRelistInterval
 	}
 	if out.MaxResponseBytes <= 0 {
 		out.MaxResponseBytes = DefaultMaxResponseBytes
@@ -173,7 +180,7 @@ func New(opts *Options) *Connector {
 		opts:      o,
 		transport: egress.Transport(guard),
 		h1:        newH1Transport(egress.Dialer(guard).DialContext, nil),
-		discovery: newDiscovery(o.DiscoveryTTL),
+		discovery: newDiscovery(o.DiscoveryTTL, o.RelistInterval),
 	}
 	c.pool = newPool(c)
 	return c

@@ -226,7 +226,9 @@ func ptr[T any](v T) *T { return &v }
 // (relist.go).
 type discovery struct {
 	ttl time.Duration
-	now func() time.Time // nil: time.Now; tests move it
+	// relistEvery is Options.RelistInterval (relist.go).
+	relistEvery time.Duration
+	now         func() time.Time // nil: time.Now; tests move it
 
 	mu      sync.Mutex
 	entries map[slotKey]cached
@@ -240,8 +242,8 @@ type cached struct {
 	expires time.Time
 }
 
-func newDiscovery(ttl time.Duration) *discovery {
-	return &discovery{ttl: ttl, entries: map[slotKey]cached{}, gens: map[slotKey]uint64{},
+func newDiscovery(ttl, relistEvery time.Duration) *discovery {
+	return &discovery{ttl: ttl, relistEvery: relistEvery, entries: map[slotKey]cached{}, gens: map[slotKey]uint64{},
 		relists: map[slotKey]*relisting{}}
 }
 

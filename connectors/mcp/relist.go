@@ -21,7 +21,8 @@ package mcp
 //	   │ listed: cached, and the list to look in again
 //	   ▼ failed: logged; the caller answers from the list it had (not_found)
 //
-// RelistInterval is both "fresh" and the rate limit, 5 s. A caller
+// RelistInterval (Options; QUIVER_MCP_RELIST_INTERVAL) is both "fresh"
+// and the rate limit, 5 s unless set (tests shorten it). A caller
 // repeating a name that exists nowhere costs the server at most one
 // tools/list per tool per 5 s, twelve a minute against the one a minute
 // DiscoveryTTL costs: a listing can run to many pages, so it is not made
@@ -40,10 +41,10 @@ import (
 	"github.com/quiverhq/quiver/connectors"
 )
 
-// RelistInterval is how old a tool list must be before a call naming an
-// action missing from it re-reads it, and how often at most a tool's list
-// is re-read so.
-const RelistInterval = 5 * time.Second
+// DefaultRelistInterval is Options.RelistInterval's default: how old a
+// tool list must be before a call naming an action missing from it
+// re-reads it, and how often at most a tool's list is re-read so.
+const DefaultRelistInterval = 5 * time.Second
 
 var _ connectors.ActionsRelister = (*Connector)(nil)
 
@@ -108,11 +109,11 @@ func (d *discovery) relist(key slotKey) (r *relisting, lead bool) {
 		if !r.finished {
 			return r, false
 		}
-		if now.Sub(r.started) < RelistInterval {
+		if now.Sub(r.started) < d.relistEvery {
 			return nil, false
 		}
 	}
-	if e, ok := d.entries[key]; ok && now.Sub(e.expires.Add(-d.ttl)) < RelistInterval && !now.After(e.expires) {
+	if e, ok := d.entries[key]; ok && now.Sub(e.expires.Add(-d.ttl)) < d.relistEvery && !now.After(e.expires) {
 		return nil, false
 	}
 	r = &relisting{started: now, done: make(chan struct{})}
@@ -132,7 +133,7 @@ func (d *discovery) relisted(r *relisting, actions []connectors.Action, err erro
 // anything, and those of key's tool's older versions.
 func (d *discovery) pruneRelistsLocked(key slotKey, now time.Time) {
 	for k, r := range d.relists {
-		if (k.id == key.id && k.version < key.version) || (r.finished && now.Sub(r.started) >= RelistInterval) {
+		if (k.id == key.id && k.version < key.version) || (r.finished && now.Sub(r.started) >= d.relistEvery) {
 			delete(d.relists, k)
 		}
 	}

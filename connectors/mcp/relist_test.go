@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/quiverhq/quiver/connectors"
+	"github.com/quiverhq/quiver/internal/config"
 	"github.com/quiverhq/quiver/internal/mcptest"
 )
 
@@ -83,7 +84,7 @@ func TestRelistFindsAddedTool(t *testing.T) {
 		t.Fatalf("a fresh list was re-read (%d listings, want %d)", srv.Listings(), before)
 	}
 
-	clock.advance(RelistInterval)
+	clock.advance(DefaultRelistInterval)
 	if !has(relist(t, c, tool), "added") {
 		t.Fatal("the re-list did not find the added tool")
 	}
@@ -102,12 +103,12 @@ func TestRelistRateLimited(t *testing.T) {
 	srv, c, tool, clock := relistSetup(t, mcptest.Options{})
 	before := srv.Listings()
 	for window := 1; window <= 3; window++ {
-		clock.advance(RelistInterval)
+		clock.advance(DefaultRelistInterval)
 		for range 20 {
 			if has(relist(t, c, tool), "never") {
 				t.Fatal("found a tool that does not exist")
 			}
-			clock.advance(RelistInterval / 20 / 2)
+			clock.advance(DefaultRelistInterval / 20 / 2)
 		}
 		if n := srv.Listings() - before; n != window {
 			t.Fatalf("after %d windows: %d listings, want %d", window, n, window)
@@ -124,7 +125,7 @@ func TestRelistSingleFlight(t *testing.T) {
 	srv, c, tool, clock := relistSetup(t, mcptest.Options{Wrap: hold.Wrap})
 	before := srv.Listings()
 	srv.AddTool("added")
-	clock.advance(RelistInterval)
+	clock.advance(DefaultRelistInterval)
 	hold.set(true)
 
 	const callers = 16
@@ -163,7 +164,7 @@ func TestRelistBoundedByCaller(t *testing.T) {
 	hold := holdLists(release)
 	srv, c, tool, clock := relistSetup(t, mcptest.Options{Wrap: hold.Wrap})
 	srv.AddTool("added")
-	clock.advance(RelistInterval)
+	clock.advance(DefaultRelistInterval)
 	hold.set(true)
 
 	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
@@ -190,7 +191,7 @@ func TestRelistFailed(t *testing.T) {
 	fail := failLists()
 	srv, c, tool, clock := relistSetup(t, mcptest.Options{Wrap: fail.Wrap})
 	srv.AddTool("added")
-	clock.advance(RelistInterval)
+	clock.advance(DefaultRelistInterval)
 	fail.set(true)
 	for range 5 {
 		actions := relist(t, c, tool)
@@ -202,7 +203,7 @@ func TestRelistFailed(t *testing.T) {
 		t.Fatalf("%d failed tools/list requests, want the one re-list's", n)
 	}
 	fail.set(false)
-	clock.advance(RelistInterval)
+	clock.advance(DefaultRelistInterval)
 	if !has(relist(t, c, tool), "added") {
 		t.Fatal("the re-list after the server recovered did not find the tool")
 	}
@@ -262,4 +263,34 @@ func isToolsList(r *http.Request) bool {
 		Method string `json:"method"`
 	}
 	return json.Unmarshal(body, &m) == nil && m.Method == "tools/list"
+}
+
+// TestRelistIntervalOption: Options.RelistInterval replaces the 5 s, as
+// "fresh" and as the rate limit alike; QUIVER_MCP_RELIST_INTERVAL's
+// default is this package's.
+func TestRelistIntervalOption(t *testing.T) {
+	t.Parallel()
+	if config.DefaultRelistInterval != DefaultRelistInterval {
+		t.Errorf("QUIVER_MCP_RELIST_INTERVAL defaults to %s, the connector to %s", config.DefaultRelistInterval, DefaultRelistInterval)
+	}
+	const every = 200 * time.Millisecond
+	srv, c, tool := counterSetup(t, mcptest.Options{Stateless: true, PageSize: 100}, &Options{AllowPrivate: true, RelistInterval: every})
+	clock := &fakeClock{now: time.Now()}
+	c.discovery.now = clock.Now
+	listed(t, c, tool)
+	before := srv.Listings()
+	srv.AddTool("added")
+	clock.advance(every - time.Millisecond)
+	if has(relist(t, c, tool), "added") || srv.Listings() != before {
+		t.Fatalf("a list %s old was re-read (%d listings, want %d)", every-time.Millisecond, srv.Listings(), before)
+	}
+	clock.advance(time.Millisecond)
+	if !has(relist(t, c, tool), "added") || srv.Listings() != before+1 {
+		t.Fatalf("a list %s old was not re-read once (%d listings, want %d)", every, srv.Listings(), before+1)
+	}
+	clock.advance(every - time.Millisecond)
+	relist(t, c, tool)
+	if srv.Listings() != before+1 {
+		t.Fatalf("re-read again within %s", every)
+	}
 }

@@ -179,7 +179,7 @@ func New(ctx context.Context, cfg *config.Config, logger *slog.Logger) (*App, er
 		cache = replaycache.NewTiered(replaycache.NewMemory(), replaycache.NewRedis(a.redis, cfg.RedisPrefix))
 	}
 
-	a.mcp = mcp.New(&mcp.Options{AllowPrivate: cfg.AllowPrivate, Logger: logger})
+	a.mcp = mcp.New(&mcp.Options{AllowPrivate: cfg.AllowPrivate, RelistInterval: cfg.RelistInterval, Logger: logger})
 	a.closers = append(a.closers, func() { a.mcp.Close() })
 	registry := connectors.Registry{
 		"tavily": tavily.New(tavily.Options{BaseURL: cfg.TavilyBaseURL}),

@@ -28,6 +28,7 @@ const (
 	DefaultTavilyBaseURL  = "https://api.tavily.com"
 	DefaultBodyLimit      = 1 << 20
 	DefaultCacheTTL       = time.Second
+	DefaultRelistInterval = 5 * time.Second // mcp.DefaultRelistInterval
 )
 
 // Config is everything Quiver reads from its environment.
@@ -51,6 +52,7 @@ type Config struct {
 	IdempotencyTTL time.Duration // QUIVER_IDEMPOTENCY_TTL
 	SweepInterval  time.Duration // QUIVER_SWEEP_INTERVAL
 	CacheTTL       time.Duration // QUIVER_CACHE_TTL: how long API keys and tools are cached in process
+	RelistInterval time.Duration // QUIVER_MCP_RELIST_INTERVAL: how stale an MCP tool list must be for a call of an action it lacks to re-read it
 	PublicURL      string        // QUIVER_PUBLIC_URL
 	TavilyBaseURL  string        // QUIVER_TAVILY_BASE_URL
 	BodyLimit      int64         // QUIVER_BODY_LIMIT (bytes)
@@ -146,6 +148,7 @@ func Parse(getenv func(string) string, environ []string) (*Config, error) {
 		IdempotencyTTL: dur("QUIVER_IDEMPOTENCY_TTL", DefaultIdempotencyTTL),
 		SweepInterval:  dur("QUIVER_SWEEP_INTERVAL", DefaultSweepInterval),
 		CacheTTL:       dur("QUIVER_CACHE_TTL", DefaultCacheTTL),
+		RelistInterval: dur("QUIVER_MCP_RELIST_INTERVAL", DefaultRelistInterval),
 		PublicURL:      strings.TrimRight(str("QUIVER_PUBLIC_URL", DefaultPublicURL), "/"),
 		TavilyBaseURL:  strings.TrimRight(str("QUIVER_TAVILY_BASE_URL", DefaultTavilyBaseURL), "/"),
 		BodyLimit:      DefaultBodyLimit,
@@ -227,6 +230,14 @@ func Parse(getenv func(string) string, environ []string) (*Config, error) {
 // queries the database on each tick.
 const MinSweepInterval = 100 * time.Millisecond
 
+// Bounds of QUIVER_MCP_RELIST_INTERVAL: each re-read may list many pages
+// from the tool's server, and a list is read anew every minute anyway
+// (mcp.DefaultDiscoveryTTL).
+const (
+	MinRelistInterval = 100 * time.Millisecond
+	MaxRelistInterval = time.Minute
+)
+
 // Bounds of QUIVER_CALL_TIMEOUT and QUIVER_LEASE_GRACE: a call needs some
 // time to run at all, and a lease (their sum) longer than a day would hold
 // a key past its TTL.
@@ -289,6 +300,9 @@ func (c *Config) Validate() error {
 	}
 	if c.SweepInterval < MinSweepInterval {
 		errs = append(errs, fmt.Errorf("QUIVER_SWEEP_INTERVAL: must be at least %s", MinSweepInterval))
+	}
+	if c.RelistInterval < MinRelistInterval || c.RelistInterval > MaxRelistInterval {
+		errs = append(errs, fmt.Errorf("QUIVER_MCP_RELIST_INTERVAL: must be from %s to %s", MinRelistInterval, MaxRelistInterval))
 	}
 	if c.CallTimeout < MinCallTimeout || c.CallTimeout > MaxCallTimeout {
 		errs = append(errs, fmt.Errorf("QUIVER_CALL_TIMEOUT: must be from %s to %s", MinCallTimeout, MaxCallTimeout))

@@ -25,6 +25,12 @@ func TestDefaults(t *testing.T) {
 	if c.Lease() != 35*time.Second {
 		t.Fatalf("Lease = %v", c.Lease())
 	}
+	if c.RelistInterval != 5*time.Second {
+		t.Fatalf("RelistInterval = %v", c.RelistInterval)
+	}
+	if c, err := parse(map[string]string{"QUIVER_MCP_RELIST_INTERVAL": "250ms"}); err != nil || c.RelistInterval != 250*time.Millisecond {
+		t.Fatalf("QUIVER_MCP_RELIST_INTERVAL=250ms: %v, %v", c, err)
+	}
 }
 
 func TestErrorsNameTheVariable(t *testing.T) {
@@ -47,6 +53,8 @@ func TestErrorsNameTheVariable(t *testing.T) {
 		"QUIVER_ADDR":                  {"QUIVER_ADDR": ":99999"},
 		"QUIVER_PPROF_ADDR":            {"QUIVER_PPROF_ADDR": "localhost"},
 		"QUIVER_SWEEP_INTERVAL":        {"QUIVER_SWEEP_INTERVAL": "1ns"},
+		"QUIVER_MCP_RELIST_INTERVAL":   {"QUIVER_MCP_RELIST_INTERVAL": "1ms"},
+		"QUIVER_MCP_RELIST_INTERVAL:":  {"QUIVER_MCP_RELIST_INTERVAL": "1h"},
 		"QUIVER_LOG_LEVEL":             {"QUIVER_LOG_LEVEL": "loud"},
 	}
 	for name, env := range cases {

@@ -10,7 +10,6 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/quiverhq/quiver/connectors/mcp"
 	"github.com/quiverhq/quiver/internal/mcptest"
 	"github.com/quiverhq/quiver/internal/testserver"
 )
@@ -57,18 +56,18 @@ func (a *mqlAgent) post(srv *testserver.Server, name string) *testserver.Respons
 // list changed, so a tool its operator added was "unknown tool" at an agent's
 // endpoint until the agent's list was built from a list read anew (60 s).
 // A tools/call of {tool}__{action}, where {tool} is attached and its list is
-// older than mcp.RelistInterval, now re-reads the tool's list first (the
+// older than the re-list interval (mqRelistEvery), now re-reads the tool's list first (the
 // connector's re-list, as REST's), and runs the call when the action is
 // there; the agent's list shows it from then on. A name that exists nowhere
 // is refused as before, at the cost of at most one tools/list per window.
 func TestMCPAgentToolAdded(t *testing.T) {
-	srv := testserver.Start(t, testserver.Options{Postgres: true})
+	srv := testserver.Start(t, testserver.Options{Postgres: true, Env: mqRelistEnv})
 	added := mqlStart(t, srv, "added")
 	unknown := mqlStart(t, srv, "unknown")
 	concurrent := mqlStart(t, srv, "concurrent")
 	raw := mqlStart(t, srv, "raw")
-	// A list fresher than RelistInterval is not re-read.
-	time.Sleep(mcp.RelistInterval + 100*time.Millisecond)
+	// A list fresher than the interval is not re-read.
+	time.Sleep(mqRelistEvery + 100*time.Millisecond)
 
 	t.Run("added tool", func(t *testing.T) {
 		added.up.AddTool("fresh")

@@ -8,20 +8,28 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/quiverhq/quiver/connectors/mcp"
 	"github.com/quiverhq/quiver/internal/mcptest"
 	"github.com/quiverhq/quiver/internal/testserver"
 )
+
+// mqRelistEvery is QUIVER_MCP_RELIST_INTERVAL in the re-list tests
+// (mqRelistEnv): a second rather than the default 5 s, so they wait that
+// long for a list to go stale, and long enough for the 20 calls of a rate
+// limit check to fall mostly in one window.
+const mqRelistEvery = time.Second
+
+var mqRelistEnv = map[string]string{"QUIVER_MCP_RELIST_INTERVAL": mqRelistEvery.String()}
 
 // TestMCPStatelessListChanged: a stateless MCP server has no standalone
 // stream to say that its tool list changed, so a tool its operator added
 // was not_found, and missing from GET .../actions/, until the cached list
 // expired (60 s). A call naming an action missing from a list older than
-// mcp.RelistInterval now re-reads the list first: once per tool however
-// many callers ask at once, and at most once per RelistInterval however
-// often a caller names an action that exists nowhere.
+// the re-list interval (QUIVER_MCP_RELIST_INTERVAL, here mqRelistEvery)
+// now re-reads the list first: once per tool however many callers ask at
+// once, and at most once per interval however often a caller names an
+// action that exists nowhere; a list fresher than that is not re-read.
 func TestMCPStatelessListChanged(t *testing.T) {
-	srv := testserver.Start(t, testserver.Options{Postgres: true})
+	srv := testserver.Start(t, testserver.Options{Postgres: true, Env: mqRelistEnv})
 	start := func(name string) (*mcptest.Server, int64) {
 		s := mcptest.Start(t, mcptest.Counter, mcptest.Options{Stateless: true, PageSize: 100})
 		id := mqConnect(t, srv, name, map[string]any{"url": s.URL})
@@ -33,9 +41,14 @@ func TestMCPStatelessListChanged(t *testing.T) {
 	added, addedID := start("added")
 	unknown, unknownID := start("unknown")
 	concurrent, concurrentID := start("concurrent")
-	// What is tested is a list older than RelistInterval: a fresher one is
-	// not re-read.
-	time.Sleep(mcp.RelistInterval + 100*time.Millisecond)
+	// A fresh list is not re-read: the call is refused from it.
+	before := unknown.Listings()
+	mqWant(t, mqCall(srv, unknownID, "never", nil, ""), 404, "not_found")
+	if n := unknown.Listings() - before; n != 0 {
+		t.Fatalf("a call naming no action of a fresh list made %d tool listings, want none", n)
+	}
+	// What is tested next is a list older than the interval.
+	time.Sleep(mqRelistEvery + 100*time.Millisecond)
 
 	t.Run("added tool", func(t *testing.T) {
 		added.AddTool("fresh")
@@ -116,10 +129,10 @@ func TestMCPStatelessListChanged(t *testing.T) {
 
 // mqWantListingPerWindow checks the re-list's rate limit, in both tests of
 // it: 20 calls of a name that exists nowhere, made since began, led to n
-// tool listings, at least one and at most one per mcp.RelistInterval.
+// tool listings, at least one and at most one per mqRelistEvery.
 func mqWantListingPerWindow(t *testing.T, n int, began time.Time) {
 	t.Helper()
-	if windows := 1 + int(time.Since(began)/mcp.RelistInterval); n < 1 || n > windows {
+	if windows := 1 + int(time.Since(began)/mqRelistEvery); n < 1 || n > windows {
 		t.Errorf("20 calls of an unknown action made %d tool listings in %d windows, want 1 per window", n, windows)
 	}
 }

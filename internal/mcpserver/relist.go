@@ -8,7 +8,7 @@ package mcpserver
 // server just added would be "unknown tool" here until that cache ran out.
 // A REST call naming an action missing from a stale list asks the connector
 // to read the list again (connectors.ActionsRelister, connectors/mcp's
-// relist.go: single flight, at most once per tool per RelistInterval); a
+// relist.go: single flight, at most once per tool per its RelistInterval); a
 // tools/call here does the same, from the receiving middleware that sees
 // every unlisted name (replayUnlisted), after a key replay has had its
 // turn:
