@@ -114,7 +114,9 @@ func (c *Connector) callOn(ctx context.Context, s *slot, action string, args jso
 		common.Content[0].Text != nil && json.Valid([]byte(*common.Content[0].Text)) {
 		out := connectors.Result{IsError: common.IsError,
 			Content: json.RawMessage(bytes.TrimSpace([]byte(*common.Content[0].Text)))}
-		if common.Structured != nil {
+		// Most tools' text is their structured content serialized, byte
+		// for byte (the Go SDK's typed tools): no second decode then.
+		if common.Structured != nil && !bytes.Equal(common.Structured, out.Content) {
 			out.Structured = otherJSON(out.Content, structuredContent(raw))
 		}
 		return c.checked(out)

@@ -19,22 +19,29 @@ import (
 // process, on the fast path and on the SDK's, with the engine faked: what
 // the endpoint itself costs a call, allocations included. unknown is a
 // name of the listed tool that its connector does not list either: the
-// SDK's unknown tool, after a re-list that finds nothing (relist.go).
+// SDK's unknown tool, after a re-list that finds nothing (relist.go);
+// typed is an action listed with an output schema, whose answers the
+// SDK's encoding writes (typedResult).
 //
 //	go test -run '^$' -bench ToolsCallListed -benchmem ./internal/mcpserver
 func BenchmarkToolsCallListed(b *testing.B) {
 	f := &fakes{agentTools: map[int64][]int64{7: {11}}, names: map[int64]string{11: "My Mail!"},
 		configured: map[int64]bool{11: true}, shared: true, actions: []connectors.Action{
-			{Name: "read", InputSchema: json.RawMessage(`{"type":"object","properties":{"q":{"type":"string"}}}`), Retryable: true}}}
+			{Name: "read", InputSchema: json.RawMessage(`{"type":"object","properties":{"q":{"type":"string"}}}`), Retryable: true},
+			{Name: "count", InputSchema: json.RawMessage(`{"type":"object"}`), Retryable: true,
+				OutputSchema: json.RawMessage(`{"type":"object","properties":{"n":{"type":"integer"}}}`)}}}
 	body := []byte(`{"call_id":"c_1","tool":11,"action":"read","is_error":false,"result":{"n":1},"duration_ms":1}`)
 	eng := engineFunc(func(context.Context, calls.Request) (*calls.Response, error) {
 		return &calls.Response{Status: 200, Body: body}, nil
 	})
 	gin.SetMode(gin.ReleaseMode)
-	for _, path := range []string{"fast", "sdk", "unknown"} {
+	for _, path := range []string{"fast", "sdk", "unknown", "typed"} {
 		name, want := "My_Mail__read", `"quiver/call_id"`
-		if path == "unknown" {
+		switch path {
+		case "unknown":
 			name, want = "My_Mail__never", `unknown tool`
+		case "typed":
+			name, want = "My_Mail__count", `"structuredContent":{"n":1}`
 		}
 		msg := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"` + name + `","arguments":{"q":"x"}}}`
 		b.Run(path, func(b *testing.B) {
