@@ -208,7 +208,8 @@ export class Transport {
     this.baseUrl = checkBaseUrl(options.baseUrl);
     this.timeout = checkTimeout(options.timeout);
     this.maxRetries = options.maxRetries;
-    Object.defineProperty(this, "defaultHeaders", { value: { ...(options.defaultHeaders ?? {}) }, enumerable: false, writable: true });
+    const defaultHeaders = { ...(options.defaultHeaders ?? {}) };
+    Object.defineProperty(this, "defaultHeaders", { value: defaultHeaders, enumerable: false, writable: true });
     this.fetch = options.fetch ?? globalThis.fetch;
     /** Whether the caller gave a fetch: its own limits are then the caller's (see FETCH_OWN_TIMEOUT_MS). */
     this.customFetch = options.fetch != null;
