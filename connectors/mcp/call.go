@@ -19,7 +19,7 @@ import (
 // whether the server may have run it; a request is re-sent on a fresh session
 // only when the server provably did not get it.
 func (c *Connector) Call(ctx context.Context, t *connectors.Tool, action string, args json.RawMessage) (connectors.Result, error) {
-	tgt, err := toolTarget(t)
+	tgt, err := c.toolTarget(t)
 	if err != nil {
 		return connectors.Result{}, err
 	}

@@ -79,6 +79,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/quiverhq/quiver/catalog"
@@ -165,6 +166,7 @@ type Connector struct {
 	h1        *h1Transport // the tools/call fast path's
 	pool      *pool
 	discovery *discovery
+	targets   targets
 }
 
 var (
@@ -281,8 +283,8 @@ func port(u *url.URL) string {
 
 // toolTarget resolves a connected tool's target; a configuration problem is
 // a pre-effect *connectors.Error.
-func toolTarget(t *connectors.Tool) (*target, error) {
-	tgt, err := resolveTarget(t.Entry, t.Config, t.AccessToken)
+func (c *Connector) toolTarget(t *connectors.Tool) (*target, error) {
+	tgt, err := c.targets.resolve(t.Entry, t.Config, t.AccessToken)
 	if err != nil {
 		kind := connectors.KindRejected
 		if fe, ok := err.(*connectors.FieldError); ok && fe.Field == "url" {
@@ -290,5 +292,47 @@ func toolTarget(t *connectors.Tool) (*target, error) {
 		}
 		return nil, connectors.Errorf(kind, err, "the tool's configuration is not usable")
 	}
+	return tgt, nil
+}
+
+// targets keeps the targets that calls resolved, by what they were
+// resolved from: resolving parses and prints the URL again, a tenth of the
+// allocations of a warm call. A target is never changed once made.
+type targets struct {
+	mu sync.RWMutex
+	m  map[targetKey]*target
+}
+
+// targetKey is everything resolveTarget reads.
+type targetKey struct {
+	entryURL, url, bearer, headers, accessToken string
+}
+
+// maxTargets bounds targets; past it they are all dropped (a token that
+// changes each hour leaves its old key behind).
+const maxTargets = 1024
+
+// resolve is resolveTarget, remembered; a problem is not remembered.
+func (ts *targets) resolve(entry *catalog.Entry, config map[string]string, accessToken string) (*target, error) {
+	key := targetKey{url: config["url"], bearer: config["bearer_token"], headers: config["headers"], accessToken: accessToken}
+	if entry != nil {
+		key.entryURL = entry.MCPURL
+	}
+	ts.mu.RLock()
+	tgt := ts.m[key]
+	ts.mu.RUnlock()
+	if tgt != nil {
+		return tgt, nil
+	}
+	tgt, err := resolveTarget(entry, config, accessToken)
+	if err != nil {
+		return nil, err
+	}
+	ts.mu.Lock()
+	if ts.m == nil || len(ts.m) >= maxTargets {
+		ts.m = make(map[targetKey]*target)
+	}
+	ts.m[key] = tgt
+	ts.mu.Unlock()
 	return tgt, nil
 }

@@ -57,7 +57,7 @@ func (c *Connector) Actions(ctx context.Context, t *connectors.Tool) ([]connecto
 // list reads the tool's list from its server and caches it: Actions past
 // the cache, and a re-list (relist.go).
 func (c *Connector) list(ctx context.Context, t *connectors.Tool, key slotKey) ([]connectors.Action, error) {
-	tgt, err := toolTarget(t)
+	tgt, err := c.toolTarget(t)
 	if err != nil {
 		return nil, err
 	}

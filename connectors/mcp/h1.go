@@ -103,14 +103,21 @@ func (t *h1Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		}
 		return nil, err
 	}
-	if err := req.Write(pc.bw); err != nil {
+	wrote, err := writeRequest(pc.bw, req)
+	if !wrote {
+		err = req.Write(pc.bw)
+	}
+	if err != nil {
 		return fail(err)
 	}
 	if err := pc.bw.Flush(); err != nil {
 		return fail(err)
 	}
 	for {
-		resp, err := http.ReadResponse(pc.br, req)
+		resp, err := readResponse(pc.br, req)
+		if resp == nil && err == nil {
+			resp, err = http.ReadResponse(pc.br, req)
+		}
 		if err != nil {
 			return fail(err)
 		}
