@@ -346,27 +346,21 @@ func appendResult(dst []byte, resp *calls.Response, serverInfo []byte, callErr e
 	if !ok || b.ResultType != "" || b.StructuredContent != nil {
 		return dst, false // a tool's own content: result() and the SDK's encoding
 	}
-	callID, err1 := json.Marshal(b.CallID)
-	text, err2 := json.Marshal(string(b.Result))
-	if err1 != nil || err2 != nil {
-		return dst, false
-	}
 	dst = append(dst, `{"_meta":{`...)
 	if serverInfo != nil {
 		dst = append(append(append(dst, `"`...), mcp.MetaKeyServerInfo...), `":`...)
 		dst = append(append(dst, serverInfo...), ',')
 	}
-	dst = append(append(dst, `"`+metaCallID+`":`...), callID...)
+	dst = appendQuoted(append(dst, `"`+metaCallID+`":`...), b.CallID)
 	if resp.Replayed {
 		dst = append(dst, `,"`+metaReplayed+`":true`...)
 	}
-	dst = append(append(append(dst, `},"content":[{"type":"text","text":`...), text...), `}]`...)
+	dst = append(appendQuoted(append(dst, `},"content":[{"type":"text","text":`...), b.Result), `}]`...)
 	if b.Result[0] == '{' {
-		structured, err := json.Marshal(b.Result)
-		if err != nil {
+		var err error
+		if dst, err = appendCompact(append(dst, `,"structuredContent":`...), b.Result); err != nil {
 			return dst, false
 		}
-		dst = append(append(dst, `,"structuredContent":`...), structured...)
 	}
 	if b.IsError {
 		dst = append(dst, `,"isError":true`...)
