@@ -407,7 +407,7 @@ func encodeResult(callID string, toolID int64, action string, r connectors.Resul
 	var buf bytes.Buffer
 	buf.Grow(len(content) + len(structured) + 160)
 	buf.WriteString(`{"call_id":`)
-	buf.WriteString(strconv.Quote(callID))
+	buf.Write(strconv.AppendQuote(buf.AvailableBuffer(), callID))
 	buf.WriteString(`,"tool":`)
 	buf.WriteString(strconv.FormatInt(toolID, 10))
 	buf.WriteString(`,"action":`)

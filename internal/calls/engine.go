@@ -95,7 +95,11 @@ type Engine struct {
 	cacheDownUntil atomic.Int64
 	limit          *limiter
 	log            *callLog
-	schemas        sync.Map // schema text → *compiledSchema
+	// schemas holds each compiled schema by its text. A map under a lock,
+	// not a sync.Map: looking up string(raw) in a map copies nothing, and
+	// a sync.Map's key, an interface, is a copy of the schema per call.
+	schemasMu sync.RWMutex
+	schemas   map[string]*compiledSchema
 	// sweepFailing counts the sweeps that failed in a row, so a database
 	// that is away is logged when the run begins and ends, not every tick.
 	sweepFailing atomic.Int64

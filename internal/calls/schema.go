@@ -24,11 +24,13 @@ type compiledSchema struct {
 }
 
 func (e *Engine) schemaFor(raw json.RawMessage) *compiledSchema {
-	key := string(raw)
-	if v, ok := e.schemas.Load(key); ok {
-		return v.(*compiledSchema)
+	e.schemasMu.RLock()
+	cs := e.schemas[string(raw)]
+	e.schemasMu.RUnlock()
+	if cs != nil {
+		return cs
 	}
-	cs := &compiledSchema{}
+	cs = &compiledSchema{}
 	var s jsonschema.Schema
 	var doc any
 	if err := json.Unmarshal(raw, &s); err != nil {
@@ -40,7 +42,15 @@ func (e *Engine) schemaFor(raw json.RawMessage) *compiledSchema {
 		cs.schema, cs.doc = &s, decodeNumbers(raw)
 		cs.resolved, cs.err = s.Resolve(&jsonschema.ResolveOptions{ValidateDefaults: false})
 	}
-	e.schemas.Store(key, cs)
+	e.schemasMu.Lock()
+	defer e.schemasMu.Unlock()
+	if prev := e.schemas[string(raw)]; prev != nil {
+		return prev // compiled meanwhile by another call
+	}
+	if e.schemas == nil {
+		e.schemas = map[string]*compiledSchema{}
+	}
+	e.schemas[string(raw)] = cs
 	return cs
 }
 

@@ -24,3 +24,19 @@ func TestCheckArgumentsNull(t *testing.T) {
 		t.Errorf("query: %q", msg)
 	}
 }
+
+// TestSchemaForCompiledOnce: a schema is compiled on its first call, and
+// every later call with the same text, even in another slice, gets the same
+// one without allocating (no copy of the schema's text as a key).
+func TestSchemaForCompiledOnce(t *testing.T) {
+	e := New(Options{})
+	raw := `{"type":"object","properties":{"q":{"type":"string"}}}`
+	first := e.schemaFor(json.RawMessage(raw))
+	again := json.RawMessage(raw)
+	if e.schemaFor(again) != first {
+		t.Fatal("compiled twice")
+	}
+	if n := testing.AllocsPerRun(100, func() { e.schemaFor(again) }); n != 0 {
+		t.Errorf("a compiled schema's lookup allocates %v times", n)
+	}
+}
