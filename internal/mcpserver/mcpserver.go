@@ -57,9 +57,9 @@
 // whose tool is listed and whose action is not asks the connector to read
 // the tool's list again, within the connector's limits (once per tool per
 // QUIVER_MCP_RELIST_INTERVAL, 5 s, for MCP, as for a REST call naming an
-// action it lacks); when the new
-// list has the action, the agent's list is built anew and the call runs as
-// a listed one (relist.go). Any other name is the SDK's unknown tool.
+// action it lacks); when the new list has the action, the agent's list is
+// built anew and the call runs as a listed one (relist.go). Any other name
+// is the SDK's unknown tool.
 //
 // # Names
 //
