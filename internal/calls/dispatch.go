@@ -239,23 +239,30 @@ func outcomeUnknown(cause error, keyed bool) error {
 
 // rejected releases the key of a call the tool refused before running it.
 func (c *call) rejected(ctx context.Context, rt *toolconfig.Resolved, action *connectors.Action, callID string, dur time.Duration, cause error) (*Response, error) {
-	e := c.e
 	c.count("rejected")
-	e.log.add(c.entry(rt, action, callID, "rejected", dur))
-	c.releaseKey(ctx, callID)
+	// A keyed call's entry is written with the release, so a crash right
+	// after the answer cannot lose it; without a key, or a release, it is
+	// queued.
+	entry := c.entry(rt, action, callID, "rejected", dur)
+	if !c.releaseKey(ctx, callID, &entry) {
+		c.e.log.add(entry)
+	}
 	return nil, connectorProblem(cause)
 }
 
-// releaseKey frees the key of a call that reserved it and sent nothing.
+// releaseKey frees the key of a call that reserved it and sent nothing,
+// writing entry (if any) with the release, and reports whether it did.
 // A release that fails leaves the key to the sweeper, which will mark it
 // outcome_unknown once its lease runs out.
-func (c *call) releaseKey(ctx context.Context, callID string) {
+func (c *call) releaseKey(ctx context.Context, callID string, entry *store.CallLog) bool {
 	if !c.req.HasKey {
-		return
+		return false
 	}
-	if _, err := c.e.opts.Store.Release(ctx, c.req.AccountID, c.req.Key, c.token); err != nil {
+	ok, err := c.e.opts.Store.Release(ctx, c.req.AccountID, c.req.Key, c.token, entry)
+	if err != nil {
 		c.e.opts.Logger.ErrorContext(ctx, "releasing a key failed; it will end as outcome_unknown", "call_id", callID, "error", err)
 	}
+	return ok
 }
 
 // connectorProblem maps a pre-effect connector error to its API error.

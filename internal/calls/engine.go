@@ -51,7 +51,7 @@ type Store interface {
 	GetIdem(ctx context.Context, accountID int64, key string) (*store.IdemRecord, error)
 	Complete(ctx context.Context, accountID int64, key, leaseToken string, status int, contentType string, body []byte, entry *store.CallLog) (bool, error)
 	MarkUnknown(ctx context.Context, accountID int64, key, leaseToken string, entry *store.CallLog) (bool, error)
-	Release(ctx context.Context, accountID int64, key, leaseToken string) (bool, error)
+	Release(ctx context.Context, accountID int64, key, leaseToken string, entry *store.CallLog) (bool, error)
 	SweepExpiredLeases(ctx context.Context) ([]store.SweptKey, error)
 	PurgeExpiredKeys(ctx context.Context) (int64, error)
 	InsertCalls(ctx context.Context, cs []store.CallLog) error

@@ -33,7 +33,7 @@ func (c *call) releaseUnsure(ctx context.Context, callID string) {
 func (c *call) tryRelease(ctx context.Context, callID string) bool {
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
 	defer cancel()
-	ok, err := c.e.opts.Store.Release(rctx, c.req.AccountID, c.req.Key, c.token)
+	ok, err := c.e.opts.Store.Release(rctx, c.req.AccountID, c.req.Key, c.token, nil)
 	if ok {
 		c.e.opts.Logger.WarnContext(ctx, "released a key whose reservation failed but had been written", "call_id", callID)
 	} else if err != nil {
@@ -110,6 +110,6 @@ func (e *Engine) reserving(ctx context.Context) (context.Context, context.Cancel
 func (c *call) notStarted(ctx context.Context, callID string, refusal error) (*Response, error) {
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
 	defer cancel()
-	c.releaseKey(rctx, callID)
+	c.releaseKey(rctx, callID, nil) // nothing was sent: not a call to log
 	return nil, refusal
 }

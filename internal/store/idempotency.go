@@ -68,11 +68,11 @@ const idemColumns = `account_id, key, fingerprint, state, lease_token, lease_exp
 // the whole database cost of a call, and GORM's reflection would add to it.
 type idemSQL struct {
 	reserve, get, expire, complete, markUnknown, release string
-	// completeLogged and markUnknownLogged are complete and markUnknown
-	// with the call's log entry in one statement (Postgres only; SQLite
-	// runs the two in a transaction); each returns how many rows it
-	// changed, 0 or 1.
-	completeLogged, markUnknownLogged string
+	// completeLogged, markUnknownLogged and releaseLogged are complete,
+	// markUnknown and release with the call's log entry in one statement
+	// (Postgres only; SQLite runs the two in a transaction); each returns
+	// how many rows it changed, 0 or 1.
+	completeLogged, markUnknownLogged, releaseLogged string
 }
 
 func newIdemSQL(d Dialect, now string) idemSQL {
@@ -84,6 +84,11 @@ func newIdemSQL(d Dialect, now string) idemSQL {
 	const markUnknown = `UPDATE idempotency_keys
 			SET state = 'outcome_unknown', lease_token = NULL, lease_expires_at = NULL
 			WHERE account_id = ? AND key = ? AND state = 'dispatched' AND lease_token = ?`
+	// Like Complete, Release needs a live lease: once it has run out,
+	// readers answer outcome_unknown for the key, and freeing it then
+	// would contradict them.
+	const release = `DELETE FROM idempotency_keys
+			WHERE account_id = ? AND key = ? AND state = 'dispatched' AND lease_token = ? AND lease_expires_at > {now}`
 	const complete = `UPDATE idempotency_keys
 			SET state = 'succeeded', status_code = ?, content_type = ?, response = ?, lease_token = NULL, lease_expires_at = NULL
 			WHERE account_id = ? AND key = ? AND state = 'dispatched' AND lease_token = ? AND lease_expires_at > {now}`
@@ -102,11 +107,7 @@ func newIdemSQL(d Dialect, now string) idemSQL {
 			AND (state <> 'dispatched' OR lease_expires_at <= {now})`),
 		complete:    q(complete),
 		markUnknown: q(markUnknown),
-		// Like Complete, Release needs a live lease: once it has run out,
-		// readers answer outcome_unknown for the key, and freeing it then
-		// would contradict them.
-		release: q(`DELETE FROM idempotency_keys
-			WHERE account_id = ? AND key = ? AND state = 'dispatched' AND lease_token = ? AND lease_expires_at > {now}`),
+		release:     q(release),
 	}
 	if d == Postgres {
 		logged := func(change string) string {
@@ -116,7 +117,7 @@ func newIdemSQL(d Dialect, now string) idemSQL {
 			ON CONFLICT (call_id) DO NOTHING)
 		SELECT count(*) FROM done`)
 		}
-		s.completeLogged, s.markUnknownLogged = logged(complete), logged(markUnknown)
+		s.completeLogged, s.markUnknownLogged, s.releaseLogged = logged(complete), logged(markUnknown), logged(release)
 	}
 	return s
 }
@@ -247,9 +248,10 @@ func (s *Store) MarkUnknown(ctx context.Context, accountID int64, key, leaseToke
 }
 
 // Release deletes a reservation whose call provably never reached the tool,
-// so the key can be used again.
-func (s *Store) Release(ctx context.Context, accountID int64, key, leaseToken string) (bool, error) {
-	return s.affectedOne(ctx, s.idem.release, accountID, key, leaseToken)
+// so the key can be used again. Given a call log entry (a call the tool
+// refused), it writes it with the release, as Complete does.
+func (s *Store) Release(ctx context.Context, accountID int64, key, leaseToken string, entry *CallLog) (bool, error) {
+	return s.changeLogged(ctx, s.idem.release, s.idem.releaseLogged, entry, accountID, key, leaseToken)
 }
 
 // SweptKey is a key the sweeper declared outcome_unknown.

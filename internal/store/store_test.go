@@ -180,7 +180,7 @@ func TestIdempotencyTransitions(t *testing.T) {
 			if _, err := s.Reserve(ctx, r4, time.Minute, time.Hour); err != nil {
 				t.Fatal(err)
 			}
-			if ok, err := s.Release(ctx, acct.ID, "k4", tok4); !ok || err != nil {
+			if ok, err := s.Release(ctx, acct.ID, "k4", tok4, nil); !ok || err != nil {
 				t.Fatalf("Release: %v %v", ok, err)
 			}
 			if _, err := s.GetIdem(ctx, acct.ID, "k4"); !errors.Is(err, store.ErrNotFound) {
@@ -194,7 +194,7 @@ func TestIdempotencyTransitions(t *testing.T) {
 				t.Fatal(err)
 			}
 			time.Sleep(5 * time.Millisecond) // the database clock must pass a 1 ms lease
-			if ok, err := s.Release(ctx, acct.ID, "k7", tok7); ok || err != nil {
+			if ok, err := s.Release(ctx, acct.ID, "k7", tok7, nil); ok || err != nil {
 				t.Fatalf("Release after the lease ran out: %v %v", ok, err)
 			}
 			if got, err := s.GetIdem(ctx, acct.ID, "k7"); err != nil || got.State != store.IdemDispatched {
