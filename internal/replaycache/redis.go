@@ -81,14 +81,15 @@ func (r *Redis) names(account int64, key string) (outcome, legacy, lock string) 
 	return base + ":o2", base + ":o", base + ":l"
 }
 
-// begin returns {1, outcome} on a hit, {4, outcome} on a hit of an older
-// build's outcome, {2} when it took the lock, and {3} when another request
+// begin returns {1, outcome, ttl} on a hit, {4, outcome, ttl} on a hit of
+// an older build's outcome (ttl: what Redis has left of it, in
+// milliseconds), {2} when it took the lock, and {3} when another request
 // holds it.
 var begin = redis.NewScript(`
 local o = redis.call('GET', KEYS[1])
-if o then return {1, o} end
+if o then return {1, o, redis.call('PTTL', KEYS[1])} end
 o = redis.call('GET', KEYS[2])
-if o then return {4, o} end
+if o then return {4, o, redis.call('PTTL', KEYS[2])} end
 if redis.call('SET', KEYS[3], ARGV[1], 'NX', 'PX', ARGV[2]) then return {2, ''} end
 return {3, ''}
 `)
@@ -100,7 +101,7 @@ func (r *Redis) Begin(ctx context.Context, account int64, key string, fingerprin
 	if err != nil {
 		return BeginResult{}, err
 	}
-	if len(res) != 2 {
+	if len(res) < 2 {
 		return BeginResult{}, errCorrupt
 	}
 	code, _ := res[0].(int64)
@@ -115,7 +116,13 @@ func (r *Redis) Begin(ctx context.Context, account int64, key string, fingerprin
 		if err != nil {
 			return BeginResult{}, err
 		}
-		return BeginResult{Entry: e}, nil
+		var ttl time.Duration
+		if len(res) == 3 {
+			if ms, _ := res[2].(int64); ms > 0 {
+				ttl = time.Duration(ms) * time.Millisecond
+			}
+		}
+		return BeginResult{Entry: e, TTL: ttl}, nil
 	case 2:
 		return BeginResult{Locked: true}, nil
 	default: // another request holds the lock

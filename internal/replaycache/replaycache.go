@@ -43,6 +43,11 @@ type BeginResult struct {
 	// Locked is true when this caller took the reservation lock; false
 	// with no Entry when another request holds it.
 	Locked bool
+	// TTL is how long the cache keeps Entry, by its own clock; zero when
+	// it does not say. Unlike Entry.ExpiresAt, set on the clock of the
+	// replica that wrote the entry, it holds whatever the clocks of the
+	// replicas say.
+	TTL time.Duration
 }
 
 // Cache is implemented by Redis and Memory.

@@ -24,10 +24,31 @@ func (t *Tiered) Begin(ctx context.Context, account int64, key string, fingerpri
 		return BeginResult{Entry: e}, nil
 	}
 	res, err := t.far.Begin(ctx, account, key, fingerprint, token, lease)
-	if err == nil && res.Entry != nil && res.Entry.ExpiresAt > 0 {
-		t.near.Put(account, key, res.Entry, time.UnixMilli(res.Entry.ExpiresAt))
+	if err == nil && res.Entry != nil {
+		if expires, ok := nearExpiry(res, t.near.now()); ok {
+			t.near.Put(account, key, res.Entry, expires)
+		}
 	}
 	return res, err
+}
+
+// nearExpiry is when a near copy of the outcome res read from the far tier
+// ends: when the far tier drops it, as its TTL says on this replica's
+// clock, and no later than the entry's ExpiresAt. ExpiresAt alone is on
+// the clock of the replica that wrote the entry: one that runs ahead would
+// keep the copy past the key's TTL, and this replica would replay an
+// outcome for a key that is new again. Neither known: no copy.
+func nearExpiry(res BeginResult, now time.Time) (time.Time, bool) {
+	var expires time.Time
+	if res.TTL > 0 {
+		expires = now.Add(res.TTL)
+	}
+	if res.Entry.ExpiresAt > 0 {
+		if at := time.UnixMilli(res.Entry.ExpiresAt); expires.IsZero() || at.Before(expires) {
+			expires = at
+		}
+	}
+	return expires, !expires.IsZero()
 }
 
 // Finish implements Cache. The near copy is kept even if the far tier
