@@ -207,14 +207,19 @@ type redisServer struct {
 
 func startRedis(t testing.TB) *redisServer {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	return startRedisAt(t, freeAddr(t))
+}
+
+// startRedisAt is startRedis on addr, a loopback address from freeAddr:
+// for a test whose servers were told of a Redis before it ran.
+func startRedisAt(t testing.TB, addr string) *redisServer {
+	t.Helper()
+	_, port, err := net.SplitHostPort(addr)
 	if err != nil {
 		t.Fatal(err)
 	}
-	port := ln.Addr().(*net.TCPAddr).Port
-	ln.Close()
-	r := &redisServer{Addr: fmt.Sprintf("127.0.0.1:%d", port)}
-	r.cmd = exec.Command("redis-server", "--port", fmt.Sprint(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no")
+	r := &redisServer{Addr: addr}
+	r.cmd = exec.Command("redis-server", "--port", port, "--bind", "127.0.0.1", "--save", "", "--appendonly", "no")
 	if err := r.cmd.Start(); err != nil {
 		t.Skipf("redis-server not available: %v", err)
 	}
