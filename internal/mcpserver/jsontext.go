@@ -61,7 +61,7 @@ func appendQuoted[T ~[]byte | ~string](dst []byte, s T) []byte {
 // RawMessage: as it is when it has no white space and nothing to escape
 // (no <, >, & or U+2028/U+2029), the usual case, else through json.Marshal.
 func appendCompact(dst []byte, raw json.RawMessage) ([]byte, error) {
-	if bytes.IndexAny(raw, " \t\r\n<>&") < 0 && bytes.IndexByte(raw, 0xE2) < 0 { // U+2028 and U+2029 start with E2
+	if !bytes.ContainsAny(raw, " \t\r\n<>&") && bytes.IndexByte(raw, 0xE2) < 0 { // U+2028 and U+2029 start with E2
 		return append(dst, raw...), nil
 	}
 	b, err := json.Marshal(raw)
