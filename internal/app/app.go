@@ -61,7 +61,7 @@ type App struct {
 
 // OpenStore opens the configured database without migrating.
 func OpenStore(ctx context.Context, cfg *config.Config, logger *slog.Logger) (*store.Store, error) {
-	s, err := store.Open(ctx, store.Options{DatabaseURL: cfg.DatabaseURL, DataDir: cfg.DataDir, Logger: logger})
+	s, err := store.Open(ctx, store.Options{DatabaseURL: cfg.DatabaseURL, MaxConns: cfg.DBMaxConns, DataDir: cfg.DataDir, Logger: logger})
 	if err != nil && cfg.DatabaseURL != "" && !strings.HasPrefix(err.Error(), "DATABASE_URL") {
 		err = fmt.Errorf("DATABASE_URL: %w", err)
 	}

@@ -29,6 +29,7 @@ const (
 	DefaultBodyLimit      = 1 << 20
 	DefaultCacheTTL       = time.Second
 	DefaultRelistInterval = 5 * time.Second // mcp.DefaultRelistInterval
+	DefaultDBMaxConns     = 32
 )
 
 // Config is everything Quiver reads from its environment.
@@ -39,7 +40,11 @@ type Config struct {
 	// localhost.
 	PprofAddr   string
 	DatabaseURL string // DATABASE_URL; empty means the embedded SQLite file
-	RedisURL    string // REDIS_URL; empty means the in-process cache
+	// DBMaxConns caps the connections this process opens to Postgres
+	// (QUIVER_DB_MAX_CONNS), so replicas can be sized to the server's
+	// max_connections. The embedded SQLite file takes one writer anyway.
+	DBMaxConns int
+	RedisURL   string // REDIS_URL; empty means the in-process cache
 	// RedisPrefix starts every Redis key (QUIVER_REDIS_PREFIX), so several
 	// deployments can share one Redis.
 	RedisPrefix string
@@ -139,6 +144,7 @@ func Parse(getenv func(string) string, environ []string) (*Config, error) {
 		Addr:           str("QUIVER_ADDR", DefaultAddr),
 		PprofAddr:      str("QUIVER_PPROF_ADDR", ""),
 		DatabaseURL:    str("DATABASE_URL", ""),
+		DBMaxConns:     DefaultDBMaxConns,
 		RedisURL:       str("REDIS_URL", ""),
 		RedisPrefix:    str("QUIVER_REDIS_PREFIX", "quiver:"),
 		DataDir:        str("QUIVER_DATA_DIR", DefaultDataDir),
@@ -170,6 +176,14 @@ func Parse(getenv func(string) string, environ []string) (*Config, error) {
 			errs = append(errs, fmt.Errorf("QUIVER_CALL_RATE_BURST: %q is not a whole number of calls", v))
 		} else {
 			c.CallRateBurst = n
+		}
+	}
+	if v := strings.TrimSpace(getenv("QUIVER_DB_MAX_CONNS")); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < MinDBMaxConns || n > MaxDBMaxConns {
+			errs = append(errs, fmt.Errorf("QUIVER_DB_MAX_CONNS: %q is not a whole number of connections from %d to %d", v, MinDBMaxConns, MaxDBMaxConns))
+		} else {
+			c.DBMaxConns = n
 		}
 	}
 	if v := strings.TrimSpace(getenv("QUIVER_BODY_LIMIT")); v != "" {
@@ -225,6 +239,14 @@ func Parse(getenv func(string) string, environ []string) (*Config, error) {
 	}
 	return c, nil
 }
+
+// Bounds of QUIVER_DB_MAX_CONNS: a call's path may hold one connection
+// while the sweeper, the call log's writer and a cache miss each want
+// another, and Postgres itself takes at most a few thousand.
+const (
+	MinDBMaxConns = 4
+	MaxDBMaxConns = 10000
+)
 
 // MinSweepInterval bounds QUIVER_SWEEP_INTERVAL from below: the sweeper
 // queries the database on each tick.

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -31,6 +32,15 @@ func TestDefaults(t *testing.T) {
 	if c, err := parse(map[string]string{"QUIVER_MCP_RELIST_INTERVAL": "250ms"}); err != nil || c.RelistInterval != 250*time.Millisecond {
 		t.Fatalf("QUIVER_MCP_RELIST_INTERVAL=250ms: %v, %v", c, err)
 	}
+	if c.DBMaxConns != 32 {
+		t.Fatalf("DBMaxConns = %d", c.DBMaxConns)
+	}
+	for _, v := range []string{"4", " 200 ", "10000"} {
+		c, err := parse(map[string]string{"QUIVER_DB_MAX_CONNS": v})
+		if want := strings.TrimSpace(v); err != nil || fmt.Sprint(c.DBMaxConns) != want {
+			t.Fatalf("QUIVER_DB_MAX_CONNS=%q: %v, %v", v, c, err)
+		}
+	}
 }
 
 func TestErrorsNameTheVariable(t *testing.T) {
@@ -56,6 +66,9 @@ func TestErrorsNameTheVariable(t *testing.T) {
 		"QUIVER_MCP_RELIST_INTERVAL":   {"QUIVER_MCP_RELIST_INTERVAL": "1ms"},
 		"QUIVER_MCP_RELIST_INTERVAL:":  {"QUIVER_MCP_RELIST_INTERVAL": "1h"},
 		"QUIVER_LOG_LEVEL":             {"QUIVER_LOG_LEVEL": "loud"},
+		"QUIVER_DB_MAX_CONNS":          {"QUIVER_DB_MAX_CONNS": "3"},
+		"QUIVER_DB_MAX_CONNS:":         {"QUIVER_DB_MAX_CONNS": "10001"},
+		"QUIVER_DB_MAX_CONNS: ":        {"QUIVER_DB_MAX_CONNS": "many"},
 	}
 	for name, env := range cases {
 		t.Run(name, func(t *testing.T) {

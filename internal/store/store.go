@@ -69,8 +69,10 @@ type Store struct {
 type Options struct {
 	// DatabaseURL is a postgres:// URL; empty means SQLite in DataDir.
 	DatabaseURL string
-	DataDir     string
-	Logger      *slog.Logger
+	// MaxConns caps the connections to Postgres; 0 means 32.
+	MaxConns int
+	DataDir  string
+	Logger   *slog.Logger
 }
 
 // openTimeout bounds Open's first round trip to Postgres.
@@ -97,8 +99,12 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 		if err != nil {
 			return nil, err
 		}
-		sqlDB.SetMaxOpenConns(32)
-		sqlDB.SetMaxIdleConns(32)
+		maxConns := opts.MaxConns
+		if maxConns <= 0 {
+			maxConns = 32
+		}
+		sqlDB.SetMaxOpenConns(maxConns)
+		sqlDB.SetMaxIdleConns(maxConns)
 		sqlDB.SetConnMaxIdleTime(5 * time.Minute)
 		s := &Store{db: db, sql: sqlDB, dialect: Postgres, nowMS: "(extract(epoch from clock_timestamp()) * 1000)::bigint", log: opts.Logger}
 		s.idem = newIdemSQL(s.dialect, s.nowMS)
