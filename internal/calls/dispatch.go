@@ -214,10 +214,9 @@ func (c *call) unknown(ctx context.Context, rt *toolconfig.Resolved, action *con
 		// cached outcome_unknown would contradict them.
 		if recorded {
 			c.cacheOutcome(callID, replaycache.StateOutcomeUnknown, 0, "", nil, readOnlyRecord(action), c.freshTTL())
-		} else {
-			e.log.add(entry)
 		}
-	} else {
+	}
+	if !c.req.HasKey || !recorded {
 		e.log.add(entry)
 	}
 	if recorded {

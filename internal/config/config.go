@@ -29,7 +29,7 @@ const (
 	DefaultBodyLimit      = 1 << 20
 	DefaultCacheTTL       = time.Second
 	DefaultRelistInterval = 5 * time.Second // mcp.DefaultRelistInterval
-	DefaultDBMaxConns     = 32
+	DefaultDBMaxConns     = 32              // store.DefaultMaxConns
 )
 
 // Config is everything Quiver reads from its environment.

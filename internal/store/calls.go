@@ -37,7 +37,7 @@ func (s *Store) InsertCalls(ctx context.Context, cs []CallLog) error {
 // insertCallsPostgresSQL inserts a batch as one array per column: eight
 // parameters whatever the batch's size, so neither the statement nor its
 // parameters grow with it, and pgx encodes each column in one go.
-const insertCallsPostgresSQL = `INSERT INTO calls (call_id, account_id, tool_id, action, outcome, duration_ms, idempotency_key, created_at)
+const insertCallsPostgresSQL = `INSERT INTO calls (` + callColumns + `)
 SELECT * FROM unnest($1::text[], $2::bigint[], $3::bigint[], $4::text[], $5::text[], $6::bigint[], $7::text[], $8::timestamptz[])
 ON CONFLICT (call_id) DO NOTHING`
 
@@ -56,8 +56,12 @@ func (s *Store) insertCallsPostgres(ctx context.Context, cs []CallLog) error {
 	return interpret(err)
 }
 
+// callColumns are the calls table's columns in the order callArgs gives
+// them, for every statement that writes log entries.
+const callColumns = "call_id, account_id, tool_id, action, outcome, duration_ms, idempotency_key, created_at"
+
 func insertCallsSQL(n int) string {
-	const head = "INSERT INTO calls (call_id, account_id, tool_id, action, outcome, duration_ms, idempotency_key, created_at) VALUES "
+	const head = "INSERT INTO calls (" + callColumns + ") VALUES "
 	const row, tail = "(?, ?, ?, ?, ?, ?, ?, ?)", " ON CONFLICT (call_id) DO NOTHING"
 	var b strings.Builder // one allocation: a batch has up to hundreds of rows
 	b.Grow(len(head) + n*(len(row)+2) + len(tail))

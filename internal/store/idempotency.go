@@ -112,7 +112,7 @@ func newIdemSQL(d Dialect, now string) idemSQL {
 	if d == Postgres {
 		logged := func(change string) string {
 			return q(`WITH done AS (` + change + ` RETURNING 1), logged AS (
-			INSERT INTO calls (call_id, account_id, tool_id, action, outcome, duration_ms, idempotency_key, created_at)
+			INSERT INTO calls (` + callColumns + `)
 			SELECT ?::text, ?::bigint, ?::bigint, ?::text, ?::text, ?::bigint, ?::text, ?::timestamptz FROM done
 			ON CONFLICT (call_id) DO NOTHING)
 		SELECT count(*) FROM done`)
@@ -279,7 +279,7 @@ func (s *Store) SweepExpiredLeases(ctx context.Context) ([]SweptKey, error) {
 		RETURNING account_id, key, tool_id, action, call_id, created_at`
 	if s.dialect == Postgres {
 		rows, err := s.sql.QueryContext(ctx, `WITH swept AS (`+sweep+`), logged AS (
-			INSERT INTO calls (call_id, account_id, tool_id, action, outcome, duration_ms, idempotency_key, created_at)
+			INSERT INTO calls (`+callColumns+`)
 			SELECT call_id, account_id, tool_id, action, 'outcome_unknown', 0, key, to_timestamp(created_at / 1000.0) FROM swept
 			ON CONFLICT (call_id) DO NOTHING)
 		SELECT account_id, key, tool_id, action, call_id, created_at FROM swept`)

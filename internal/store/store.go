@@ -69,11 +69,14 @@ type Store struct {
 type Options struct {
 	// DatabaseURL is a postgres:// URL; empty means SQLite in DataDir.
 	DatabaseURL string
-	// MaxConns caps the connections to Postgres; 0 means 32.
+	// MaxConns caps the connections to Postgres; 0 means DefaultMaxConns.
 	MaxConns int
 	DataDir  string
 	Logger   *slog.Logger
 }
+
+// DefaultMaxConns is Options.MaxConns's default (QUIVER_DB_MAX_CONNS).
+const DefaultMaxConns = 32
 
 // openTimeout bounds Open's first round trip to Postgres.
 const openTimeout = 30 * time.Second
@@ -101,7 +104,7 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 		}
 		maxConns := opts.MaxConns
 		if maxConns <= 0 {
-			maxConns = 32
+			maxConns = DefaultMaxConns
 		}
 		sqlDB.SetMaxOpenConns(maxConns)
 		sqlDB.SetMaxIdleConns(maxConns)
