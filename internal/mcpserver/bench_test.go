@@ -20,8 +20,7 @@ import (
 // the endpoint itself costs a call, allocations included. unknown is a
 // name of the listed tool that its connector does not list either: the
 // SDK's unknown tool, after a re-list that finds nothing (relist.go);
-// typed is an action listed with an output schema, whose answers the
-// SDK's encoding writes (typedResult).
+// typed is an action listed with an output schema (typedResult).
 //
 //	go test -run '^$' -bench ToolsCallListed -benchmem ./internal/mcpserver
 func BenchmarkToolsCallListed(b *testing.B) {

@@ -336,15 +336,20 @@ func envelope(ctx context.Context, p *problem.Error, inResult bool) []byte {
 // without building it: _meta's keys in order, the text HTML-escaped as
 // encoding/json escapes it, structured content compacted and escaped as
 // json.Marshal does a RawMessage. serverInfo, the server's Implementation
-// as JSON, is set under the 2026-07-28 protocol only. ok is false for an
-// error or an answer that is not the usual body; encode answer() then.
-func appendResult(dst []byte, resp *calls.Response, serverInfo []byte, callErr error) (out []byte, ok bool) {
+// as JSON, is set under the 2026-07-28 protocol only. typed is result's.
+// ok is false for an error, an answer that is not the usual body, and a
+// typed action's answer that is not a successful object (typedResult);
+// encode answer() then.
+func appendResult(dst []byte, resp *calls.Response, serverInfo []byte, callErr error, typed bool) (out []byte, ok bool) {
 	if callErr != nil {
 		return dst, false
 	}
 	b, ok := answerOf(resp)
 	if !ok || b.ResultType != "" || b.StructuredContent != nil {
 		return dst, false // a tool's own content: result() and the SDK's encoding
+	}
+	if typed && (b.IsError || b.Result[0] != '{') {
+		return dst, false // result() answers these otherwise than an untyped action's
 	}
 	dst = append(dst, `{"_meta":{`...)
 	if serverInfo != nil {

@@ -63,8 +63,8 @@ type fastTool struct {
 	// Mcp-Param-* header (x-mcp-header), which the SDK checks: such a tool's
 	// calls go through the SDK.
 	headerBound bool
-	// typed is set when the tool is listed with an output schema: its
-	// results are answer's, not appendResult's (typedResult).
+	// typed is set when the tool is listed with an output schema
+	// (typedResult).
 	typed bool
 }
 
@@ -114,12 +114,8 @@ func (s *Server) fastCall(w http.ResponseWriter, r *http.Request, ts *toolset, b
 	if req.stateless {
 		info = ts.implJSON
 	}
-	var data []byte
-	written := false
-	if !tool.typed { // a typed tool's answers are answer's (typedResult)
-		data, written = appendResult(appendResponseHead(make([]byte, 0, 224+3*len(bodyOf(answer))), req.id), answer, info, err)
-	}
-	if written {
+	data, ok := appendResult(appendResponseHead(make([]byte, 0, 224+3*len(bodyOf(answer))), req.id), answer, info, err, tool.typed)
+	if ok {
 		data = append(data, '}') // the usual answer, written directly
 	} else {
 		if resp.Result, err = encodeResult(s.answer(ctx, answer, err, tool.typed), req.stateless, ts.impl); err != nil {
