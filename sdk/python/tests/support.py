@@ -12,6 +12,7 @@ import json
 import os
 import shutil
 import socket
+import ssl
 import subprocess
 import sys
 import tempfile
@@ -82,15 +83,18 @@ class _Handler(BaseHTTPRequestHandler):
 class _LocalServer:
     """A threaded HTTP server on a free loopback port; its handler reads this object as ``server.state``.
 
-    Subclasses set their own state first, then call ``super().__init__(handler_cls)``.
+    Subclasses set their own state first, then call ``super().__init__(handler_cls)``. With ``tls`` (a
+    server-side context) it speaks HTTPS.
     """
 
-    def __init__(self, handler_cls: type, port: int = 0) -> None:
+    def __init__(self, handler_cls: type, port: int = 0, tls: Optional[ssl.SSLContext] = None) -> None:
         self.lock = threading.Lock()
         self.server = _QuietServer(("127.0.0.1", port), handler_cls)
+        if tls is not None:
+            self.server.socket = tls.wrap_socket(self.server.socket, server_side=True)
         self.server.state = self  # type: ignore[attr-defined]
         self.port = self.server.server_address[1]
-        self.url = f"http://127.0.0.1:{self.port}"
+        self.url = f"{'https' if tls else 'http'}://127.0.0.1:{self.port}"
         threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
 
     def close(self) -> None:
@@ -191,7 +195,8 @@ class _TargetHandler(_Handler):
 
 
 class DropProxy(_LocalServer):
-    """Forwards HTTP requests to `upstream`; can drop chosen requests' client connections.
+    """Forwards requests to `upstream` (HTTP; HTTPS to its clients with `tls`); can drop chosen requests'
+    client connections.
 
     `drop(method, path_contains, when)`: the next matching request is forwarded to the upstream and
     then the client connection is closed without an answer — `when="after_response"` waits for the
@@ -199,12 +204,12 @@ class DropProxy(_LocalServer):
     request was sent (the upstream connection is closed too, like a real network cut).
     """
 
-    def __init__(self, upstream: str) -> None:
+    def __init__(self, upstream: str, tls: Optional[ssl.SSLContext] = None) -> None:
         self.upstream = upstream.replace("http://", "")
         self.rules: List[Dict[str, Any]] = []
         self.seen: List[Tuple[str, str]] = []
         self.dropped = 0
-        super().__init__(_ProxyHandler)
+        super().__init__(_ProxyHandler, tls=tls)
 
     def drop(self, method: str, path_contains: str, when: str = "after_response", times: int = 1) -> None:
         with self.lock:

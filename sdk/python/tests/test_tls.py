@@ -4,17 +4,14 @@ APIConnectionError, as in the JS SDK: the connection failed, not the request as 
 
 from __future__ import annotations
 
-import http.client
 import os
 import ssl
 import tempfile
-import threading
 import unittest
 from typing import Any
 from unittest import mock
 
 import support
-from support import _QuietServer
 
 import quiver
 from quiver import AgentClient
@@ -47,29 +44,6 @@ def setUpModule() -> None:
     ENV = support.env()
 
 
-class _Forward(support._Handler):
-    def _forward(self) -> None:
-        raw = self._body()
-        state = self.server.state  # type: ignore[attr-defined]
-        with state["lock"]:
-            state["seen"] += 1
-        headers = {k: v for k, v in self.headers.items() if k.lower() not in ("host", "connection", "content-length")}
-        conn = http.client.HTTPConnection(ENV.base_url.replace("http://", ""), timeout=60)
-        conn.request(self.command, self.path, body=raw or None, headers=headers)
-        resp = conn.getresponse()
-        payload = resp.read()
-        conn.close()
-        self.send_response(resp.status)
-        for k, v in resp.getheaders():
-            if k.lower() not in ("transfer-encoding", "connection", "content-length", "date", "server"):
-                self.send_header(k, v)
-        self.send_header("Content-Length", str(len(payload)))
-        self.end_headers()
-        self.wfile.write(payload)
-
-    do_GET = do_POST = do_PATCH = do_DELETE = _forward
-
-
 class TestHTTPS(unittest.TestCase):
     def setUp(self) -> None:
         tmp = tempfile.mkdtemp(prefix="quiver-tls-")
@@ -81,14 +55,9 @@ class TestHTTPS(unittest.TestCase):
             f.write(KEY)
         context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
         context.load_cert_chain(self.cert_file, key_file)
-        server = _QuietServer(("127.0.0.1", 0), _Forward)
-        server.socket = context.wrap_socket(server.socket, server_side=True)
-        server.state = {"lock": threading.Lock(), "seen": 0}  # type: ignore[attr-defined]
-        self.state = server.state  # type: ignore[attr-defined]
-        threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
-        self.addCleanup(server.server_close)
-        self.addCleanup(server.shutdown)
-        self.url = f"https://127.0.0.1:{server.server_address[1]}"
+        self.proxy = support.DropProxy(ENV.base_url, tls=context)
+        self.addCleanup(self.proxy.close)
+        self.url = self.proxy.url
 
     def client(self, **kw: Any) -> AgentClient:
         client = AgentClient(api_key=ENV.api_key, base_url=self.url, timeout=30, **kw)
@@ -118,7 +87,7 @@ class TestHTTPS(unittest.TestCase):
             self.assertIn("CERTIFICATE_VERIFY_FAILED", str(ctx.exception))
             cause = ctx.exception.__cause__
             self.assertIsInstance(getattr(cause, "reason", cause), ssl.SSLCertVerificationError)
-        self.assertEqual(self.state["seen"], 0)  # nothing was sent
+        self.assertEqual(self.proxy.count(), 0)  # nothing was sent
 
 
 if __name__ == "__main__":
