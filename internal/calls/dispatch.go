@@ -250,16 +250,21 @@ func (c *call) rejected(ctx context.Context, rt *toolconfig.Resolved, action *co
 }
 
 // releaseKey frees the key of a call that reserved it and sent nothing,
-// writing entry (if any) with the release, and reports whether it did.
-// A release that fails leaves the key to the sweeper, which will mark it
-// outcome_unknown once its lease runs out.
+// writing entry (if any) with the release. It reports whether entry is
+// taken care of: written with the release, or to be written with a release
+// tried again off the request while the lease lasts (releaseLater), since
+// the database did not answer; the caller's answer already says nothing
+// was sent, and a key left reserved would end as outcome_unknown. A release
+// the database refuses (the row is no longer this call's) returns false.
 func (c *call) releaseKey(ctx context.Context, callID string, entry *store.CallLog) bool {
 	if !c.req.HasKey {
 		return false
 	}
 	ok, err := c.e.opts.Store.Release(ctx, c.req.AccountID, c.req.Key, c.token, entry)
 	if err != nil {
-		c.e.opts.Logger.ErrorContext(ctx, "releasing a key failed; it will end as outcome_unknown", "call_id", callID, "error", err)
+		c.e.opts.Logger.WarnContext(ctx, "releasing a key failed; trying again while its lease lasts", "call_id", callID, "error", err)
+		go c.releaseLater(context.WithoutCancel(ctx), callID, entry, false)
+		return true
 	}
 	return ok
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/quiverhq/quiver/internal/problem"
+	"github.com/quiverhq/quiver/internal/store"
 )
 
 // releaseUnsure deletes the row a failed Reserve may have written all the
@@ -23,23 +24,23 @@ import (
 // commits later, leaves the key to end as outcome_unknown, as does a stop
 // of this replica meanwhile.
 func (c *call) releaseUnsure(ctx context.Context, callID string) {
-	if !c.tryRelease(ctx, callID) {
-		go c.releaseLater(context.WithoutCancel(ctx), callID)
+	if ok, _ := c.tryRelease(ctx, callID, nil); ok {
+		c.e.opts.Logger.WarnContext(ctx, "released a key whose reservation failed but had been written", "call_id", callID)
+		return
 	}
+	go c.releaseLater(context.WithoutCancel(ctx), callID, nil, true)
 }
 
-// tryRelease makes one attempt of releaseUnsure's and reports whether it
-// deleted the row.
-func (c *call) tryRelease(ctx context.Context, callID string) bool {
+// tryRelease makes one attempt to release the call's key, writing entry
+// (if any) with the release, bounded by 2 s.
+func (c *call) tryRelease(ctx context.Context, callID string, entry *store.CallLog) (bool, error) {
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
 	defer cancel()
-	ok, err := c.e.opts.Store.Release(rctx, c.req.AccountID, c.req.Key, c.token, nil)
-	if ok {
-		c.e.opts.Logger.WarnContext(ctx, "released a key whose reservation failed but had been written", "call_id", callID)
-	} else if err != nil {
-		c.e.opts.Logger.DebugContext(ctx, "releasing after a failed reservation", "call_id", callID, "error", err)
+	ok, err := c.e.opts.Store.Release(rctx, c.req.AccountID, c.req.Key, c.token, entry)
+	if err != nil {
+		c.e.opts.Logger.DebugContext(ctx, "releasing a key", "call_id", callID, "error", err)
 	}
-	return ok
+	return ok, err
 }
 
 // releaseMargin is how long before the lease ends releaseLater stops: an
@@ -48,16 +49,24 @@ func (c *call) tryRelease(ctx context.Context, callID string) bool {
 const releaseMargin = 3 * time.Second
 
 // releaseLater repeats tryRelease, with a growing pause, until it deletes
-// the row or the lease is about to end.
-func (c *call) releaseLater(ctx context.Context, callID string) {
+// the row or the lease is about to end. An answer that the row is not this
+// call's ends it too, unless absent is set: then the row may not have been
+// written yet (releaseUnsure).
+func (c *call) releaseLater(ctx context.Context, callID string, entry *store.CallLog, absent bool) {
 	pause := 250 * time.Millisecond
 	for time.Now().Add(pause + releaseMargin).Before(c.leaseUntil) {
 		time.Sleep(pause)
-		if c.tryRelease(ctx, callID) {
+		ok, err := c.tryRelease(ctx, callID, entry)
+		if ok {
+			c.e.opts.Logger.WarnContext(ctx, "released a key on a later attempt", "call_id", callID)
+			return
+		}
+		if err == nil && !absent {
 			return
 		}
 		pause = min(2*pause, 2*time.Second)
 	}
+	c.e.opts.Logger.ErrorContext(ctx, "could not release a key within its lease; it will end as outcome_unknown", "call_id", callID)
 }
 
 // minReserveWait is the least a reservation waits for the database.

@@ -1,12 +1,17 @@
 package e2e
 
 import (
+	"bytes"
 	"fmt"
+	"io"
+	"net/http"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/quiverhq/quiver/internal/mcptest"
 	"github.com/quiverhq/quiver/internal/testdb"
 	"github.com/quiverhq/quiver/internal/testserver"
 )
@@ -307,4 +312,67 @@ func replicasAcrossAProxy(t *testing.T, name, callTimeout string) (a, b *testser
 	b = testserver.Start(t, testserver.Options{DatabaseURL: proxied, RedisURL: redisURL, Env: env})
 	a = testserver.Start(t, testserver.Options{DatabaseURL: direct, RedisURL: redisURL, Env: env})
 	return a, b, px
+}
+
+// TestRejectionReleasedOnceTheDatabaseIsBack: a keyed call that the tool's
+// server refuses before running anything (a 401) finds the database away
+// when it releases its key. The release is tried again while the lease
+// lasts: once the database is back the key is free, a retry runs the call,
+// and the log holds the refusal once. Before, one failed release left the
+// key reserved, to end as tool_outcome_unknown for a call that never ran.
+func TestRejectionReleasedOnceTheDatabaseIsBack(t *testing.T) {
+	dbURL, px := postgresBehindProxy(t, "rejectrelease")
+	// A lease of 10 s, so the database can be away for a while within it.
+	srv := testserver.Start(t, testserver.Options{DatabaseURL: dbURL,
+		Env: map[string]string{"QUIVER_CALL_TIMEOUT": "5s", "QUIVER_LEASE_GRACE": "5s"}})
+	var refuse atomic.Bool
+	counter := mcptest.Start(t, mcptest.Counter, mcptest.Options{Wrap: func(h http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			body, _ := io.ReadAll(r.Body)
+			r.Body = io.NopCloser(bytes.NewReader(body))
+			if refuse.Load() && bytes.Contains(body, []byte(`"tools/call"`)) {
+				px.setCut(true) // the database goes away as the refusal comes back
+				http.Error(w, "token revoked", http.StatusUnauthorized)
+				return
+			}
+			h.ServeHTTP(w, r)
+		})
+	}})
+	id := mqConnect(t, srv, "refusing", map[string]any{"url": counter.URL})
+	if r := mqCall(srv, id, "increment", nil, "k-warm"); r.Status != 200 { // the tool resolved and its session open
+		t.Fatalf("warm-up: %d %s", r.Status, r.Body)
+	}
+
+	const key = "k-refused-4b7e"
+	refuse.Store(true)
+	r := mqCall(srv, id, "increment", nil, key)
+	refuse.Store(false)
+	mqWant(t, r, 502, "upstream_auth_failed")
+	time.Sleep(1500 * time.Millisecond) // the first release fails, and its first retry
+	px.setCut(false)
+
+	deadline := time.Now().Add(6 * time.Second) // within the lease
+	for {
+		r = mqCall(srv, id, "increment", nil, key)
+		if r.Status == 200 {
+			break
+		}
+		if !(r.Status == 503 || r.Status == 409 && r.JSON()["error"] == "request_in_progress") || time.Now().After(deadline) {
+			t.Fatalf("retry: %d %s, want 200 once the database is back", r.Status, r.Body)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	if n := counter.Calls("increment"); n != 2 { // the warm-up and the retry
+		t.Fatalf("increment ran %d times, want 2", n)
+	}
+	r = srv.Do("GET", fmt.Sprintf("/api/v1/agents/custom-tools/calls/?tool=%d&limit=200", id), nil)
+	outcomes := map[string]int{}
+	for _, c := range r.JSON()["calls"].([]any) {
+		if m := c.(map[string]any); m["idempotency_key"] == key {
+			outcomes[m["outcome"].(string)]++
+		}
+	}
+	if outcomes["rejected"] != 1 || outcomes["succeeded"] != 1 || len(outcomes) != 2 {
+		t.Fatalf("the key's log entries by outcome: %v, want one rejected and one succeeded", outcomes)
+	}
 }
