@@ -458,6 +458,11 @@ def _calls_params(tool: Any, limit: Optional[int]) -> Dict[str, Any]:
 
 
 def _tool_ids(tools: Iterable[Any]) -> List[Any]:
+    # A string or a single tool is iterable too, and would go out as its
+    # characters or its keys; and a bare ID would raise a TypeError about
+    # iteration that does not say what was wrong.
+    if isinstance(tools, (str, bytes, Mapping)) or not isinstance(tools, Iterable):
+        raise TypeError(f"tools must be a list of tool IDs, not {type(tools).__name__}")
     out = []
     for t in tools:
         if isinstance(t, Mapping):

@@ -75,6 +75,17 @@ class TestEncoding(Base):
         self.assertEqual(self.body(), {"tools": [1, 2]})
         self.assertEqual(agent.tools, [1, 2])
 
+    def test_tools_must_be_a_list(self) -> None:
+        for tools in (5, "5", b"5", {"id": 5}):
+            with self.subTest(tools=tools), self.assertRaisesRegex(TypeError, "tools must be a list of tool IDs"):
+                self.client.agents.create(name="a", tools=tools)
+            with self.subTest(tools=tools), self.assertRaisesRegex(TypeError, "tools must be a list of tool IDs"):
+                self.client.agents.update(3, tools=tools)
+        self.assertEqual(self.fake.requests, [])  # nothing was sent
+        self.fake.push(201, {"id": 4, "name": "a", "tools": [1, 2]})
+        self.client.agents.create(name="a", tools=(t for t in (1, {"id": 2})))  # any other iterable goes
+        self.assertEqual(self.body(), {"name": "a", "tools": [1, 2]})
+
     def test_call_body_and_tool_object(self) -> None:
         self.fake.push(200, {"call_id": "c_1", "tool": 5, "action": "search", "is_error": False,
                              "result": {"items": [1]}, "structured_content": {"items": [1], "n": 1},
