@@ -54,10 +54,11 @@ const releaseMargin = 3 * time.Second
 // written yet (releaseUnsure).
 func (c *call) releaseLater(ctx context.Context, callID string, entry *store.CallLog, absent bool) {
 	pause := 250 * time.Millisecond
+	var err error
 	for time.Now().Add(pause + releaseMargin).Before(c.leaseUntil) {
 		time.Sleep(pause)
-		ok, err := c.tryRelease(ctx, callID, entry)
-		if ok {
+		var ok bool
+		if ok, err = c.tryRelease(ctx, callID, entry); ok {
 			c.e.opts.Logger.WarnContext(ctx, "released a key on a later attempt", "call_id", callID)
 			return
 		}
@@ -66,7 +67,9 @@ func (c *call) releaseLater(ctx context.Context, callID string, entry *store.Cal
 		}
 		pause = min(2*pause, 2*time.Second)
 	}
-	c.e.opts.Logger.ErrorContext(ctx, "could not release a key within its lease; it will end as outcome_unknown", "call_id", callID)
+	if err != nil { // the database never answered: the row, if any, stays
+		c.e.opts.Logger.ErrorContext(ctx, "could not release a key within its lease; it will end as outcome_unknown", "call_id", callID, "error", err)
+	}
 }
 
 // minReserveWait is the least a reservation waits for the database.
