@@ -97,9 +97,13 @@ type ActionsAtHand interface {
 // name it wants in what Actions gave asks RelistActions before answering
 // that there is none: it may read the list again (within ctx, and no more
 // often than the connector allows), and returns the list to look in again,
-// or false when it has none.
+// nil when it has none. err is the re-list's failure (a *Error) when one
+// ran for the caller and failed; the list is then the one cached, if any.
+// A re-list the tool refused our OAuth token for (KindUpstreamAuth) is
+// worth one more with a refreshed token: a new token is a new Version, a
+// re-list of its own that the refused one does not hold back.
 type ActionsRelister interface {
-	RelistActions(ctx context.Context, t *Tool) ([]Action, bool)
+	RelistActions(ctx context.Context, t *Tool) ([]Action, error)
 }
 
 // Verifier is implemented by connectors that can check a step's credentials

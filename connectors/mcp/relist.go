@@ -19,7 +19,15 @@ package mcp
 //	ConnectTimeout and DiscoveryTimeout; every caller waits for it no
 //	longer than its own context allows
 //	   │ listed: cached, and the list to look in again
-//	   ▼ failed: logged; the caller answers from the list it had (not_found)
+//	   │ failed: logged, and the error to every caller with the list cached
+//	   │ (if any); the caller answers from it (not_found), except that
+//	   ▼ a refusal of our OAuth token (KindUpstreamAuth) is retried once:
+//	the engine (calls.Engine.Relist) refreshes the token, shared with
+//	concurrent callers, and re-lists the refreshed tool. Its new token is a
+//	new Version (connectors.Tool), so a key of its own: no re-list of that
+//	key began, and none was refused, so the retry is not held back by the
+//	refused one's RelistInterval, and concurrent callers' retries share one
+//	re-list as above. A dead grant is the call's tool_not_configured.
 //
 // RelistInterval (Options; QUIVER_MCP_RELIST_INTERVAL) is both "fresh"
 // and the rate limit, 5 s unless set (tests shorten it). A caller
@@ -63,13 +71,14 @@ type relisting struct {
 // the cached one is not fresh and no re-list of the tool began lately,
 // shares a re-list running already, and returns the list to look the
 // action up in again: the re-read one, or the one cached now (which a
-// re-list that just ended may have renewed). False: there is none (the
-// re-list failed or ctx ended before it did, and nothing is cached).
-func (c *Connector) RelistActions(ctx context.Context, t *connectors.Tool) ([]connectors.Action, bool) {
+// re-list that just ended may have renewed), nil when there is none. err
+// is the failure of the re-list the caller waited for (the list is then
+// the cached one): the caller tells a refused token from the rest by it.
+func (c *Connector) RelistActions(ctx context.Context, t *connectors.Tool) ([]connectors.Action, error) {
 	key := slotKey{t.ID, t.Version}
 	r, lead := c.discovery.relist(key)
 	if r == nil {
-		return c.discovery.get(key)
+		return c.cached(key), nil
 	}
 	if lead {
 		// Detached: the callers that join it must not lose it when the
@@ -80,12 +89,18 @@ func (c *Connector) RelistActions(ctx context.Context, t *connectors.Tool) ([]co
 	select {
 	case <-r.done:
 	case <-ctx.Done():
-		return c.discovery.get(key)
+		return c.cached(key), nil
 	}
 	if r.err != nil {
-		return c.discovery.get(key)
+		return c.cached(key), r.err
 	}
-	return r.actions, true
+	return r.actions, nil
+}
+
+// cached is key's cached list, nil when there is none.
+func (c *Connector) cached(key slotKey) []connectors.Action {
+	actions, _ := c.discovery.get(key)
+	return actions
 }
 
 func (c *Connector) runRelist(ctx context.Context, t *connectors.Tool, key slotKey, r *relisting) {

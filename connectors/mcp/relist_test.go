@@ -59,8 +59,8 @@ func has(actions []connectors.Action, name string) bool {
 
 func relist(t *testing.T, c *Connector, tool *connectors.Tool) []connectors.Action {
 	t.Helper()
-	actions, ok := c.RelistActions(ctxFor(t, 10*time.Second), tool)
-	if !ok {
+	actions, _ := c.RelistActions(ctxFor(t, 10*time.Second), tool)
+	if actions == nil {
 		t.Fatal("RelistActions: no list")
 	}
 	return actions
@@ -135,8 +135,8 @@ func TestRelistSingleFlight(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			actions, ok := c.RelistActions(context.Background(), tool)
-			found <- ok && has(actions, "added")
+			actions, err := c.RelistActions(context.Background(), tool)
+			found <- err == nil && has(actions, "added")
 		}()
 	}
 	if !eventually(t, 5*time.Second, func() bool { return hold.count() == 1 }) {
@@ -170,12 +170,12 @@ func TestRelistBoundedByCaller(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 	defer cancel()
 	start := time.Now()
-	actions, ok := c.RelistActions(ctx, tool)
+	actions, err := c.RelistActions(ctx, tool)
 	if d := time.Since(start); d > 5*time.Second {
 		t.Fatalf("the caller waited %v past its context", d)
 	}
-	if !ok || has(actions, "added") {
-		t.Fatalf("a caller whose context ended got ok=%v, the new tool %v; want the cached list", ok, has(actions, "added"))
+	if err != nil || actions == nil || has(actions, "added") {
+		t.Fatalf("a caller whose context ended got %v, a list %v, the new tool %v; want the cached list", err, actions != nil, has(actions, "added"))
 	}
 	close(release)
 	if !eventually(t, 5*time.Second, func() bool { return listed(t, c, tool)["added"] }) {
@@ -206,6 +206,51 @@ func TestRelistFailed(t *testing.T) {
 	clock.advance(DefaultRelistInterval)
 	if !has(relist(t, c, tool), "added") {
 		t.Fatal("the re-list after the server recovered did not find the tool")
+	}
+}
+
+// TestRelistRefusedToken: a re-list the server refuses our OAuth token
+// for says so (KindUpstreamAuth), with the list cached, so that the caller
+// can refresh the token; the refreshed tool (a new token is a new Version)
+// is re-listed at once, though the refused re-list began within
+// RelistInterval, while the refused token's own re-lists stay limited.
+func TestRelistRefusedToken(t *testing.T) {
+	t.Parallel()
+	var mu sync.Mutex
+	live := map[string]bool{"at-1": true}
+	authorize := func(token string) bool { mu.Lock(); defer mu.Unlock(); return live[token] }
+	srv, c, _ := counterSetup(t, mcptest.Options{Stateless: true, PageSize: 100, Authorize: authorize}, nil)
+	clock := &fakeClock{now: time.Now()}
+	c.discovery.now = clock.Now
+	tool := toolFor(srv, 1, nil)
+	tool.AccessToken = "at-1"
+	if listed(t, c, tool)["added"] {
+		t.Fatal("the server lists \"added\" already")
+	}
+	srv.AddTool("added")
+	clock.advance(DefaultRelistInterval)
+	mu.Lock()
+	live = map[string]bool{"at-2": true} // at-1 revoked before its expiry
+	mu.Unlock()
+
+	before := srv.Listings()
+	actions, err := c.RelistActions(ctxFor(t, 10*time.Second), tool)
+	wantKind(t, err, connectors.KindUpstreamAuth)
+	if !has(actions, "increment") || has(actions, "added") {
+		t.Fatal("a refused re-list did not give the cached list")
+	}
+	// The refused token again: limited, as any re-list.
+	if actions, err := c.RelistActions(ctxFor(t, 10*time.Second), tool); err != nil || has(actions, "added") {
+		t.Fatalf("the refused token's re-list again: %v, added %v; want the cached list, not asked", err, has(actions, "added"))
+	}
+	refreshed := *tool
+	refreshed.AccessToken, refreshed.Version = "at-2", tool.Version+1
+	actions, err = c.RelistActions(ctxFor(t, 10*time.Second), &refreshed)
+	if err != nil || !has(actions, "added") {
+		t.Fatalf("the refreshed tool's re-list: %v, added %v; want the re-read list", err, has(actions, "added"))
+	}
+	if n := srv.Listings() - before; n != 1 { // the refused one was refused before it listed
+		t.Fatalf("%d listings, want the refreshed tool's one", n)
 	}
 }
 

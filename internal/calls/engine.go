@@ -399,7 +399,8 @@ func (e *Engine) Relist(ctx context.Context, rt *toolconfig.Resolved) ([]connect
 		ctx, cancel = context.WithTimeout(ctx, e.opts.CallTimeout)
 		defer cancel()
 	}
-	return r.RelistActions(ctx, rt.Tool)
+	actions, _ := r.RelistActions(ctx, rt.Tool)
+	return actions, actions != nil
 }
 
 // actionsForCall is Actions for a call. Listing the tool's actions is part

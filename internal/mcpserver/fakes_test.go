@@ -35,19 +35,19 @@ type fakes struct {
 	answer     func(calls.Request) (*calls.Response, error)
 	// relist, when set, is the connector's RelistActions; relists counts
 	// its calls.
-	relist  func() ([]connectors.Action, bool)
+	relist  func() ([]connectors.Action, error)
 	relists int
 }
 
 // RelistActions makes fakes a connectors.ActionsRelister, which has no
 // list to give unless relist is set.
-func (f *fakes) RelistActions(context.Context, *connectors.Tool) ([]connectors.Action, bool) {
+func (f *fakes) RelistActions(context.Context, *connectors.Tool) ([]connectors.Action, error) {
 	f.mu.Lock()
 	f.relists++
 	relist := f.relist
 	f.mu.Unlock()
 	if relist == nil {
-		return nil, false
+		return nil, nil
 	}
 	return relist()
 }
@@ -90,7 +90,8 @@ func (l listing) Actions(ctx context.Context, account, id int64) (*toolconfig.Re
 // Relist asks the tool's connector, as calls.Engine.Relist does.
 func (l listing) Relist(ctx context.Context, rt *toolconfig.Resolved) ([]connectors.Action, bool) {
 	if r, ok := rt.Connector.(connectors.ActionsRelister); ok {
-		return r.RelistActions(ctx, rt.Tool)
+		actions, _ := r.RelistActions(ctx, rt.Tool)
+		return actions, actions != nil
 	}
 	return nil, false
 }

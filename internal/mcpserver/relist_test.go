@@ -58,7 +58,7 @@ func TestMCPRelistsUnlistedAction(t *testing.T) {
 	setList := func(actions []connectors.Action) {
 		f.mu.Lock()
 		f.actions = actions
-		f.relist = func() ([]connectors.Action, bool) { return actions, true }
+		f.relist = func() ([]connectors.Action, error) { return actions, nil }
 		f.requests = nil
 		f.mu.Unlock()
 	}
