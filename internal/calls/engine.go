@@ -365,10 +365,12 @@ func (c *call) resolveTarget(ctx context.Context) (*toolconfig.Resolved, *connec
 	if a := findAction(actions, c.b.Action); a != nil {
 		return rt, a, nil
 	}
-	if actions, ok := e.Relist(ctx, rt); ok {
-		if a := findAction(actions, c.b.Action); a != nil {
-			return rt, a, nil
-		}
+	rt, actions, err = e.Relist(ctx, rt)
+	if err != nil {
+		return nil, nil, ListingProblem(err)
+	}
+	if a := findAction(actions, c.b.Action); a != nil {
+		return rt, a, nil
 	}
 	return nil, nil, problem.New(problem.NotFound, "Tool %d has no action %q.", id, c.b.Action)
 }
@@ -385,22 +387,45 @@ func findAction(actions []connectors.Action, name string) *connectors.Action {
 // Relist asks a connector whose list may lag the tool's own to read it
 // again, when a call names an action missing from it; the connector
 // decides whether it does (connectors.ActionsRelister). It waits no longer
-// than a call may. The agent MCP endpoint asks through it too. Whatever the re-list meets, the call answers from the
-// list it gives, or the one it had: an action still missing, the server
-// unreachable included, is not_found as before, a rejection that leaves the
-// key free.
-func (e *Engine) Relist(ctx context.Context, rt *toolconfig.Resolved) ([]connectors.Action, bool) {
+// than a call may. The agent MCP endpoint asks through it too.
+//
+// It returns the tool to run the call on and the list to look the action
+// up in: the re-read one, or the one the connector has cached (nil when
+// none). A re-list the tool's server refused our OAuth token for gets the
+// one shared refresh and one more re-list with the refreshed tool, which is
+// then the one to run on (retryRefused, as a call and a listing get); the
+// refresh's refusal (a dead grant: tool_not_configured) is the error, which
+// the call answers before anything is reserved. Every other failure of the
+// re-list, the server unreachable or a second refusal included, leaves the
+// call to answer from the list it gives: an action still missing is
+// not_found as before, a rejection that leaves the key free.
+func (e *Engine) Relist(ctx context.Context, rt *toolconfig.Resolved) (*toolconfig.Resolved, []connectors.Action, error) {
 	r, ok := rt.Connector.(connectors.ActionsRelister)
 	if !ok {
-		return nil, false
+		return rt, nil, nil
 	}
 	if e.opts.CallTimeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, e.opts.CallTimeout)
 		defer cancel()
 	}
-	actions, _ := r.RelistActions(ctx, rt.Tool)
-	return actions, actions != nil
+	actions, err := r.RelistActions(ctx, rt.Tool)
+	if connectors.KindOf(err) != connectors.KindUpstreamAuth {
+		return rt, actions, nil
+	}
+	refused := err
+	next, err := e.retryRefused(ctx, rt, refused, func(next *toolconfig.Resolved) (err error) {
+		actions, err = r.RelistActions(ctx, next.Tool)
+		return err
+	})
+	switch {
+	case next != nil:
+		return next, actions, nil // err: the retry's failure, logged by the connector
+	case err == refused:
+		return rt, actions, nil // nothing to refresh
+	default:
+		return nil, nil, err
+	}
 }
 
 // actionsForCall is Actions for a call. Listing the tool's actions is part

@@ -87,13 +87,14 @@ func (l listing) Actions(ctx context.Context, account, id int64) (*toolconfig.Re
 	return rt, actions, err
 }
 
-// Relist asks the tool's connector, as calls.Engine.Relist does.
-func (l listing) Relist(ctx context.Context, rt *toolconfig.Resolved) ([]connectors.Action, bool) {
+// Relist asks the tool's connector, as calls.Engine.Relist does, without
+// the token refresh.
+func (l listing) Relist(ctx context.Context, rt *toolconfig.Resolved) (*toolconfig.Resolved, []connectors.Action, error) {
 	if r, ok := rt.Connector.(connectors.ActionsRelister); ok {
 		actions, _ := r.RelistActions(ctx, rt.Tool)
-		return actions, actions != nil
+		return rt, actions, nil
 	}
-	return nil, false
+	return rt, nil, nil
 }
 
 func (f *fakes) Actions(context.Context, *connectors.Tool) ([]connectors.Action, error) {

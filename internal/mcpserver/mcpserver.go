@@ -155,11 +155,12 @@ type Tools interface {
 // Actions lists a tool's actions as the REST API does: with one shared
 // token refresh when the tool's server refuses its OAuth token (an access
 // token the provider ended early, or one that came without an expiry), and
-// with a re-read of a list that lacks an action a call names (Relist).
+// with a re-read of a list that lacks an action a call names (Relist),
+// which gets the same refresh.
 // *calls.Engine implements it.
 type Actions interface {
 	Actions(ctx context.Context, accountID, toolID int64) (*toolconfig.Resolved, []connectors.Action, error)
-	Relist(ctx context.Context, rt *toolconfig.Resolved) ([]connectors.Action, bool)
+	Relist(ctx context.Context, rt *toolconfig.Resolved) (*toolconfig.Resolved, []connectors.Action, error)
 }
 
 // Calls runs calls and finds the account's idempotency keys (as

@@ -18,7 +18,10 @@ package mcpserver
 //	   │ whose connector can re-list (else: unknown tool, as before)
 //	   ▼
 //	Actions.Relist (bounded by discoveryWait): the connector decides
-//	whether it asks the server or gives the list it has
+//	whether it asks the server or gives the list it has; a server that
+//	refused our OAuth token gets the shared refresh and one more re-list
+//	   │ the refresh failed (a dead grant) ─────────▶ its error, as a
+//	   │                                              listed call's
 //	   │ the list is not the one the agent's list was built from,
 //	   │ and it names the action (actionNames, as a build would)
 //	   ▼ else: unknown tool, as before
@@ -83,9 +86,14 @@ func (s *Server) relisted(ctx context.Context, account, agent int64, req *mcp.Ca
 		return nil
 	}
 	rctx, cancel := context.WithTimeout(ctx, discoveryWait)
-	actions, ok := s.opts.Actions.Relist(rctx, rt)
+	_, actions, err := s.opts.Actions.Relist(rctx, rt)
 	cancel()
-	if !ok || sameList(actions, part.actions) || !listsName(part.name, actions, name) {
+	if err != nil {
+		// The token refresh the server's refusal asked for failed (a dead
+		// grant: tool_not_configured): the answer a listed call gets.
+		return s.toolError(ctx, err)
+	}
+	if actions == nil || sameList(actions, part.actions) || !listsName(part.name, actions, name) {
 		return nil
 	}
 	next, err := s.sets.refresh(ctx, account, agent, cur)
