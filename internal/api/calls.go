@@ -62,13 +62,7 @@ func (s *Server) call(c *gin.Context) {
 
 func (s *Server) listCalls(c *gin.Context) {
 	bad := map[string]string{}
-	p, err := page(c)
-	if pe, ok := problem.As(err); ok && pe.Fields != nil {
-		maps.Copy(bad, pe.Fields)
-	} else if err != nil {
-		s.writeError(c, err)
-		return
-	}
+	list := callList
 	var toolID *int64
 	if v, given := c.GetQuery("tool"); given { // ?tool= too: an empty filter must not list every tool's calls
 		id, err := strconv.ParseInt(v, 10, 64)
@@ -76,9 +70,17 @@ func (s *Server) listCalls(c *gin.Context) {
 			bad["tool"] = "must be a tool ID (a positive integer)"
 		}
 		toolID = &id
+		list = filtered(callList, "tool", v) // v is the one spelling of id when it is valid
+	}
+	p, err := page(c, list)
+	if pe, ok := problem.As(err); ok && pe.Fields != nil {
+		maps.Copy(bad, pe.Fields)
+	} else if err != nil {
+		s.writeError(c, err)
+		return
 	}
 	if len(bad) > 0 {
-		s.writeError(c, problem.Validation("The list parameters are not valid.", bad))
+		s.writeError(c, problem.Validation(listParamsInvalid, bad))
 		return
 	}
 	cs, next, err := s.Calls.Calls(c.Request.Context(), account(c), toolID, p)

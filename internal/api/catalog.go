@@ -1,6 +1,7 @@
 package api
 
 import (
+	"maps"
 	"strings"
 
 	"github.com/gin-gonic/gin"
@@ -26,17 +27,28 @@ func (s *Server) registerCatalog(rg *gin.RouterGroup) {
 }
 
 // listCatalog pages through the catalog like every other list; the cursor
-// is the position after the last entry shown.
+// is the position after the last entry shown, so it is bound to the
+// ?category= it was made under like the calls list's to its ?tool=: the
+// same position in another category is another entry.
 func (s *Server) listCatalog(c *gin.Context) {
-	p, err := page(c)
-	if err != nil {
+	bad := map[string]string{}
+	list := catalogList
+	category, given := c.GetQuery("category")
+	if given {
+		if strings.TrimSpace(category) == "" {
+			bad["category"] = "must name a category; leave it out to list them all"
+		}
+		list = filtered(catalogList, "category", category)
+	}
+	p, err := page(c, list)
+	if pe, ok := problem.As(err); ok && pe.Fields != nil {
+		maps.Copy(bad, pe.Fields)
+	} else if err != nil {
 		s.writeError(c, err)
 		return
 	}
-	category, given := c.GetQuery("category")
-	if given && strings.TrimSpace(category) == "" {
-		s.writeError(c, problem.Validation("The list parameters are not valid.",
-			map[string]string{"category": "must name a category; leave it out to list them all"}))
+	if len(bad) > 0 {
+		s.writeError(c, problem.Validation(listParamsInvalid, bad))
 		return
 	}
 	entries := s.Tools.Catalog().List(category)
@@ -48,7 +60,7 @@ func (s *Server) listCatalog(c *gin.Context) {
 	}
 	var next string
 	if end < len(entries) {
-		next = store.EncodeCursor(int64(end))
+		next = store.EncodeCursor(list, int64(end))
 	}
 	c.JSON(200, gin.H{"tools": out, "next_cursor": cursor(next)})
 }

@@ -118,9 +118,22 @@ func pathID(c *gin.Context, what string) (int64, error) {
 	return id, nil
 }
 
-// page reads ?limit= and ?cursor=.
-func page(c *gin.Context) (store.Page, error) {
-	p := store.Page{Limit: 50}
+// The lists a cursor can continue, as named in store.Page.List. A filter
+// joins the name (see filtered): a cursor continues only the list and
+// filters it was made under.
+const (
+	agentList   = "agents"
+	toolList    = "tools"
+	callList    = "calls"
+	catalogList = "catalog"
+)
+
+// filtered names list under the filter ?param=value.
+func filtered(list, param, value string) string { return list + "?" + param + "=" + value }
+
+// page reads ?limit= and ?cursor= for the list named list.
+func page(c *gin.Context, list string) (store.Page, error) {
+	p := store.Page{Limit: 50, List: list}
 	bad := map[string]string{}
 	if v := c.Query("limit"); v != "" {
 		n, err := strconv.Atoi(v)
@@ -130,15 +143,26 @@ func page(c *gin.Context) (store.Page, error) {
 			p.Limit = n
 		}
 	}
-	after, err := store.DecodeCursor(c.Query("cursor"))
+	after, err := store.DecodeCursor(list, c.Query("cursor"))
 	if err != nil {
-		bad["cursor"] = "is not a cursor this server made"
+		bad["cursor"] = cursorMessage(err)
 	}
 	p.After = after
 	if len(bad) > 0 {
-		return p, problem.Validation("The list parameters are not valid.", bad)
+		return p, problem.Validation(listParamsInvalid, bad)
 	}
 	return p, nil
+}
+
+// listParamsInvalid is the message of a 422 for a list's query parameters.
+const listParamsInvalid = "The list parameters are not valid."
+
+// cursorMessage is fields.cursor for a cursor store.DecodeCursor refused.
+func cursorMessage(err error) string {
+	if errors.Is(err, store.ErrCursorOtherList) {
+		return "was made for another list, or for this one with other filters; pass a cursor only with the list and filters that gave it"
+	}
+	return "is not a cursor this server made"
 }
 
 // cursor renders next_cursor: null at the end.

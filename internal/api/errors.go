@@ -24,7 +24,7 @@ func (s *Server) writeError(c *gin.Context, err error) {
 		} else if errors.Is(err, store.ErrUnavailable) {
 			p = &problem.Error{Code: problem.Unavailable, Message: "The database is unavailable. Retry shortly.", RetryAfter: 1}
 		} else if errors.Is(err, store.ErrBadCursor) {
-			p = problem.Validation("The cursor is not one this server made.", map[string]string{"cursor": "is invalid"})
+			p = problem.Validation(listParamsInvalid, map[string]string{"cursor": cursorMessage(err)})
 		} else {
 			s.log.ErrorContext(c.Request.Context(), "internal error", "error", err, "route", c.FullPath())
 			p = problem.New(problem.Internal, "Something went wrong on our side; the request ID helps us find it.")

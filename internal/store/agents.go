@@ -112,7 +112,7 @@ func (s *Store) ListAgents(ctx context.Context, accountID int64, p Page) ([]Agen
 	if err != nil {
 		return nil, "", interpret(err)
 	}
-	as, next := trim(as, p.Limit, func(a *Agent) int64 { return a.ID })
+	as, next := trim(as, p.Limit, p.List, func(a *Agent) int64 { return a.ID })
 	if err := s.fillAgentTools(ctx, as); err != nil {
 		return nil, "", err
 	}

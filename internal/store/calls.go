@@ -98,6 +98,6 @@ func (s *Store) ListCalls(ctx context.Context, accountID int64, toolID *int64, p
 	if err := q.Order("id").Limit(p.Limit + 1).Find(&cs).Error; err != nil {
 		return nil, "", interpret(err)
 	}
-	cs, next := trim(cs, p.Limit, func(c *CallLog) int64 { return c.ID })
+	cs, next := trim(cs, p.Limit, p.List, func(c *CallLog) int64 { return c.ID })
 	return cs, next, nil
 }

@@ -375,13 +375,13 @@ func TestInsertCallsRoundTrip(t *testing.T) {
 				}
 			}
 			// One at a time, through the cursors: the same order.
-			p := store.Page{Limit: 1}
+			p := store.Page{Limit: 1, List: "calls"}
 			for i := range want {
 				page, next, err := s.ListCalls(ctx, acct.ID, nil, p)
 				if err != nil || len(page) != 1 || page[0].CallID != want[i].CallID || (next == "") != (i == len(want)-1) {
 					t.Fatalf("page %d: %v %+v next %q", i, err, page, next)
 				}
-				after, err := store.DecodeCursor(next)
+				after, err := store.DecodeCursor("calls", next)
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -73,7 +73,7 @@ func (s *Store) ListTools(ctx context.Context, accountID int64, p Page) ([]Tool,
 	if err != nil {
 		return nil, "", interpret(err)
 	}
-	ts, next := trim(ts, p.Limit, func(t *Tool) int64 { return t.ID })
+	ts, next := trim(ts, p.Limit, p.List, func(t *Tool) int64 { return t.ID })
 	return ts, next, nil
 }
 
