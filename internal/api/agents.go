@@ -77,7 +77,7 @@ func (s *Server) createAgent(c *gin.Context) {
 }
 
 func (s *Server) listAgents(c *gin.Context) {
-	p, err := page(c, agentList)
+	p, err := page(c, agentList, nil)
 	if err != nil {
 		s.writeError(c, err)
 		return

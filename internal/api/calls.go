@@ -1,7 +1,6 @@
 package api
 
 import (
-	"maps"
 	"strconv"
 
 	"github.com/gin-gonic/gin"
@@ -72,15 +71,9 @@ func (s *Server) listCalls(c *gin.Context) {
 		toolID = &id
 		list = filtered(callList, "tool", v) // v is the one spelling of id when it is valid
 	}
-	p, err := page(c, list)
-	if pe, ok := problem.As(err); ok && pe.Fields != nil {
-		maps.Copy(bad, pe.Fields)
-	} else if err != nil {
+	p, err := page(c, list, bad)
+	if err != nil {
 		s.writeError(c, err)
-		return
-	}
-	if len(bad) > 0 {
-		s.writeError(c, problem.Validation(listParamsInvalid, bad))
 		return
 	}
 	cs, next, err := s.Calls.Calls(c.Request.Context(), account(c), toolID, p)

@@ -1,7 +1,6 @@
 package api
 
 import (
-	"maps"
 	"strings"
 
 	"github.com/gin-gonic/gin"
@@ -40,15 +39,9 @@ func (s *Server) listCatalog(c *gin.Context) {
 		}
 		list = filtered(catalogList, "category", category)
 	}
-	p, err := page(c, list)
-	if pe, ok := problem.As(err); ok && pe.Fields != nil {
-		maps.Copy(bad, pe.Fields)
-	} else if err != nil {
+	p, err := page(c, list, bad)
+	if err != nil {
 		s.writeError(c, err)
-		return
-	}
-	if len(bad) > 0 {
-		s.writeError(c, problem.Validation(listParamsInvalid, bad))
 		return
 	}
 	entries := s.Tools.Catalog().List(category)

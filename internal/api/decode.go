@@ -131,10 +131,14 @@ const (
 // filtered names list under the filter ?param=value.
 func filtered(list, param, value string) string { return list + "?" + param + "=" + value }
 
-// page reads ?limit= and ?cursor= for the list named list.
-func page(c *gin.Context, list string) (store.Page, error) {
+// page reads ?limit= and ?cursor= for the list named list. bad holds what
+// the caller found wrong with the list's other parameters (nil: nothing);
+// page adds its own findings, and all of them are one 422.
+func page(c *gin.Context, list string, bad map[string]string) (store.Page, error) {
 	p := store.Page{Limit: 50, List: list}
-	bad := map[string]string{}
+	if bad == nil {
+		bad = map[string]string{}
+	}
 	if v := c.Query("limit"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 1 || n > 200 {

@@ -51,7 +51,7 @@ func (s *Server) createTool(c *gin.Context) {
 }
 
 func (s *Server) listTools(c *gin.Context) {
-	p, err := page(c, toolList)
+	p, err := page(c, toolList, nil)
 	if err != nil {
 		s.writeError(c, err)
 		return

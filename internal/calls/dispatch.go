@@ -239,9 +239,9 @@ func outcomeUnknown(cause error, keyed bool) error {
 // rejected releases the key of a call the tool refused before running it.
 func (c *call) rejected(ctx context.Context, rt *toolconfig.Resolved, action *connectors.Action, callID string, dur time.Duration, cause error) (*Response, error) {
 	c.count("rejected")
-	// A keyed call's entry is written with the release, so a crash right
-	// after the answer cannot lose it; without a key, or a release, it is
-	// queued.
+	// A keyed call's entry is written with the release (or with a later
+	// try of it), so a crash right after the answer cannot lose it; without
+	// a key, or when the row is no longer this call's, it is queued.
 	entry := c.entry(rt, action, callID, "rejected", dur)
 	if !c.releaseKey(ctx, callID, &entry) {
 		c.e.log.add(entry)
