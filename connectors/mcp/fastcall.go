@@ -250,19 +250,19 @@ func (f *fastSession) stream(ctx context.Context, body io.ReadCloser, id int64) 
 	}
 }
 
-// drainWait bounds how long finish waits for a stream's end.
+// drainWait bounds how long a stream's end is waited for.
 const drainWait = 100 * time.Millisecond
 
-// finish reads what is left of a call's stream and closes it. A server
-// closes the stream right after the answer, and a stream read to its end
-// leaves the connection to the next request; one closed early takes a new
-// connection (a TCP handshake and two goroutines at both ends) next time.
-// A server that keeps the stream open gets drainWait, then the close; the
-// end usually came with the answer, and reading it then arms no timer. A
-// body that cannot bound its wait (not the h1 transport's) is closed.
+// finish hands what is left of a call's stream to its transport and
+// returns. A server closes the stream right after the answer, and a stream
+// read to its end leaves the connection to the next request; one closed
+// early takes a new connection (a TCP handshake and two goroutines at both
+// ends) next time. The h1 transport reads the end without the call waiting
+// for it (h1Body.release), for up to drainWait, then closes the connection;
+// a body of another transport is closed.
 func finish(body io.ReadCloser) {
-	if b, ok := body.(bounder); ok && b.bound(drainWait) {
-		_, _ = io.Copy(io.Discard, io.LimitReader(body, 1<<20))
+	if b, ok := body.(releaser); ok && b.release(drainWait) {
+		return
 	}
 	body.Close()
 }

@@ -324,9 +324,10 @@ func TestFastCallReadsEveryEventStreamForm(t *testing.T) {
 }
 
 // TestFastCallStreamHeldOpen: a server that keeps a call's event stream
-// open after the answer costs the call drainWait, not the rest of the
-// stream, and the next call works (on a new connection: the held one is
-// closed, as TestH1BoundedDrain shows).
+// open after the answer costs the call nothing: the answer goes on as it
+// comes, the rest is waited for off the call's path, and the next call
+// works (on a new connection: the held one is closed after drainWait, as
+// TestH1ReleasedDrain shows).
 func TestFastCallStreamHeldOpen(t *testing.T) {
 	t.Parallel()
 	srv := mcptest.Start(t, mcptest.Counter, mcptest.Options{})
@@ -354,8 +355,8 @@ func TestFastCallStreamHeldOpen(t *testing.T) {
 		if want := fmt.Sprintf(`{"i":%d}`, i); string(res.Content) != want {
 			t.Fatalf("echo %d = %s", i, res.Content)
 		}
-		if d := time.Since(start); d < drainWait || d > drainWait+2*time.Second {
-			t.Fatalf("call %d took %v, want about drainWait (%v)", i, d, drainWait)
+		if d := time.Since(start); d >= drainWait {
+			t.Fatalf("call %d took %v: it waited for the stream's end (drainWait %v)", i, d, drainWait)
 		}
 	}
 	if fastSessions(c) != 1 {

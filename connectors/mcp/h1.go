@@ -167,11 +167,11 @@ func (t *h1Transport) connect(ctx context.Context, scheme, addr, host, key strin
 }
 
 // source is a connection as its bufio.Reader reads it. Under a bound (set
-// by h1Body.bound), the first read that would have to wait for the server
-// sets the connection's read deadline first; what the socket already holds
-// is read with none. A deadline modifies a runtime timer, and the runtime
-// wakes a thread to watch a timer so modified: for a stream's end, which
-// has usually arrived with the answer, that was a thread wakeup per call.
+// by h1Body.release), the first read that would have to wait for the
+// server sets the connection's read deadline first; what the socket already
+// holds is read with none. A deadline modifies a runtime timer, and the
+// runtime wakes a thread to watch a timer so modified: for a stream's end
+// that has arrived with the answer, that would be a wakeup for nothing.
 type source struct {
 	conn  net.Conn
 	sock  *nowait.Socket
@@ -327,8 +327,9 @@ type h1Body struct {
 	stop  func() bool
 	reuse bool
 
-	mu   sync.Mutex
-	done bool
+	mu       sync.Mutex
+	done     bool
+	released bool // release took the rest over: Close leaves it be
 }
 
 func (b *h1Body) Read(p []byte) (int, error) {
@@ -340,19 +341,57 @@ func (b *h1Body) Read(p []byte) (int, error) {
 }
 
 func (b *h1Body) Close() error {
-	b.finish(false)
+	b.mu.Lock()
+	released := b.released
+	b.mu.Unlock()
+	if !released {
+		b.finish(false)
+	}
 	return nil
 }
 
-// bound limits the wait for the rest of the body to d from the first read
-// that has to wait for the server (source); it ends with the body.
-func (b *h1Body) bound(d time.Duration) bool {
+// maxDrain is how much of a body's rest release reads to keep its
+// connection; a longer rest closes it.
+const maxDrain = 1 << 20
+
+// release ends the caller's part in the exchange without making it wait
+// for the rest of the body: what has already come is read at once, and a
+// rest still on its way is read, for up to d, on a goroutine of its own,
+// which gives the connection back to the pool if the body ends in time and
+// closes it otherwise. The context no longer cuts the connection: d bounds
+// the wait. An event stream's end comes after its answer, once the server's
+// handler has returned: on a busy machine a hundred microseconds and more
+// later, which the call's answer would otherwise wait out. Close after
+// release does nothing.
+func (b *h1Body) release(d time.Duration) bool {
 	b.mu.Lock()
-	defer b.mu.Unlock()
-	if !b.done {
-		b.pc.src.bound = d
+	if b.done || b.released {
+		b.mu.Unlock()
+		return true
+	}
+	if !b.stop() { // the context ended: its deadline is on the connection
+		b.done = true
+		b.mu.Unlock()
+		b.pc.conn.Close()
+		return true
+	}
+	b.released = true
+	b.stop = func() bool { return true } // finish: detached, not aborted
+	b.pc.src.bound = d
+	come := b.pc.br.Buffered() > 0 || !b.pc.sock.Quiet()
+	b.mu.Unlock()
+	if come {
+		b.drain()
+	} else {
+		go b.drain()
 	}
 	return true
+}
+
+// drain reads the rest of a released body, then ends the exchange.
+func (b *h1Body) drain() {
+	_, _ = io.Copy(io.Discard, io.LimitReader(b, maxDrain))
+	b.finish(false) // a no-op once the end was read
 }
 
 // finish ends the exchange once: the connection goes back to the pool if

@@ -214,15 +214,17 @@ func TestH1ClosesStaleIdleConnections(t *testing.T) {
 	}
 }
 
-// TestH1BoundedDrain: a body under a bound reads the rest the server
-// already sent without a deadline (no runtime timer), keeping the
-// connection; a server that holds the rest back gets the bound, from the
-// first read that has to wait, and the connection is closed.
-func TestH1BoundedDrain(t *testing.T) {
+// TestH1ReleasedDrain: a released body gives the caller back at once
+// whatever the rest does. A rest the server already sent is read without a
+// deadline (no runtime timer) and keeps the connection; one held back is
+// read on a goroutine of its own, under the bound from the first read that
+// has to wait, and keeps the connection if it comes in time; one that does
+// not come in time closes it.
+func TestH1ReleasedDrain(t *testing.T) {
 	if !nowait.Available {
 		t.Skip("a socket cannot be read without waiting here (nowait_other.go)")
 	}
-	release := make(chan struct{})
+	rest := make(chan struct{})
 	srv, conns := h1Server(t, false, func(w http.ResponseWriter, r *http.Request) {
 		w.Write([]byte("answer"))
 		if r.URL.Path == "/whole" {
@@ -230,7 +232,7 @@ func TestH1BoundedDrain(t *testing.T) {
 		}
 		w.(http.Flusher).Flush()
 		select { // then the end of the chunked body
-		case <-release:
+		case <-rest:
 		case <-time.After(5 * time.Second):
 		}
 	})
@@ -257,82 +259,150 @@ func TestH1BoundedDrain(t *testing.T) {
 		}
 		return resp.Body.(*h1Body)
 	}
+	// release releases body and fails if that waited.
+	release := func(body *h1Body, d time.Duration) time.Time {
+		t.Helper()
+		start := time.Now()
+		body.release(d)
+		body.Close() // as the caller's deferred Close does: no effect now
+		if took := time.Since(start); took > 50*time.Millisecond {
+			t.Fatalf("release took %v: the caller waited for the rest", took)
+		}
+		return start
+	}
+	pooled := func() int {
+		tr.mu.Lock()
+		defer tr.mu.Unlock()
+		n := 0
+		for _, list := range tr.idle {
+			n += len(list)
+		}
+		return n
+	}
+	ended := func(body *h1Body) bool {
+		body.mu.Lock()
+		defer body.mu.Unlock()
+		return body.done
+	}
 
+	// The rest has come: read at once, no deadline, the connection kept.
 	body := answer()
-	release <- struct{}{}
+	rest <- struct{}{}
 	if !eventually(t, 2*time.Second, func() bool { return !body.pc.sock.Quiet() }) {
 		t.Fatal("the end of the body never reached the socket")
 	}
-	body.bound(time.Second)
-	if _, err := io.Copy(io.Discard, body); err != nil {
-		t.Fatalf("reading the rest: %v", err)
+	release(body, time.Second)
+	if !ended(body) || pooled() != 1 {
+		t.Fatalf("a rest that had come was not read at once (ended %v, %d pooled)", ended(body), pooled())
 	}
-	body.Close()
 	if n := deadlines.Load(); n != 0 {
 		t.Fatalf("%d read deadlines set to read what had come", n)
 	}
 
+	// The rest comes after the release, within the bound: the connection
+	// goes back to the pool once it has.
 	body = answer()
-	if n := conns.Load(); n != 1 {
-		t.Fatalf("%d connections, want the first one again", n)
+	release(body, 5*time.Second)
+	time.Sleep(20 * time.Millisecond)
+	if ended(body) {
+		t.Fatal("the body ended before its rest was sent")
 	}
-	body.bound(100 * time.Millisecond)
-	start := time.Now()
-	if _, err := io.Copy(io.Discard, body); !isTimeout(err) {
-		t.Fatalf("reading a rest held back: %v, want a timeout", err)
+	rest <- struct{}{}
+	if !eventually(t, 2*time.Second, func() bool { return pooled() == 1 }) {
+		t.Fatal("the connection never went back to the pool after the rest came")
 	}
-	if d := time.Since(start); d < 100*time.Millisecond || d > 2*time.Second {
-		t.Fatalf("the bound of 100ms ended the read after %v", d)
-	}
-	body.Close()
 	if n := deadlines.Load(); n != 1 {
-		t.Fatalf("%d read deadlines set, want 1", n)
+		t.Fatalf("%d read deadlines set, want the bound's 1", n)
 	}
-	release <- struct{}{}
+
+	// The rest does not come within the bound: the connection is closed.
+	body = answer()
+	start := release(body, 100*time.Millisecond)
+	if !eventually(t, 2*time.Second, func() bool { return ended(body) }) {
+		t.Fatal("the bound of 100ms never ended the drain")
+	}
+	if d := time.Since(start); d < 100*time.Millisecond {
+		t.Fatalf("the bound of 100ms ended the drain after %v", d)
+	}
+	if pooled() != 0 {
+		t.Fatal("a connection whose body was cut short went back to the pool")
+	}
+	rest <- struct{}{}
 	if got := h1Post(t, c, srv.URL+"/whole", ""); got != "answer" {
 		t.Fatalf("answer %q", got)
 	}
 	if n := conns.Load(); n != 2 {
-		t.Fatalf("%d connections, want a new one after a body cut short", n)
+		t.Fatalf("%d connections, want the first one twice more, then a new one after a body cut short", n)
 	}
 }
 
-// TestH1ContextEndsTheDrain: a context that ends after the answer ends the
-// bounded read of the rest at once, not after the bound (arming the bound
-// must not replace the past deadline the context set).
-func TestH1ContextEndsTheDrain(t *testing.T) {
-	release := make(chan struct{})
-	srv, _ := h1Server(t, false, func(w http.ResponseWriter, r *http.Request) {
+// TestH1ContextAndTheDrain: a context that ended before the release closes
+// the connection at once (arming the bound must not replace the past
+// deadline the context set); one that ends after it, as a call's does when
+// it returns, leaves the drain to its bound and the connection to the pool.
+func TestH1ContextAndTheDrain(t *testing.T) {
+	rest := make(chan struct{})
+	srv, conns := h1Server(t, false, func(w http.ResponseWriter, r *http.Request) {
 		w.Write([]byte("answer"))
 		w.(http.Flusher).Flush()
-		<-release // the rest never comes while the test runs
+		select {
+		case <-rest:
+		case <-time.After(5 * time.Second):
+		}
 	})
-	t.Cleanup(func() { close(release) })
-	c, _ := h1Client(t, srv)
+	c, tr := h1Client(t, srv)
+	answer := func(ctx context.Context) *h1Body {
+		t.Helper()
+		req, _ := http.NewRequestWithContext(ctx, "GET", srv.URL, nil)
+		resp, err := c.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b := make([]byte, len("answer"))
+		if _, err := io.ReadFull(resp.Body, b); err != nil {
+			t.Fatal(err)
+		}
+		return resp.Body.(*h1Body)
+	}
+	pooled := func() bool {
+		tr.mu.Lock()
+		defer tr.mu.Unlock()
+		n := 0
+		for _, list := range tr.idle {
+			n += len(list)
+		}
+		return n == 1
+	}
+
 	ctx, cancel := context.WithCancel(context.Background())
-	req, _ := http.NewRequestWithContext(ctx, "GET", srv.URL, nil)
-	resp, err := c.Do(req)
-	if err != nil {
-		t.Fatal(err)
+	body := answer(ctx)
+	body.release(5 * time.Second)
+	cancel()
+	rest <- struct{}{}
+	if !eventually(t, 2*time.Second, pooled) {
+		t.Fatal("a context that ended after the release cut the drain")
 	}
-	b := make([]byte, len("answer"))
-	if _, err := io.ReadFull(resp.Body, b); err != nil {
-		t.Fatal(err)
+
+	ctx, cancel = context.WithCancel(context.Background())
+	body = answer(ctx)
+	if n := conns.Load(); n != 1 {
+		t.Fatalf("%d connections, want the first one again", n)
 	}
-	body := resp.Body.(*h1Body)
 	cancel()
 	if !eventually(t, 2*time.Second, func() bool { return body.pc.src.cut.Load() }) {
 		t.Fatal("the context's end never reached the connection")
 	}
-	body.bound(5 * time.Second)
-	start := time.Now()
-	if _, err := io.Copy(io.Discard, body); err == nil {
-		t.Fatal("the rest of a body whose context ended was read")
+	body.release(5 * time.Second)
+	body.mu.Lock()
+	done := body.done
+	body.mu.Unlock()
+	if !done {
+		t.Fatal("a body whose context had ended was drained")
 	}
-	if d := time.Since(start); d > time.Second {
-		t.Fatalf("the read took %v after the context ended: the bound replaced its deadline", d)
+	if _, err := body.pc.conn.Read(make([]byte, 1)); err == nil {
+		t.Fatal("the connection of a body whose context had ended is open")
 	}
-	body.Close()
+	rest <- struct{}{}
 }
 
 // deadlineCounter counts the read deadlines set on a connection.

@@ -272,15 +272,15 @@ type readCloser struct {
 	io.Closer
 }
 
-// bounder is a response body that can bound the wait for its rest: an
-// *h1Body, under whatever wraps it.
-type bounder interface {
-	bound(d time.Duration) bool
+// releaser is a response body that can read its rest without the caller
+// waiting (h1Body.release): an *h1Body, under whatever wraps it.
+type releaser interface {
+	release(d time.Duration) bool
 }
 
-func (r readCloser) bound(d time.Duration) bool {
-	b, ok := r.Closer.(bounder)
-	return ok && b.bound(d)
+func (r readCloser) release(d time.Duration) bool {
+	b, ok := r.Closer.(releaser)
+	return ok && b.release(d)
 }
 
 // errTooLarge ends a response body that exceeds MaxResponseBytes.
