@@ -151,7 +151,10 @@ func (c *Connector) unfamiliar(raw json.RawMessage, err error) (connectors.Resul
 	if json.Unmarshal(raw, &loose) != nil || loose.Content == nil {
 		return connectors.Result{}, connectors.Errorf(connectors.KindOutcomeUnknown, err, "the tool's result could not be read")
 	}
-	out := connectors.Result{IsError: loose.IsError, Content: structuredContent(raw)}
+	out := connectors.Result{IsError: loose.IsError}
+	if !loose.IsError { // an error's text says what went wrong: result
+		out.Content = structuredContent(raw)
+	}
 	if len(out.Content) == 0 || string(out.Content) == "null" {
 		out.Content, _ = json.Marshal(loose.Content) // raw messages: cannot fail
 		out.MCPContent = true
@@ -160,12 +163,15 @@ func (c *Connector) unfamiliar(raw json.RawMessage, err error) (connectors.Resul
 }
 
 // result maps a tools/call result: a single text block holding JSON is that
-// JSON; otherwise structured content if there is some (structured, the
-// server's own JSON of it, when known: the SDK holds it as an any, whose
-// float64s round numbers past 2^53 and whose maps reorder keys), else the
-// content array. An isError result, or a JSON object with string "error" and
-// "message" fields (such as an approval_required payload), is an error
-// result with its payload intact.
+// JSON; otherwise, for a result that is not an error, structured content if
+// there is some (structured, the server's own JSON of it, when known: the
+// SDK holds it as an any, whose float64s round numbers past 2^53 and whose
+// maps reorder keys), else the content array. An isError result's other
+// content is its content array: its text says what went wrong, and its
+// structured content, if any, need not (the Go SDK's typed tools send their
+// output type's zero value beside the error text). An isError result, or a
+// JSON object with string "error" and "message" fields (such as an
+// approval_required payload), is an error result with its payload intact.
 func (c *Connector) result(res *mcp.CallToolResult, structured json.RawMessage) (connectors.Result, error) {
 	out := connectors.Result{IsError: res.IsError}
 	var err error
@@ -178,9 +184,9 @@ func (c *Connector) result(res *mcp.CallToolResult, structured json.RawMessage) 
 			}
 			out.Structured = otherJSON(out.Content, structured)
 		}
-	case res.StructuredContent != nil && len(structured) > 0:
+	case res.StructuredContent != nil && !res.IsError && len(structured) > 0:
 		out.Content = structured
-	case res.StructuredContent != nil:
+	case res.StructuredContent != nil && !res.IsError:
 		out.Content, err = json.Marshal(res.StructuredContent)
 	default:
 		content := res.Content
