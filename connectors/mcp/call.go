@@ -152,7 +152,7 @@ func (c *Connector) unfamiliar(raw json.RawMessage, err error) (connectors.Resul
 		return connectors.Result{}, connectors.Errorf(connectors.KindOutcomeUnknown, err, "the tool's result could not be read")
 	}
 	out := connectors.Result{IsError: loose.IsError}
-	if !loose.IsError { // an error's text says what went wrong: result
+	if !loose.IsError || len(loose.Content) == 0 { // an error's content says what went wrong: result
 		out.Content = structuredContent(raw)
 	}
 	if len(out.Content) == 0 || string(out.Content) == "null" {
@@ -169,7 +169,8 @@ func (c *Connector) unfamiliar(raw json.RawMessage, err error) (connectors.Resul
 // maps reorder keys), else the content array. An isError result's other
 // content is its content array: its text says what went wrong, and its
 // structured content, if any, need not (the Go SDK's typed tools send their
-// output type's zero value beside the error text). An isError result, or a
+// output type's zero value beside the error text); only an error without
+// content is its structured content. An isError result, or a
 // JSON object with string "error" and "message" fields (such as an
 // approval_required payload), is an error result with its payload intact.
 func (c *Connector) result(res *mcp.CallToolResult, structured json.RawMessage) (connectors.Result, error) {
@@ -184,9 +185,9 @@ func (c *Connector) result(res *mcp.CallToolResult, structured json.RawMessage) 
 			}
 			out.Structured = otherJSON(out.Content, structured)
 		}
-	case res.StructuredContent != nil && !res.IsError && len(structured) > 0:
+	case res.StructuredContent != nil && (!res.IsError || len(res.Content) == 0) && len(structured) > 0:
 		out.Content = structured
-	case res.StructuredContent != nil && !res.IsError:
+	case res.StructuredContent != nil && (!res.IsError || len(res.Content) == 0):
 		out.Content, err = json.Marshal(res.StructuredContent)
 	default:
 		content := res.Content

@@ -50,6 +50,8 @@ func rawServer(t *testing.T, list string, calls map[string]string) *connectors.T
 // structured content beside it, on the fast path and the SDK's alike. The
 // same JSON twice (the text is the structured content serialized), a
 // result whose content is its structured content, and an error keep none.
+// An error whose text is not JSON is its content array, whatever
+// structured content came with it; one without content is that.
 func TestStructuredContent(t *testing.T) {
 	t.Parallel()
 	list := `{"tools":[
@@ -63,6 +65,8 @@ func TestStructuredContent(t *testing.T) {
 		"prose":   `{"content":[{"type":"text","text":"It is 21 degrees."}],"structuredContent":{"celsius":21}}`,
 		"failed":  `{"content":[{"type":"text","text":"8"}],"structuredContent":{"result":8},"isError":true}`,
 		"payload": `{"content":[{"type":"text","text":"{\"error\":\"no_data\"}"}],"structuredContent":{"result":8}}`,
+		"refused": `{"content":[{"type":"text","text":"mailbox full"}],"structuredContent":{"id":0},"isError":true}`,
+		"bare":    `{"content":[],"structuredContent":{"error":"x"},"isError":true}`,
 	}
 	want := map[string]struct {
 		content, structured string
@@ -73,6 +77,8 @@ func TestStructuredContent(t *testing.T) {
 		"prose":   {content: `{"celsius":21}`},
 		"failed":  {content: `8`, isError: true},
 		"payload": {content: `{"error":"no_data"}`, isError: true},
+		"refused": {content: `[{"type":"text","text":"mailbox full"}]`, isError: true},
+		"bare":    {content: `{"error":"x"}`, isError: true},
 	}
 	for _, path := range []string{"fast", "sdk"} {
 		t.Run(path, func(t *testing.T) {
