@@ -35,6 +35,7 @@ func (s *Server) createTool(c *gin.Context) {
 		f.bad["mcp_tool"] = "is required"
 	}
 	f.get("name", &label, "a string")
+	label = strings.TrimSpace(label) // counted as kept, as an agent's name is
 	if utf8.RuneCountInString(label) > 200 {
 		f.bad["name"] = "must be at most 200 characters"
 	}
@@ -42,7 +43,7 @@ func (s *Server) createTool(c *gin.Context) {
 		s.writeError(c, err)
 		return
 	}
-	v, err := s.Tools.Create(c.Request.Context(), account(c), name, strings.TrimSpace(label))
+	v, err := s.Tools.Create(c.Request.Context(), account(c), name, label)
 	if err != nil {
 		s.writeError(c, err)
 		return
