@@ -32,11 +32,19 @@ func (s *Server) authenticate(c *gin.Context) {
 		s.writeError(c, err)
 		return
 	}
-	if p.ReadOnly && !readOnlyAllowed(c) {
+	c.Request = c.Request.WithContext(accounts.WithPrincipal(c.Request.Context(), p))
+	c.Next()
+}
+
+// readOnly refuses a read-only key a request that would change something.
+// It runs on matched routes only, after staticFirst: where no route takes
+// the request, every key gets the same 404 or 405, since no permission
+// would make it one a route takes.
+func (s *Server) readOnly(c *gin.Context) {
+	if accounts.PrincipalFrom(c.Request.Context()).ReadOnly && !readOnlyAllowed(c) {
 		s.writeError(c, problem.New(problem.Forbidden, "This API key is read-only: it cannot change anything."))
 		return
 	}
-	c.Request = c.Request.WithContext(accounts.WithPrincipal(c.Request.Context(), p))
 	c.Next()
 }
 

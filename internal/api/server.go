@@ -85,7 +85,7 @@ func New(d Deps) *Server {
 	handle(r, "GET", "/openapi.json", s.openapi)
 
 	v1 := r.Group("/api/v1")
-	authed := v1.Group("", s.authenticate, s.limitBody, s.staticFirst, s.strictQuery)
+	authed := v1.Group("", s.authenticate, s.staticFirst, s.readOnly, s.limitBody, s.strictQuery)
 	s.registerCatalog(authed)
 	s.registerTools(authed)
 	s.registerAgents(authed)
