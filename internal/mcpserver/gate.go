@@ -27,7 +27,9 @@ package mcpserver
 //	arguments not an object among them)
 //
 // In a batch each member is judged alone: one refused here gets its error
-// in the batch's answer, and the rest go on to the SDK, whose answers and
+// in the batch's answer (so does a request whose ID an earlier request of
+// the batch has: -32600, where the SDK would drop it unanswered and not
+// run), and the rest go on to the SDK, whose answers and
 // these make one array. Anything not refused here reaches the SDK exactly
 // as it came. Requests the SDK refuses for their headers (Accept,
 // Content-Type, an unknown protocol version, Last-Event-ID) are not
@@ -155,8 +157,18 @@ func (s *Server) screenBatch(w http.ResponseWriter, r *http.Request, batch []byt
 		return true
 	}
 	var kept, answers [][]byte
+	ids := map[string]bool{} // the batch's requests' IDs (idKey)
 	for _, m := range elements {
-		switch j := judge(m, version, true); j.verdict {
+		j := judge(m, version, true)
+		if id := requestID(m); j.verdict == pass && id != nil {
+			if ids[idKey(id)] {
+				// The SDK would neither run nor answer it.
+				j = judged{refuse, http.StatusOK, rpcError(id, jsonrpc.CodeInvalidRequest,
+					"Invalid Request: another request of the batch has this ID")}
+			}
+			ids[idKey(id)] = true
+		}
+		switch j.verdict {
 		case pass:
 			kept = append(kept, m)
 		case refuse:
@@ -193,6 +205,39 @@ func (s *Server) screenBatch(w http.ResponseWriter, r *http.Request, batch []byt
 		_, _ = w.Write(got.body.Bytes())
 	}
 	return true
+}
+
+// requestID is the ID of msg, a message judge passed, when it is a request
+// (it has a method and an ID); nil otherwise.
+func requestID(msg []byte) []byte {
+	members, _ := objectMembers(msg)
+	var id []byte
+	method := false
+	for _, m := range members {
+		switch m.key {
+		case "id":
+			id = msg[m.value:m.end]
+		case "method":
+			method = true
+		}
+	}
+	if !method {
+		return nil
+	}
+	return id
+}
+
+// idKey is the ID a request's id is to the SDK, which reads a number as a
+// float64 (judge passes only integers within ±2^53): -0 is 0, and "1" is
+// not 1.
+func idKey(id []byte) string {
+	if id[0] == '"' {
+		var s string
+		_ = json.Unmarshal(id, &s)
+		return "s" + s
+	}
+	n, _ := exactInt(id)
+	return "n" + strconv.FormatInt(n, 10)
 }
 
 // judge screens one message, valid JSON, sent under protocol version,

@@ -104,6 +104,11 @@ func TestMCPScreen(t *testing.T) {
 		{"a client's error response with a null id", nil, `{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"x"}}`, 202, "", 0},
 		{"batch: the SDK's part all notifications", nil, `[{"jsonrpc":"2.0","method":"notifications/nope"},{"jsonrpc":"2.0","method":"notifications/initialized"}]`, 202, "", 0},
 		{"batch: only unknown notifications", nil, `[{"jsonrpc":"2.0","method":"notifications/nope"}]`, 202, "", 0},
+		{"batch: a request ID given twice", nil,
+			`[{"jsonrpc":"2.0","id":0,"method":"ping"},{"jsonrpc":"2.0","id":-0,"method":"ping"},{"jsonrpc":"2.0","id":"0","method":"ping"},{"jsonrpc":"2.0","id":"0","method":"ping"}]`,
+			200, `[{"jsonrpc":"2.0","id":0,"result":{}},{"jsonrpc":"2.0","id":"0","result":{}},` +
+				`{"jsonrpc":"2.0","id":-0,"error":{"code":-32600,"message":"Invalid Request: another request of the batch has this ID"}},` +
+				`{"jsonrpc":"2.0","id":"0","error":{"code":-32600,"message":"Invalid Request: another request of the batch has this ID"}}]`, 0},
 	}
 	f.mu.Lock()
 	f.answer = objectAnswer
