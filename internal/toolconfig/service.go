@@ -238,7 +238,8 @@ func (s *Service) Provide(ctx context.Context, accountID, id int64, answers map[
 		return nil, problem.Validation("The tool is already configured; reset its configuration to change it.",
 			map[string]string{"user_response": "the tool is already configured; reset-config starts it again at its first step"})
 	case AwaitingAuthorization:
-		return nil, problem.Validation("This step is completed by authorizing at the provider: open the step's authorization_url.",
+		return nil, problem.Validation("This step is completed by authorizing at the provider, not by answers: "+
+			"open the authorization_url of the tool's next_configuration_step, or, where it has none, read why in its description.",
 			map[string]string{"user_response": "this step takes no answers; it is completed through the provider's authorization page"})
 	}
 	toolSteps := s.toolSteps(t, e)
