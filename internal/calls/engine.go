@@ -393,12 +393,14 @@ func findAction(actions []connectors.Action, name string) *connectors.Action {
 // up in: the re-read one, or the one the connector has cached (nil when
 // none). A re-list the tool's server refused our OAuth token for gets the
 // one shared refresh and one more re-list with the refreshed tool, which is
-// then the one to run on (retryRefused, as a call and a listing get); the
-// refresh's refusal (a dead grant: tool_not_configured) is the error, which
-// the call answers before anything is reserved. Every other failure of the
-// re-list, the server unreachable or a second refusal included, leaves the
-// call to answer from the list it gives: an action still missing is
-// not_found as before, a rejection that leaves the key free.
+// then the one to run on (retryRefused, as a call and a listing get). The
+// error, which the call answers before anything is reserved, is the
+// refresh's refusal (a dead grant: tool_not_configured) or the server's
+// refusal of our credentials where no refresh helped (upstream_auth_failed,
+// as a listed action's call gets: the missing action may well be there).
+// Every other failure of the re-list, the server unreachable included,
+// leaves the call to answer from the list it gives: an action still missing
+// is not_found as before, a rejection that leaves the key free.
 func (e *Engine) Relist(ctx context.Context, rt *toolconfig.Resolved) (*toolconfig.Resolved, []connectors.Action, error) {
 	r, ok := rt.Connector.(connectors.ActionsRelister)
 	if !ok {
@@ -419,10 +421,10 @@ func (e *Engine) Relist(ctx context.Context, rt *toolconfig.Resolved) (*toolconf
 		return err
 	})
 	switch {
+	case connectors.KindOf(err) == connectors.KindUpstreamAuth:
+		return nil, nil, err // the refreshed token refused too, or nothing to refresh
 	case next != nil:
-		return next, actions, nil // err: the retry's failure, logged by the connector
-	case err == refused:
-		return rt, actions, nil // nothing to refresh
+		return next, actions, nil // err: the retry's other failure, logged by the connector
 	default:
 		return nil, nil, err
 	}

@@ -89,6 +89,31 @@ func TestOAuthRefusedTokenWhileRelisting(t *testing.T) {
 		}
 	})
 
+	// The server refuses the refreshed token too: the call answers what a
+	// listed action's call gets, upstream_auth_failed with the key free,
+	// not 404 for an action the server may well have.
+	t.Run("refused again", func(t *testing.T) {
+		t.Parallel()
+		p, counter, srv, id := oarConnected(t)
+		oarStale()
+		p.refuseAll.Store(true)
+		counter.AddTool("fresh")
+		const key = "oar-refused-1"
+		r := oaCall(t, srv, id, "fresh", "Idempotency-Key", key)
+		if r.Status != 502 || r.JSON()["error"] != "upstream_auth_failed" {
+			t.Fatalf("a re-list whose refreshed token was refused too: %d %s, want 502 upstream_auth_failed", r.Status, r.Body)
+		}
+		if k := srv.Do("GET", "/api/v1/idempotency-keys/"+key, nil); k.Status != 404 {
+			t.Errorf("key after the refusal: %d %s, want 404 (free)", k.Status, k.Body)
+		}
+		if listed := oaCall(t, srv, id, "read_count"); listed.Status != 502 || listed.JSON()["error"] != "upstream_auth_failed" {
+			t.Errorf("a listed action's call: %d %s, want the same 502 upstream_auth_failed", listed.Status, listed.Body)
+		}
+		if n := counter.Calls("fresh"); n != 0 {
+			t.Errorf("fresh ran %d times", n)
+		}
+	})
+
 	t.Run("agent endpoint", func(t *testing.T) {
 		t.Parallel()
 		p, counter, cs := oarAgent(t)
@@ -104,6 +129,23 @@ func TestOAuthRefusedTokenWhileRelisting(t *testing.T) {
 		}
 		if n := p.refreshes.Load() - before; n != 1 {
 			t.Errorf("refreshes = %d, want 1", n)
+		}
+	})
+
+	t.Run("agent endpoint, refused again", func(t *testing.T) {
+		t.Parallel()
+		p, counter, cs := oarAgent(t)
+		p.refuseAll.Store(true)
+		counter.AddTool("fresh")
+		res, err := cs.CallTool(context.Background(), &sdk.CallToolParams{Name: "github-mcp__fresh"})
+		if err != nil {
+			t.Fatalf("a re-list whose refreshed token was refused too: %v, want a tool error", err)
+		}
+		if env := mqEnvelope(t, res); env["error"] != "upstream_auth_failed" {
+			t.Fatalf("a re-list whose refreshed token was refused too: %v, want upstream_auth_failed", env)
+		}
+		if n := counter.Calls("fresh"); n != 0 {
+			t.Errorf("fresh ran %d times", n)
 		}
 	})
 

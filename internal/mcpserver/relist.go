@@ -20,8 +20,8 @@ package mcpserver
 //	Actions.Relist (bounded by discoveryWait): the connector decides
 //	whether it asks the server or gives the list it has; a server that
 //	refused our OAuth token gets the shared refresh and one more re-list
-//	   │ the refresh failed (a dead grant) ─────────▶ its error, as a
-//	   │                                              listed call's
+//	   │ the refresh failed (a dead grant), or ─────▶ its error, as a
+//	   │ our credentials refused all the same         listed call's
 //	   │ the list is not the one the agent's list was built from,
 //	   │ and it names the action (actionNames, as a build would)
 //	   ▼ else: unknown tool, as before
@@ -52,6 +52,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/quiverhq/quiver/connectors"
+	"github.com/quiverhq/quiver/internal/calls"
 )
 
 // relisted answers a tools/call of a name the agent's list lacks when the
@@ -90,8 +91,10 @@ func (s *Server) relisted(ctx context.Context, account, agent int64, req *mcp.Ca
 	cancel()
 	if err != nil {
 		// The token refresh the server's refusal asked for failed (a dead
-		// grant: tool_not_configured): the answer a listed call gets.
-		return s.toolError(ctx, err)
+		// grant: tool_not_configured), or the server refused our
+		// credentials all the same (upstream_auth_failed): the answer a
+		// listed call gets.
+		return s.toolError(ctx, calls.ListingProblem(err))
 	}
 	if actions == nil || sameList(actions, part.actions) || !listsName(part.name, actions, name) {
 		return nil
