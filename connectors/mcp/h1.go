@@ -355,10 +355,10 @@ func (b *h1Body) Close() error {
 const maxDrain = 1 << 20
 
 // release ends the caller's part in the exchange without making it wait
-// for the rest of the body: what has already come is read at once, and a
-// rest still on its way is read, for up to d, on a goroutine of its own,
-// which gives the connection back to the pool if the body ends in time and
-// closes it otherwise. The context no longer cuts the connection: d bounds
+// for the rest of the body: a rest that has begun to come (as a rule, all
+// of it) is read at once, and one not yet on its way is read, for up to d,
+// on a goroutine of its own; either gives the connection back to the pool
+// if the body ends in time and closes it otherwise. The context no longer cuts the connection: d bounds
 // the wait. An event stream's end comes after its answer, once the server's
 // handler has returned: on a busy machine a hundred microseconds and more
 // later, which the call's answer would otherwise wait out. Close after
@@ -375,8 +375,7 @@ func (b *h1Body) release(d time.Duration) bool {
 		b.pc.conn.Close()
 		return true
 	}
-	b.released = true
-	b.stop = func() bool { return true } // finish: detached, not aborted
+	b.released = true // and no longer tied to the context: finish knows
 	b.pc.src.bound = d
 	come := b.pc.br.Buffered() > 0 || !b.pc.sock.Quiet()
 	b.mu.Unlock()
@@ -403,7 +402,9 @@ func (b *h1Body) finish(eof bool) {
 		return
 	}
 	b.done = true
-	aborted := !b.stop() // the context ended: a deadline was set on the connection
+	// The context ended (a deadline was set on the connection), unless
+	// release had already stopped its watch.
+	aborted := !b.released && !b.stop()
 	if eof && b.reuse && !aborted {
 		b.pc.src.unbind()
 		b.t.put(b.pc)
