@@ -66,6 +66,8 @@ type Tools interface {
 	ResolveName(ctx context.Context, accountID int64, name string) (int64, error)
 	// AtHand is Resolve's answer when it needs no waiting, or false.
 	AtHand(accountID, id int64) (*toolconfig.Resolved, bool)
+	// Invalidate drops this replica's cached copy of a tool.
+	Invalidate(accountID, id int64)
 }
 
 // Options configures an Engine.
@@ -335,121 +337,6 @@ func unavailable(err error) error {
 	return err
 }
 
-// target resolves the tool named by the body, once per call: a read-only
-// key's check and the run share the answer (a tool that failed to list its
-// actions is not asked twice).
-func (c *call) target(ctx context.Context) (*toolconfig.Resolved, *connectors.Action, error) {
-	if !c.targeted {
-		c.rt, c.action, c.targetErr = c.resolveTarget(ctx)
-		c.targeted = true
-	}
-	return c.rt, c.action, c.targetErr
-}
-
-func (c *call) resolveTarget(ctx context.Context) (*toolconfig.Resolved, *connectors.Action, error) {
-	e := c.e
-	if c.b.problem != nil {
-		return nil, nil, c.b.problem
-	}
-	id := c.b.ToolID
-	if c.b.ToolName != "" {
-		var err error
-		if id, err = e.opts.Tools.ResolveName(ctx, c.req.AccountID, c.b.ToolName); err != nil {
-			return nil, nil, err
-		}
-	}
-	rt, actions, err := e.actionsForCall(ctx, c.req.AccountID, id)
-	if err != nil {
-		return nil, nil, ListingProblem(err)
-	}
-	if a := findAction(actions, c.b.Action); a != nil {
-		return rt, a, nil
-	}
-	rt, actions, err = e.Relist(ctx, rt)
-	if err != nil {
-		return nil, nil, ListingProblem(err)
-	}
-	if a := findAction(actions, c.b.Action); a != nil {
-		return rt, a, nil
-	}
-	return nil, nil, problem.New(problem.NotFound, "Tool %d has no action %q.", id, c.b.Action)
-}
-
-func findAction(actions []connectors.Action, name string) *connectors.Action {
-	for i := range actions {
-		if actions[i].Name == name {
-			return &actions[i]
-		}
-	}
-	return nil
-}
-
-// Relist asks a connector whose list may lag the tool's own to read it
-// again, when a call names an action missing from it; the connector
-// decides whether it does (connectors.ActionsRelister). It waits no longer
-// than a call may. The agent MCP endpoint asks through it too.
-//
-// It returns the tool to run the call on and the list to look the action
-// up in: the re-read one, or the one the connector has cached (nil when
-// none). A re-list the tool's server refused our OAuth token for gets the
-// one shared refresh and one more re-list with the refreshed tool, which is
-// then the one to run on (retryRefused, as a call and a listing get). The
-// error, which the call answers before anything is reserved, is the
-// refresh's refusal (a dead grant: tool_not_configured) or the server's
-// refusal of our credentials where no refresh helped (upstream_auth_failed,
-// as a listed action's call gets: the missing action may well be there).
-// Every other failure of the re-list, the server unreachable included,
-// leaves the call to answer from the list it gives: an action still missing
-// is not_found as before, a rejection that leaves the key free.
-func (e *Engine) Relist(ctx context.Context, rt *toolconfig.Resolved) (*toolconfig.Resolved, []connectors.Action, error) {
-	r, ok := rt.Connector.(connectors.ActionsRelister)
-	if !ok {
-		return rt, nil, nil
-	}
-	if e.opts.CallTimeout > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, e.opts.CallTimeout)
-		defer cancel()
-	}
-	actions, err := r.RelistActions(ctx, rt.Tool)
-	if connectors.KindOf(err) != connectors.KindUpstreamAuth {
-		return rt, actions, nil
-	}
-	refused := err
-	next, err := e.retryRefused(ctx, rt, refused, func(next *toolconfig.Resolved) (err error) {
-		actions, err = r.RelistActions(ctx, next.Tool)
-		return err
-	})
-	switch {
-	case connectors.KindOf(err) == connectors.KindUpstreamAuth:
-		return nil, nil, err // the refreshed token refused too, or nothing to refresh
-	case next != nil:
-		return next, actions, nil // err: the retry's other failure, logged by the connector
-	default:
-		return nil, nil, err
-	}
-}
-
-// actionsForCall is Actions for a call. Listing the tool's actions is part
-// of the call: it waits no longer than the call may (a tool that does not
-// answer is unreachable). A tool and actions at hand need no bound, and
-// are taken without one (a timer costs a call CPU).
-func (e *Engine) actionsForCall(ctx context.Context, accountID, toolID int64) (*toolconfig.Resolved, []connectors.Action, error) {
-	if e.opts.CallTimeout <= 0 {
-		return e.Actions(ctx, accountID, toolID)
-	}
-	if rt, ok := e.opts.Tools.AtHand(accountID, toolID); ok {
-		if c, ok := rt.Connector.(connectors.ActionsAtHand); ok {
-			if actions, ok := c.CachedActions(rt.Tool); ok {
-				return rt, actions, nil
-			}
-		}
-	}
-	actx, cancel := context.WithTimeout(ctx, e.opts.CallTimeout)
-	defer cancel()
-	return e.Actions(actx, accountID, toolID)
-}
-
 func readOnlyAction(a *connectors.Action) bool {
 	return a.Annotations != nil && a.Annotations.ReadOnlyHint != nil && *a.Annotations.ReadOnlyHint
 }
@@ -460,8 +347,24 @@ func readOnlyRecord(a *connectors.Action) *bool {
 	return replaycache.Flag(readOnlyAction(a))
 }
 
-// run resolves, checks, reserves, dispatches and records.
+// run resolves, checks, reserves, dispatches and records. A keyed call
+// whose reservation finds its tool deleted or changed since this replica
+// cached it (another replica's change, within QUIVER_CACHE_TTL) resolves
+// the tool again and runs on it as it is, or answers as it now must.
 func (c *call) run(ctx context.Context) (*Response, error) {
+	resp, err := c.runOnce(ctx)
+	if errors.Is(err, store.ErrToolChanged) {
+		c.e.opts.Tools.Invalidate(c.req.AccountID, c.rt.Tool.ID)
+		c.targeted = false
+		if resp, err = c.runOnce(ctx); errors.Is(err, store.ErrToolChanged) {
+			err = &problem.Error{Code: problem.Unavailable, RetryAfter: 1, Err: err,
+				Message: "The tool changed while this call was getting ready; nothing was sent. Retry."}
+		}
+	}
+	return resp, err
+}
+
+func (c *call) runOnce(ctx context.Context) (*Response, error) {
 	e := c.e
 	rt, action, err := c.target(ctx)
 	if err == nil && c.req.ReadOnly && !readOnlyAction(action) {
@@ -479,7 +382,7 @@ func (c *call) run(ctx context.Context) (*Response, error) {
 	callID := "c_" + ulid.Make().String()
 	if c.req.HasKey {
 		rec := &store.IdemRecord{AccountID: c.req.AccountID, Key: c.req.Key, Fingerprint: c.fp, LeaseToken: &c.token,
-			ToolID: rt.Tool.ID, Action: action.Name, ReadOnly: readOnlyRecord(action), CallID: callID}
+			ToolID: rt.Tool.ID, Action: action.Name, ReadOnly: readOnlyRecord(action), CallID: callID, ToolVersion: rt.Tool.Version}
 		if err := e.timeToRun(ctx); err != nil {
 			return nil, err // nothing reserved yet
 		}
@@ -490,6 +393,9 @@ func (c *call) run(ctx context.Context) (*Response, error) {
 		if err != nil {
 			if errors.Is(err, store.ErrInterrupted) {
 				c.releaseUnsure(ctx, callID)
+			}
+			if errors.Is(err, store.ErrToolChanged) {
+				return nil, err // nothing written: run resolves the tool again
 			}
 			return nil, unavailable(err)
 		}

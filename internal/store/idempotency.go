@@ -16,6 +16,7 @@ package store
 //     the same statement that compares them, never from a replica's clock.
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"errors"
@@ -52,6 +53,10 @@ type IdemRecord struct {
 	CreatedAt      int64
 	ExpiresAt      int64
 	NowMS          int64 `gorm:"column:now_ms"`
+	// ToolVersion, when set, is the version of the tool (ToolID) the call
+	// was resolved against: Reserve then creates the row only while the
+	// tool's row is at that version. Not stored.
+	ToolVersion int64 `gorm:"-"`
 }
 
 // LeaseExpired reports whether a dispatched row's lease had run out when it
@@ -67,7 +72,7 @@ const idemColumns = `account_id, key, fingerprint, state, lease_token, lease_exp
 // (placeholders and clock). They run on database/sql directly: they are
 // the whole database cost of a call, and GORM's reflection would add to it.
 type idemSQL struct {
-	reserve, get, expire, complete, markUnknown, release string
+	reserve, get, expire, complete, markUnknown, release, toolVersion string
 	// completeLogged, markUnknownLogged and releaseLogged are complete,
 	// markUnknown and release with the call's log entry in one statement
 	// (Postgres only; SQLite runs the two in a transaction); each returns
@@ -95,12 +100,18 @@ func newIdemSQL(d Dialect, now string) idemSQL {
 	s := idemSQL{
 		// ON CONFLICT DO NOTHING RETURNING returns a row only when this
 		// statement inserted it: one round trip tells "new" from "taken".
+		// The tool's row is read in the same statement: a call resolved
+		// from a replica's cached copy of a tool another replica has since
+		// deleted or changed (reconfigured, its token refreshed) reserves
+		// nothing, and runs on the tool as it is or not at all.
 		reserve: q(`INSERT INTO idempotency_keys
 			(account_id, key, fingerprint, state, lease_token, lease_expires_at, tool_id, action, read_only, call_id, created_at, expires_at)
-			VALUES (?, ?, ?, 'dispatched', ?, {now} + ?, ?, ?, ?, ?, {now}, {now} + ?)
+			SELECT ?, ?, ?, 'dispatched', ?, {now} + ?, ?, ?, ?, ?, {now}, {now} + ?
+			WHERE ? = 0 OR EXISTS (SELECT 1 FROM tools WHERE id = ? AND account_id = ? AND version = ?)
 			ON CONFLICT (account_id, key) DO NOTHING
 			RETURNING created_at`),
-		get: q(`SELECT ` + idemColumns + `, {now} FROM idempotency_keys WHERE account_id = ? AND key = ?`),
+		toolVersion: q(`SELECT version FROM tools WHERE id = ? AND account_id = ?`),
+		get:         q(`SELECT ` + idemColumns + `, {now} FROM idempotency_keys WHERE account_id = ? AND key = ?`),
 		// A key past its TTL is new again; a dispatched row with a live
 		// lease never is, whatever the TTL says.
 		expire: q(`DELETE FROM idempotency_keys WHERE account_id = ? AND key = ? AND expires_at <= {now}
@@ -143,12 +154,15 @@ func rebind(d Dialect, q string) string {
 // Reserve inserts r in state dispatched with a lease, unless the key exists.
 // It returns (nil, nil) when this call created the row, and the existing
 // row otherwise. A row past its TTL is deleted and the insert tried again.
-// An error with ErrInterrupted means the insert may have been written.
+// With r.ToolVersion set, a key that is free while the tool is deleted or
+// at another version is ErrToolChanged, and nothing is written. An error
+// with ErrInterrupted means the insert may have been written.
 func (s *Store) Reserve(ctx context.Context, r *IdemRecord, lease, ttl time.Duration) (*IdemRecord, error) {
 	for attempt := 0; ; attempt++ {
 		var created int64
 		err := s.sql.QueryRowContext(ctx, s.idem.reserve,
 			r.AccountID, r.Key, r.Fingerprint, r.LeaseToken, lease.Milliseconds(), r.ToolID, r.Action, r.ReadOnly, r.CallID, ttl.Milliseconds(),
+			r.ToolVersion, r.ToolID, r.AccountID, r.ToolVersion,
 		).Scan(&created)
 		if err == nil {
 			r.State, r.CreatedAt = IdemDispatched, created
@@ -158,6 +172,11 @@ func (s *Store) Reserve(ctx context.Context, r *IdemRecord, lease, ttl time.Dura
 			return nil, interpretWrite(err)
 		}
 		existing, err := s.GetIdem(ctx, r.AccountID, r.Key)
+		if err == ErrNotFound && r.ToolVersion != 0 {
+			if changed, terr := s.toolChanged(ctx, r); terr != nil || changed {
+				return nil, cmp.Or(terr, ErrToolChanged)
+			}
+		}
 		if err == ErrNotFound && attempt < 3 {
 			continue // released between our insert and our read
 		}
@@ -171,6 +190,20 @@ func (s *Store) Reserve(ctx context.Context, r *IdemRecord, lease, ttl time.Dura
 			return nil, interpret(err)
 		}
 	}
+}
+
+// toolChanged reports whether r's tool is gone or at another version than
+// r.ToolVersion.
+func (s *Store) toolChanged(ctx context.Context, r *IdemRecord) (bool, error) {
+	var version int64
+	err := s.sql.QueryRowContext(ctx, s.idem.toolVersion, r.ToolID, r.AccountID).Scan(&version)
+	if errors.Is(err, sql.ErrNoRows) {
+		return true, nil
+	}
+	if err != nil {
+		return false, interpret(err)
+	}
+	return version != r.ToolVersion, nil
 }
 
 // GetIdem reads one key with the database clock.

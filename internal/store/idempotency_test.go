@@ -2,6 +2,7 @@ package store_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"testing"
 	"time"
@@ -104,4 +105,45 @@ func show(r *store.IdemRecord) string {
 		return "no row"
 	}
 	return showBool(r.ReadOnly)
+}
+
+// A reservation that names its tool's version creates its row only while
+// the tool is at that version: a tool deleted, or changed since the call
+// resolved it (on another replica's cached copy), is ErrToolChanged and
+// leaves the key free. A key already taken answers from its row, whatever
+// the tool's version.
+func TestReserveChecksTheToolsVersion(t *testing.T) {
+	for name, s := range setup(t) {
+		t.Run(name, func(t *testing.T) {
+			ctx := context.Background()
+			acct, _ := s.EnsureAccount(ctx, "version")
+			tool := &store.Tool{AccountID: acct.ID, CatalogName: "browser", Name: "browser", State: "configured", Config: "{}"}
+			if err := s.CreateTool(ctx, tool); err != nil {
+				t.Fatal(err)
+			}
+			rec := func(key string, version int64) *store.IdemRecord {
+				tok := "tok-" + key
+				return &store.IdemRecord{AccountID: acct.ID, Key: key, Fingerprint: []byte{1}, LeaseToken: &tok,
+					ToolID: tool.ID, Action: "a", CallID: "c-" + key, ToolVersion: version}
+			}
+			if ex, err := s.Reserve(ctx, rec("current", tool.Version), time.Minute, time.Hour); err != nil || ex != nil {
+				t.Fatalf("the tool's own version: %+v, %v", ex, err)
+			}
+			if _, err := s.Reserve(ctx, rec("stale", tool.Version+1), time.Minute, time.Hour); !errors.Is(err, store.ErrToolChanged) {
+				t.Fatalf("another version: %v, want ErrToolChanged", err)
+			}
+			if _, err := s.GetIdem(ctx, acct.ID, "stale"); !errors.Is(err, store.ErrNotFound) {
+				t.Fatalf("the key a stale reservation named: %v, want it free", err)
+			}
+			if ex, err := s.Reserve(ctx, rec("current", tool.Version+1), time.Minute, time.Hour); err != nil || ex == nil {
+				t.Fatalf("a key taken, named with another version: %+v, %v, want its row", ex, err)
+			}
+			if err := s.DeleteTool(ctx, acct.ID, tool.ID); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := s.Reserve(ctx, rec("deleted", tool.Version), time.Minute, time.Hour); !errors.Is(err, store.ErrToolChanged) {
+				t.Fatalf("a deleted tool: %v, want ErrToolChanged", err)
+			}
+		})
+	}
 }

@@ -36,6 +36,9 @@ var (
 	ErrForeignKey = errors.New("store: foreign key violation")
 	// ErrUnavailable: the database could not be reached.
 	ErrUnavailable = errors.New("store: database unavailable")
+	// ErrToolChanged: Reserve found the call's tool deleted or at another
+	// version than the one the call was resolved against.
+	ErrToolChanged = errors.New("store: the tool changed")
 	// ErrInterrupted comes with ErrUnavailable from a write whose
 	// connection failed once it was made: the change may have been applied
 	// (a commit sent, its answer lost), and must not be assumed undone.
