@@ -152,7 +152,7 @@ func (c *Connector) unfamiliar(raw json.RawMessage, err error) (connectors.Resul
 		return connectors.Result{}, connectors.Errorf(connectors.KindOutcomeUnknown, err, "the tool's result could not be read")
 	}
 	out := connectors.Result{IsError: loose.IsError}
-	if !loose.IsError || len(loose.Content) == 0 { // an error's content says what went wrong: result
+	if structuredIsResult(loose.IsError, len(loose.Content)) {
 		out.Content = structuredContent(raw)
 	}
 	if len(out.Content) == 0 || string(out.Content) == "null" {
@@ -185,10 +185,11 @@ func (c *Connector) result(res *mcp.CallToolResult, structured json.RawMessage) 
 			}
 			out.Structured = otherJSON(out.Content, structured)
 		}
-	case res.StructuredContent != nil && (!res.IsError || len(res.Content) == 0) && len(structured) > 0:
+	case res.StructuredContent != nil && structuredIsResult(res.IsError, len(res.Content)):
 		out.Content = structured
-	case res.StructuredContent != nil && (!res.IsError || len(res.Content) == 0):
-		out.Content, err = json.Marshal(res.StructuredContent)
+		if len(out.Content) == 0 {
+			out.Content, err = json.Marshal(res.StructuredContent)
+		}
 	default:
 		content := res.Content
 		if content == nil {
@@ -202,6 +203,15 @@ func (c *Connector) result(res *mcp.CallToolResult, structured json.RawMessage) 
 		return connectors.Result{}, connectors.Errorf(connectors.KindOutcomeUnknown, err, "the tool's result could not be encoded")
 	}
 	return c.checked(out)
+}
+
+// structuredIsResult reports whether a result's structured content, when
+// its content is not one JSON text block, is its result: always for a
+// success, and for an error only when it has no content, whose text would
+// say what went wrong (the Go SDK's typed tools send their output type's
+// zero value beside an error's text).
+func structuredIsResult(isError bool, contentItems int) bool {
+	return !isError || contentItems == 0
 }
 
 // checked applies the size limit and the error-payload rule to a mapped

@@ -270,15 +270,7 @@ func TestH1ReleasedDrain(t *testing.T) {
 		}
 		return start
 	}
-	pooled := func() int {
-		tr.mu.Lock()
-		defer tr.mu.Unlock()
-		n := 0
-		for _, list := range tr.idle {
-			n += len(list)
-		}
-		return n
-	}
+	pooled := func() int { return idleConns(tr) }
 	ended := func(body *h1Body) bool {
 		body.mu.Lock()
 		defer body.mu.Unlock()
@@ -364,15 +356,7 @@ func TestH1ContextAndTheDrain(t *testing.T) {
 		}
 		return resp.Body.(*h1Body)
 	}
-	pooled := func() bool {
-		tr.mu.Lock()
-		defer tr.mu.Unlock()
-		n := 0
-		for _, list := range tr.idle {
-			n += len(list)
-		}
-		return n == 1
-	}
+	pooled := func() bool { return idleConns(tr) == 1 }
 
 	ctx, cancel := context.WithCancel(context.Background())
 	body := answer(ctx)
@@ -403,6 +387,17 @@ func TestH1ContextAndTheDrain(t *testing.T) {
 		t.Fatal("the connection of a body whose context had ended is open")
 	}
 	rest <- struct{}{}
+}
+
+// idleConns counts the connections in tr's pool.
+func idleConns(tr *h1Transport) int {
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	n := 0
+	for _, list := range tr.idle {
+		n += len(list)
+	}
+	return n
 }
 
 // deadlineCounter counts the read deadlines set on a connection.

@@ -39,20 +39,18 @@ func (s *Server) readBody(c *gin.Context) ([]byte, error) {
 // within the limit, and handed on from memory; a declared one over the
 // limit is refused unread.
 func (s *Server) limitBody(c *gin.Context) {
-	switch {
-	case c.Request.ContentLength > s.BodyLimit:
-		s.writeError(c, tooLarge(s.BodyLimit))
+	if n := c.Request.ContentLength; n >= 0 && n <= s.BodyLimit {
+		c.Next()
 		return
-	case c.Request.ContentLength < 0:
-		b, err := s.readBody(c)
-		if err != nil {
-			s.writeError(c, err)
-			return
-		}
-		c.Request.Body = io.NopCloser(bytes.NewReader(b))
-		c.Request.ContentLength = int64(len(b))
-		c.Request.TransferEncoding = nil
 	}
+	b, err := s.readBody(c) // one over a declared length is refused unread
+	if err != nil {
+		s.writeError(c, err)
+		return
+	}
+	c.Request.Body = io.NopCloser(bytes.NewReader(b))
+	c.Request.ContentLength = int64(len(b))
+	c.Request.TransferEncoding = nil
 	c.Next()
 }
 

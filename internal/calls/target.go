@@ -92,8 +92,7 @@ func (e *Engine) Relist(ctx context.Context, rt *toolconfig.Resolved) (*toolconf
 	if connectors.KindOf(err) != connectors.KindUpstreamAuth {
 		return rt, actions, nil
 	}
-	refused := err
-	next, err := e.retryRefused(ctx, rt, refused, func(next *toolconfig.Resolved) (err error) {
+	next, err := e.retryRefused(ctx, rt, err, func(next *toolconfig.Resolved) (err error) {
 		actions, err = r.RelistActions(ctx, next.Tool)
 		return err
 	})

@@ -157,16 +157,16 @@ func (s *Server) screenBatch(w http.ResponseWriter, r *http.Request, batch []byt
 		return true
 	}
 	var kept, answers [][]byte
-	ids := map[string]bool{} // the batch's requests' IDs (idKey)
+	ids := map[jsonrpc.ID]bool{} // the batch's requests' IDs
 	for _, m := range elements {
 		j := judge(m, version, true)
 		if id := requestID(m); j.verdict == pass && id != nil {
-			if ids[idKey(id)] {
+			if ids[sdkID(id)] {
 				// The SDK would neither run nor answer it.
 				j = judged{refuse, http.StatusOK, rpcError(id, jsonrpc.CodeInvalidRequest,
 					"Invalid Request: another request of the batch has this ID")}
 			}
-			ids[idKey(id)] = true
+			ids[sdkID(id)] = true
 		}
 		switch j.verdict {
 		case pass:
@@ -227,17 +227,14 @@ func requestID(msg []byte) []byte {
 	return id
 }
 
-// idKey is the ID a request's id is to the SDK, which reads a number as a
-// float64 (judge passes only integers within ±2^53): -0 is 0, and "1" is
-// not 1.
-func idKey(id []byte) string {
-	if id[0] == '"' {
-		var s string
-		_ = json.Unmarshal(id, &s)
-		return "s" + s
-	}
-	n, _ := exactInt(id)
-	return "n" + strconv.FormatInt(n, 10)
+// sdkID is a request's id as the SDK holds it (judge passes only strings
+// and integers within ±2^53, which it reads as float64s): -0 is 0, and "1"
+// is not 1.
+func sdkID(id []byte) jsonrpc.ID {
+	var v any
+	_ = json.Unmarshal(id, &v) // judge passed it
+	jid, _ := jsonrpc.MakeID(v)
+	return jid
 }
 
 // judge screens one message, valid JSON, sent under protocol version,
