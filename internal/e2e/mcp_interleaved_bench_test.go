@@ -62,8 +62,8 @@ func BenchmarkMCPInterleaved(b *testing.B) {
 	direct, directHTTP := 0, 1 // positions in mqSetup's list
 	var t strings.Builder
 	fmt.Fprintf(&t, "%d rounds; \"same client\": against direct-http for the variants that use net/http's client\n", rounds)
-	fmt.Fprintf(&t, "%-12s %8s %12s %12s %10s %12s %10s %10s\n", "variant", "p50 µs", "over direct", "same client",
-		"x direct", "same client", "CPU 1 µs", "CPU 16 µs")
+	fmt.Fprintf(&t, "%-12s %8s %12s %12s %10s %12s %10s %10s %8s\n", "variant", "p50 µs", "over direct", "same client",
+		"x direct", "same client", "CPU 1 µs", "CPU 16 µs", "runs 1")
 	for i, v := range variants {
 		same := direct
 		if strings.Contains(v.name, "-http") || strings.HasPrefix(v.name, "rest") {
@@ -71,12 +71,12 @@ func BenchmarkMCPInterleaved(b *testing.B) {
 		}
 		over, overSame := seq[i].p50()-seq[direct].p50(), seq[i].p50()-seq[same].p50()
 		ratio, ratioSame := par[i].rate()/par[direct].rate(), par[i].rate()/par[same].rate()
-		cpu1, cpu16 := seq[i].cpuPerCall(), par[i].cpuPerCall()
+		cpu1, cpu16, runs1 := seq[i].cpuPerCall(), par[i].cpuPerCall(), seq[i].runsPerCall()
 		if i == direct || i == directHTTP {
-			cpu1, cpu16 = 0, 0 // no proxy in the path
+			cpu1, cpu16, runs1 = 0, 0, 0 // no proxy in the path
 		}
-		fmt.Fprintf(&t, "%-12s %8.1f %+12.1f %+12.1f %10.2f %12.2f %10.1f %10.1f\n", v.name, mus(seq[i].p50()),
-			mus(over), mus(overSame), ratio, ratioSame, mus(cpu1), mus(cpu16))
+		fmt.Fprintf(&t, "%-12s %8.1f %+12.1f %+12.1f %10.2f %12.2f %10.1f %10.1f %8.2f\n", v.name, mus(seq[i].p50()),
+			mus(over), mus(overSame), ratio, ratioSame, mus(cpu1), mus(cpu16), runs1)
 		switch v.name {
 		case "rest", "agent-mcp":
 			b.ReportMetric(mus(over), v.name+"-over-direct-µs")
@@ -110,21 +110,24 @@ const (
 
 // mqSeqTally is one variant's sequential blocks.
 type mqSeqTally struct {
-	lat []time.Duration
-	cpu time.Duration
+	lat  []time.Duration
+	cpu  time.Duration
+	runs int64 // times the proxy's threads were put on a CPU
 }
 
 func (t *mqSeqTally) run(b *testing.B, v mqVariant) {
 	for range mqSeqWarm {
 		v.call(b)
 	}
-	cpu := v.proxy.onCPU()
+	cpu, runs := v.proxy.onCPU()
 	for range mqSeqCalls {
 		start := time.Now()
 		v.call(b)
 		t.lat = append(t.lat, time.Since(start))
 	}
-	t.cpu += v.proxy.onCPU() - cpu
+	cpu2, runs2 := v.proxy.onCPU()
+	t.cpu += cpu2 - cpu
+	t.runs += runs2 - runs
 }
 
 func (t *mqSeqTally) p50() time.Duration {
@@ -134,6 +137,8 @@ func (t *mqSeqTally) p50() time.Duration {
 }
 
 func (t *mqSeqTally) cpuPerCall() time.Duration { return t.cpu / time.Duration(len(t.lat)) }
+
+func (t *mqSeqTally) runsPerCall() float64 { return float64(t.runs) / float64(len(t.lat)) }
 
 // mqParTally is one variant's parallel blocks.
 type mqParTally struct {
@@ -159,12 +164,14 @@ func (t *mqParTally) run(b *testing.B, v mqVariant) {
 		})
 	}
 	time.Sleep(mqParWarm)
-	cpu, start := v.proxy.onCPU(), time.Now()
+	cpu, _ := v.proxy.onCPU()
+	start := time.Now()
 	measuring.Store(true)
 	time.Sleep(mqParWindow)
 	measuring.Store(false)
 	t.wall += time.Since(start)
-	t.cpu += v.proxy.onCPU() - cpu
+	cpu2, _ := v.proxy.onCPU()
+	t.cpu += cpu2 - cpu
 	t.calls += calls.Load()
 	stop.Store(true)
 	wg.Wait()
@@ -174,21 +181,29 @@ func (t *mqParTally) rate() float64 { return float64(t.calls) / t.wall.Seconds()
 
 func (t *mqParTally) cpuPerCall() time.Duration { return t.cpu / time.Duration(max(t.calls, 1)) }
 
-// onCPU is the time p's threads have spent on a CPU, from the scheduler's
-// per-thread statistics.
-func (p *proc) onCPU() time.Duration {
+// onCPU is the time p's threads have spent on a CPU and how many times
+// they were put on one, from the scheduler's per-thread statistics.
+func (p *proc) onCPU() (time.Duration, int64) {
 	files, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/schedstat", p.cmd.Process.Pid))
 	var sum time.Duration
+	var runs int64
 	for _, f := range files {
 		b, err := os.ReadFile(f)
 		if err != nil {
 			continue // the thread ended
 		}
-		if ns, err := strconv.ParseInt(strings.Fields(string(b))[0], 10, 64); err == nil {
+		fields := strings.Fields(string(b)) // on-CPU ns, waiting ns, times run
+		if len(fields) < 3 {
+			continue
+		}
+		if ns, err := strconv.ParseInt(fields[0], 10, 64); err == nil {
 			sum += time.Duration(ns)
 		}
+		if n, err := strconv.ParseInt(fields[2], 10, 64); err == nil {
+			runs += n
+		}
 	}
-	return sum
+	return sum, runs
 }
 
 // mus is d in microseconds.
