@@ -204,8 +204,15 @@ func (f *Flow) register(ctx context.Context, sm *serverMetadata, scopes []string
 	if err := json.NewDecoder(io.LimitReader(resp.Body, maxMetadata)).Decode(&reg); err != nil || reg.ClientID == "" {
 		return nil, errors.New("registering a client: the answer has no client_id")
 	}
-	if reg.AuthMethod == "" {
+	switch reg.AuthMethod {
+	case "":
 		reg.AuthMethod = method
+	case "client_secret_basic", "client_secret_post", "none":
+	default:
+		// The server may register another method than the one asked for
+		// (RFC 7591 §3.2.1). One Quiver cannot use would only fail at the
+		// code exchange, after the person has authorized at the provider.
+		return nil, fmt.Errorf("registering a client: the server registered Quiver for the token endpoint authentication method %q, which Quiver does not support (it uses client_secret_basic, client_secret_post or none)", sanitizeCode(reg.AuthMethod))
 	}
 	return &reg, nil
 }

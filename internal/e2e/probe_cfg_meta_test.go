@@ -1,0 +1,79 @@
+package e2e
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+
+	"github.com/quiverhq/quiver/internal/testserver"
+)
+
+// probeCfgASServer is an OAuth-protected MCP endpoint (/mcp, always 401
+// pointing at its RFC 9728 metadata) whose own origin is its authorization
+// server, with RFC 8414 metadata and an RFC 7591 registration endpoint
+// that answers registration.
+func probeCfgASServer(t *testing.T, registration map[string]any) *httptest.Server {
+	t.Helper()
+	mux := http.NewServeMux()
+	hs := httptest.NewServer(mux)
+	t.Cleanup(hs.Close)
+	js := func(v any) http.HandlerFunc {
+		return func(w http.ResponseWriter, _ *http.Request) {
+			w.Header().Set("Content-Type", "application/json")
+			_ = json.NewEncoder(w).Encode(v)
+		}
+	}
+	mux.HandleFunc("/mcp", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("WWW-Authenticate", `Bearer resource_metadata="`+hs.URL+`/.well-known/oauth-protected-resource"`)
+		w.WriteHeader(http.StatusUnauthorized)
+	})
+	mux.HandleFunc("/.well-known/oauth-protected-resource", js(map[string]any{
+		"resource": hs.URL + "/mcp", "authorization_servers": []string{hs.URL}}))
+	mux.HandleFunc("/.well-known/oauth-authorization-server", js(map[string]any{
+		"issuer": hs.URL, "authorization_endpoint": hs.URL + "/authorize", "token_endpoint": hs.URL + "/token",
+		"registration_endpoint": hs.URL + "/register"}))
+	mux.HandleFunc("/register", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusCreated)
+		_ = json.NewEncoder(w).Encode(registration)
+	})
+	return hs
+}
+
+// TestProbeCfgRegisteredAuthMethod: an authorization server may register
+// Quiver with another token endpoint authentication method than the one
+// asked for (RFC 7591 §3.2.1). One Quiver cannot use (private_key_jwt,
+// tls_client_auth, …) is refused at the configure step, on url, and the
+// tool stays at it. Before, the step was accepted and the oauth step handed
+// out a link; the person authorized at the provider, and only then did the
+// code exchange fail, Quiver having sent client_secret_basic with no secret.
+func TestProbeCfgRegisteredAuthMethod(t *testing.T) {
+	srv := testserver.Start(t, testserver.Options{})
+	for _, method := range []string{"private_key_jwt", "tls_client_auth", "client_secret_jwt"} {
+		hs := probeCfgASServer(t, map[string]any{"client_id": "cid", "token_endpoint_auth_method": method})
+		id, _ := oaCreate(t, srv, srv.Key, "custom-mcp")
+		path := fmt.Sprintf("/api/v1/agents/custom-tools/%d/", id)
+		r := srv.Do("POST", path+"provide-config/", map[string]any{"user_response": map[string]any{"url": hs.URL + "/mcp"}})
+		fdWantFields(t, r, "validation_error", "url")
+		if step := oaStep(t, srv, srv.Key, id); step["type"] != "form" || step["index"] != float64(1) {
+			t.Fatalf("%s: a refused step moved the tool to %v", method, step)
+		}
+	}
+	// The methods Quiver uses are accepted as before.
+	for _, reg := range []map[string]any{
+		{"client_id": "cid", "client_secret": "s", "token_endpoint_auth_method": "client_secret_post"},
+		{"client_id": "cid", "token_endpoint_auth_method": "none"},
+		{"client_id": "cid", "client_secret": "s"},
+	} {
+		hs := probeCfgASServer(t, reg)
+		id, _ := oaCreate(t, srv, srv.Key, "custom-mcp")
+		r := srv.Do("POST", fmt.Sprintf("/api/v1/agents/custom-tools/%d/provide-config/", id),
+			map[string]any{"user_response": map[string]any{"url": hs.URL + "/mcp"}})
+		if r.Status != 200 {
+			t.Fatalf("registration %v: %d %s", reg, r.Status, r.Body)
+		}
+		oaAuthURL(t, oaStep(t, srv, srv.Key, id))
+	}
+}
