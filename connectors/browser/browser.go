@@ -81,6 +81,9 @@ func New(opts Options) *Connector {
 			if req.URL.Scheme != "http" && req.URL.Scheme != "https" {
 				return &errRedirect{fmt.Sprintf("redirect to a %s: URL refused", req.URL.Scheme)}
 			}
+			if egress.CheckLiteral(req.URL.Hostname(), c.guard) != nil {
+				return &errRedirect{fmt.Sprintf("redirect to %s, a loopback, link-local, private or reserved address, which Quiver may not reach: refused", req.URL.Hostname())}
+			}
 			return nil
 		},
 	}
@@ -166,6 +169,16 @@ func (c *Connector) fetch(ctx context.Context, target *url.URL) (*Page, error) {
 		var redirect *errRedirect
 		if errors.As(err, &redirect) {
 			return nil, connectors.Errorf(connectors.KindRejected, nil, "%s", redirect.reason)
+		}
+		if egress.IsBlocked(err) && connectors.KindOf(err) == connectors.KindOutcomeUnknown {
+			// A hop was connected and a later one refused by the guard: a
+			// redirect to a name that resolves inside. The page is not
+			// fetched, which is an answer, not a lost one (504): the
+			// redirect is refused as a literal address's is.
+			var b *egress.BlockedError
+			errors.As(err, &b)
+			return nil, connectors.Errorf(connectors.KindRejected, nil,
+				"redirect to %s, a loopback, link-local, private or reserved address, which Quiver may not reach: refused", b.Addr)
 		}
 		return nil, err
 	}
