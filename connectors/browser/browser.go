@@ -133,15 +133,19 @@ func (c *Connector) Call(ctx context.Context, _ *connectors.Tool, action string,
 	}
 	target, err := url.Parse(strings.TrimSpace(in.URL))
 	if err != nil || (target.Scheme != "http" && target.Scheme != "https") || target.Host == "" {
-		return connectors.Result{}, connectors.Errorf(connectors.KindRejected, nil, "url must be an absolute http:// or https:// URL")
+		e := connectors.Errorf(connectors.KindRejected, nil, "url must be an absolute http:// or https:// URL")
+		e.Argument = "url"
+		return connectors.Result{}, e
 	}
 	target.Fragment = ""
 	// A literal address the guard refuses is a bad argument, known before
 	// any dial; a name is checked where it is dialled, as it may resolve
 	// elsewhere by then, and so are redirects.
 	if egress.CheckLiteral(target.Hostname(), c.guard) != nil {
-		return connectors.Result{}, connectors.Errorf(connectors.KindRejected, nil,
+		e := connectors.Errorf(connectors.KindRejected, nil,
 			"url names %s, a loopback, link-local, private or reserved address, which Quiver may not reach", target.Hostname())
+		e.Argument = "url"
+		return connectors.Result{}, e
 	}
 
 	ctx, cancel := context.WithTimeout(ctx, c.timeout)
@@ -168,7 +172,9 @@ func (c *Connector) fetch(ctx context.Context, target *url.URL) (*Page, error) {
 	if err != nil {
 		var redirect *errRedirect
 		if errors.As(err, &redirect) {
-			return nil, connectors.Errorf(connectors.KindRejected, nil, "%s", redirect.reason)
+			e := connectors.Errorf(connectors.KindRejected, nil, "%s", redirect.reason)
+			e.Argument = "url"
+			return nil, e
 		}
 		if egress.IsBlocked(err) && connectors.KindOf(err) == connectors.KindOutcomeUnknown {
 			// A hop was connected and a later one refused by the guard: a
@@ -177,8 +183,10 @@ func (c *Connector) fetch(ctx context.Context, target *url.URL) (*Page, error) {
 			// redirect is refused as a literal address's is.
 			var b *egress.BlockedError
 			errors.As(err, &b)
-			return nil, connectors.Errorf(connectors.KindRejected, nil,
+			e := connectors.Errorf(connectors.KindRejected, nil,
 				"redirect to %s, a loopback, link-local, private or reserved address, which Quiver may not reach: refused", b.Addr)
+			e.Argument = "url"
+			return nil, e
 		}
 		return nil, err
 	}
