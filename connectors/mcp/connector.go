@@ -82,6 +82,8 @@ import (
 	"sync"
 	"time"
 
+	"golang.org/x/net/http/httpguts"
+
 	"github.com/quiverhq/quiver/catalog"
 	"github.com/quiverhq/quiver/connectors"
 	"github.com/quiverhq/quiver/internal/egress"
@@ -248,12 +250,14 @@ func resolveTarget(entry *catalog.Entry, config map[string]string, accessToken s
 		}
 		t.headers = make(map[string]string, len(m))
 		for name, value := range m {
+			// A name that is no HTTP token, or a value net/http will not
+			// send, would fail every request as if the server were away.
 			canon := http.CanonicalHeaderKey(strings.TrimSpace(name))
-			if canon == "" || forbiddenHeader(canon) || strings.ContainsAny(canon, " :\r\n") {
+			if !httpguts.ValidHeaderFieldName(canon) || forbiddenHeader(canon) {
 				return nil, &connectors.FieldError{Field: "headers", Message: fmt.Sprintf("The header %q cannot be set.", name)}
 			}
-			if strings.ContainsAny(value, "\r\n") {
-				return nil, &connectors.FieldError{Field: "headers", Message: fmt.Sprintf("The value of header %q must be one line.", name)}
+			if !httpguts.ValidHeaderFieldValue(value) {
+				return nil, &connectors.FieldError{Field: "headers", Message: fmt.Sprintf("The value of header %q must be one line of text.", name)}
 			}
 			t.headers[canon] = value
 		}

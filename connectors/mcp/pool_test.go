@@ -1,6 +1,7 @@
 package mcp
 
 import (
+	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -203,5 +204,25 @@ func TestRoundTripperOrigin(t *testing.T) {
 		if req.Header.Get("Authorization") != "" {
 			t.Errorf("%s: the caller's request was modified", tc.url)
 		}
+	}
+}
+
+// TestResolveTargetHeaderNames: a configured header net/http would not send
+// (a name that is no token, a value with a control byte) is the headers
+// field's problem, not a request that fails as if the server were away. A
+// tool configured before the form checked names reaches resolveTarget with
+// one.
+func TestResolveTargetHeaderNames(t *testing.T) {
+	t.Parallel()
+	for _, headers := range []string{`{"é":"v"}`, `{"X(A)":"v"}`, `{"X-A":"v\u0000"}`, `{"X-A":"a\rb"}`, `{"Host":"x"}`} {
+		_, err := resolveTarget(customEntry, map[string]string{"url": "https://api.example.com/mcp", "headers": headers}, "")
+		var fe *connectors.FieldError
+		if !errors.As(err, &fe) || fe.Field != "headers" {
+			t.Errorf("headers %s: %v, want a problem on headers", headers, err)
+		}
+	}
+	if _, err := resolveTarget(customEntry, map[string]string{"url": "https://api.example.com/mcp",
+		"headers": `{"x-api_key.v2":"a\tb"}`}, ""); err != nil {
+		t.Errorf("a token name with a tab in its value: %v", err)
 	}
 }
