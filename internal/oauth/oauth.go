@@ -130,12 +130,29 @@ func New(opts Options) *Flow {
 	}
 	if opts.HTTPClient == nil {
 		opts.HTTPClient = &http.Client{
-			Transport: egress.Transport(egress.Options{AllowPrivate: opts.AllowPrivate}),
-			Timeout:   DefaultRequestTimeout,
+			Transport:     egress.Transport(egress.Options{AllowPrivate: opts.AllowPrivate}),
+			Timeout:       DefaultRequestTimeout,
+			CheckRedirect: sendCredentialsOnce,
 		}
 	}
 	opts.PublicURL = strings.TrimRight(opts.PublicURL, "/")
 	return &Flow{opts: opts}
+}
+
+// sendCredentialsOnce is the providers' client's redirect policy: a GET (a
+// metadata document) follows redirects as net/http does, while a POST to a
+// token or registration endpoint carries a code, a refresh token or the
+// client's secret, and a redirect (307 and 308 send the body again) would
+// hand those to whatever the provider's answer names. Its answer is the
+// redirect itself, which the caller takes for the failure it is.
+func sendCredentialsOnce(req *http.Request, via []*http.Request) error {
+	if via[0].Method != http.MethodGet {
+		return http.ErrUseLastResponse
+	}
+	if len(via) >= 10 {
+		return errors.New("stopped after 10 redirects")
+	}
+	return nil
 }
 
 // RedirectURL is the callback URL providers redirect to.

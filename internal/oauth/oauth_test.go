@@ -356,3 +356,29 @@ func TestRefreshWaitersShareTheFailure(t *testing.T) {
 		t.Fatalf("%d token requests for %d callers: the waiters asked again", n, callers)
 	}
 }
+
+// TestTokenRequestNotRedirected: a token endpoint that answers a refresh
+// with a redirect does not get its refresh token and the client's secret
+// sent on to where it points (a 307 re-sends the body): the refresh fails,
+// and the other place hears nothing.
+func TestTokenRequestNotRedirected(t *testing.T) {
+	var elsewhere atomic.Int64
+	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		elsewhere.Add(1)
+		w.WriteHeader(http.StatusTeapot)
+	}))
+	t.Cleanup(other.Close)
+	for _, status := range []int{http.StatusTemporaryRedirect, http.StatusPermanentRedirect, http.StatusFound} {
+		redirecting := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			http.Redirect(w, r, other.URL+"/token", status)
+		}))
+		t.Cleanup(redirecting.Close)
+		s := newSetup(t, redirecting.URL, &toolconfig.Token{AccessToken: "at-first", RefreshToken: "rt-first", Expiry: time.Now().Add(-time.Second)})
+		if _, err := s.flow.Refresh(context.Background(), s.tool.AccountID, s.tool.ID, ""); err == nil {
+			t.Errorf("status %d: the refresh succeeded", status)
+		}
+		if n := elsewhere.Load(); n != 0 {
+			t.Fatalf("status %d: the redirect's target got %d requests", status, n)
+		}
+	}
+}
