@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"regexp"
 	"strconv"
@@ -38,8 +39,7 @@ func classify(a attemptState, err error, tgt *target) *connectors.Error {
 		return connectors.Errorf(connectors.KindUnreachable, err,
 			"the request to the MCP server at %s was not sent", tgt.host)
 	case a.err != nil && egress.IsBlocked(a.err):
-		return connectors.Errorf(connectors.KindUnreachable, a.err,
-			"the MCP server at %s is on a private or loopback address, which is not allowed", tgt.host)
+		return connectors.Errorf(connectors.KindUnreachable, a.err, "%s", blockedWhere(a, tgt, "the MCP server at "))
 	case a.err != nil && egress.IsConnectFailure(a.err):
 		return connectors.Errorf(connectors.KindUnreachable, a.err,
 			"the MCP server at %s could not be reached", tgt.host)
@@ -317,3 +317,15 @@ func clip(s string) string {
 // text (connectors.HideURLs): the endpoint's, and that of any URL a
 // redirect led to.
 func redact(err error, tgt *target) error { return connectors.HideURLs(err, tgt.endpoint) }
+
+// blockedWhere says what the egress guard refused for an attempt: the
+// server's own address, or the one it redirected the request to. server
+// comes before the server's host ("the MCP server at ", or "").
+func blockedWhere(a attemptState, tgt *target, server string) string {
+	var b *egress.BlockedError
+	if a.redirected && errors.As(a.err, &b) {
+		return fmt.Sprintf("%s%s redirected the request to %s, a private or loopback address, which Quiver may not reach",
+			server, tgt.host, b.Addr)
+	}
+	return fmt.Sprintf("%s%s is on a private or loopback address, which Quiver may not reach", server, tgt.host)
+}

@@ -37,6 +37,9 @@ type attemptState struct {
 	header   http.Header // the headers of a refused response
 	body     []byte      // the start of a refused response's body
 	tooLarge bool        // the response exceeded MaxResponseBytes
+	// redirected is set when the request was answered with a redirect and
+	// the one recorded is the client's follow-up.
+	redirected bool
 	// Of a refused request only (kept off the path of an answered one):
 	session bool            // it carried an Mcp-Session-Id
 	id      json.RawMessage // its JSON-RPC ID, if it had one
@@ -155,6 +158,9 @@ func (rt *roundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
 	case http.StatusMovedPermanently, http.StatusFound, http.StatusSeeOther,
 		http.StatusTemporaryRedirect, http.StatusPermanentRedirect:
 		// The client follows it with a new request: let that one record.
+		a.mu.Lock()
+		a.rec.redirected = true
+		a.mu.Unlock()
 		a.claimed.Store(false)
 		return resp, nil
 	}

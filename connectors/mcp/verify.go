@@ -107,7 +107,7 @@ func verifyError(a attemptState, err error, tgt *target, entry *catalog.Entry) e
 		return &connectors.FieldError{Field: field, Message: msg + "."}
 	case !a.started || (a.err != nil && egress.IsConnectFailure(a.err)):
 		if a.err != nil && egress.IsBlocked(a.err) {
-			urlField.Message = fmt.Sprintf("%s is on a private or loopback address, which Quiver may not reach.", tgt.host)
+			urlField.Message = blockedWhere(a, tgt, "") + "."
 		} else {
 			urlField.Message = fmt.Sprintf("Could not connect to %s: %s.", tgt.host, connectReason(a.err, err))
 		}
