@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"testing"
 
 	"github.com/quiverhq/quiver/internal/testserver"
@@ -13,8 +14,9 @@ import (
 // probeCfgASServer is an OAuth-protected MCP endpoint (/mcp, always 401
 // pointing at its RFC 9728 metadata) whose own origin is its authorization
 // server, with RFC 8414 metadata and an RFC 7591 registration endpoint
-// that answers registration.
-func probeCfgASServer(t *testing.T, registration map[string]any) *httptest.Server {
+// that answers registration. meta, if not nil, is given the server's URL
+// and returns entries that replace the metadata's own.
+func probeCfgASServer(t *testing.T, registration map[string]any, meta func(base string) map[string]any) *httptest.Server {
 	t.Helper()
 	mux := http.NewServeMux()
 	hs := httptest.NewServer(mux)
@@ -31,9 +33,14 @@ func probeCfgASServer(t *testing.T, registration map[string]any) *httptest.Serve
 	})
 	mux.HandleFunc("/.well-known/oauth-protected-resource", js(map[string]any{
 		"resource": hs.URL + "/mcp", "authorization_servers": []string{hs.URL}}))
-	mux.HandleFunc("/.well-known/oauth-authorization-server", js(map[string]any{
-		"issuer": hs.URL, "authorization_endpoint": hs.URL + "/authorize", "token_endpoint": hs.URL + "/token",
-		"registration_endpoint": hs.URL + "/register"}))
+	as := map[string]any{"issuer": hs.URL, "authorization_endpoint": hs.URL + "/authorize", "token_endpoint": hs.URL + "/token",
+		"registration_endpoint": hs.URL + "/register"}
+	if meta != nil {
+		for k, v := range meta(hs.URL) {
+			as[k] = v
+		}
+	}
+	mux.HandleFunc("/.well-known/oauth-authorization-server", js(as))
 	mux.HandleFunc("/register", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(http.StatusCreated)
@@ -52,7 +59,7 @@ func probeCfgASServer(t *testing.T, registration map[string]any) *httptest.Serve
 func TestProbeCfgRegisteredAuthMethod(t *testing.T) {
 	srv := testserver.Start(t, testserver.Options{})
 	for _, method := range []string{"private_key_jwt", "tls_client_auth", "client_secret_jwt"} {
-		hs := probeCfgASServer(t, map[string]any{"client_id": "cid", "token_endpoint_auth_method": method})
+		hs := probeCfgASServer(t, map[string]any{"client_id": "cid", "token_endpoint_auth_method": method}, nil)
 		id, _ := oaCreate(t, srv, srv.Key, "custom-mcp")
 		path := fmt.Sprintf("/api/v1/agents/custom-tools/%d/", id)
 		r := srv.Do("POST", path+"provide-config/", map[string]any{"user_response": map[string]any{"url": hs.URL + "/mcp"}})
@@ -67,7 +74,7 @@ func TestProbeCfgRegisteredAuthMethod(t *testing.T) {
 		{"client_id": "cid", "token_endpoint_auth_method": "none"},
 		{"client_id": "cid", "client_secret": "s"},
 	} {
-		hs := probeCfgASServer(t, reg)
+		hs := probeCfgASServer(t, reg, nil)
 		id, _ := oaCreate(t, srv, srv.Key, "custom-mcp")
 		r := srv.Do("POST", fmt.Sprintf("/api/v1/agents/custom-tools/%d/provide-config/", id),
 			map[string]any{"user_response": map[string]any{"url": hs.URL + "/mcp"}})
@@ -75,5 +82,44 @@ func TestProbeCfgRegisteredAuthMethod(t *testing.T) {
 			t.Fatalf("registration %v: %d %s", reg, r.Status, r.Body)
 		}
 		oaAuthURL(t, oaStep(t, srv, srv.Key, id))
+	}
+}
+
+// TestAuthorizationEndpointWithPresetParams: an authorization endpoint whose
+// own query holds a parameter of the authorization request (?state=…)
+// would have it sent twice (RFC 6749 §3.1 allows a parameter once): the
+// provider may take its own and the callback refuse it, after the person
+// authorized. Such metadata is refused at the configure step, on url, and
+// the tool stays at it; an endpoint with parameters of its own keeps them.
+func TestAuthorizationEndpointWithPresetParams(t *testing.T) {
+	srv := testserver.Start(t, testserver.Options{})
+	endpoint := func(query string) func(string) map[string]any {
+		return func(base string) map[string]any {
+			return map[string]any{"authorization_endpoint": base + "/authorize?" + query}
+		}
+	}
+	for _, q := range []string{"state=evil", "tenant=a&redirect_uri=https://elsewhere.example/cb", "scope=all"} {
+		hs := probeCfgASServer(t, map[string]any{"client_id": "cid"}, endpoint(q))
+		id, _ := oaCreate(t, srv, srv.Key, "custom-mcp")
+		r := srv.Do("POST", fmt.Sprintf("/api/v1/agents/custom-tools/%d/provide-config/", id),
+			map[string]any{"user_response": map[string]any{"url": hs.URL + "/mcp"}})
+		fdWantFields(t, r, "validation_error", "url")
+		if step := oaStep(t, srv, srv.Key, id); step["type"] != "form" {
+			t.Fatalf("?%s: a refused step moved the tool to %v", q, step)
+		}
+	}
+	hs := probeCfgASServer(t, map[string]any{"client_id": "cid"}, endpoint("tenant=a"))
+	id, _ := oaCreate(t, srv, srv.Key, "custom-mcp")
+	r := srv.Do("POST", fmt.Sprintf("/api/v1/agents/custom-tools/%d/provide-config/", id),
+		map[string]any{"user_response": map[string]any{"url": hs.URL + "/mcp"}})
+	if r.Status != 200 {
+		t.Fatalf("an endpoint with a parameter of its own: %d %s", r.Status, r.Body)
+	}
+	link, err := url.Parse(oaAuthURL(t, oaStep(t, srv, srv.Key, id)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if q := link.Query(); q.Get("tenant") != "a" || len(q["state"]) != 1 {
+		t.Fatalf("authorization link %s: want tenant=a kept and one state", link)
 	}
 }

@@ -86,6 +86,9 @@ func (f *Flow) discover(ctx context.Context, metadataURL, scope, serverURL strin
 			return nil, errors.New("the authorization server's metadata has an endpoint that is not an http(s) URL")
 		}
 	}
+	if p := presetParam(sm.AuthorizationEndpoint); p != "" {
+		return nil, fmt.Errorf("the authorization server's authorization endpoint already carries %q in its query, which Quiver sets itself (RFC 6749 §3.1: a parameter is sent once)", p)
+	}
 	if len(sm.CodeChallengeMethodsSupported) > 0 && !slices.Contains(sm.CodeChallengeMethodsSupported, "S256") {
 		return nil, errors.New("the authorization server does not support PKCE with S256")
 	}
@@ -256,6 +259,24 @@ func firstNonEmpty(s ...string) string {
 	for _, v := range s {
 		if v != "" {
 			return v
+		}
+	}
+	return ""
+}
+
+// presetParam returns a parameter of an authorization request that the
+// endpoint's own query already holds, or "". Sent twice, state would fail
+// the callback's check and the others are ambiguous to the server.
+func presetParam(endpoint string) string {
+	u, err := url.Parse(endpoint)
+	if err != nil {
+		return ""
+	}
+	q := u.Query()
+	for _, p := range []string{"response_type", "client_id", "redirect_uri", "scope", "state",
+		"code_challenge", "code_challenge_method", "resource"} {
+		if q.Has(p) {
+			return p
 		}
 	}
 	return ""
