@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"strings"
 	"testing"
 
 	"github.com/quiverhq/quiver/internal/testserver"
@@ -121,5 +122,45 @@ func TestAuthorizationEndpointWithPresetParams(t *testing.T) {
 	}
 	if q := link.Query(); q.Get("tenant") != "a" || len(q["state"]) != 1 {
 		t.Fatalf("authorization link %s: want tenant=a kept and one state", link)
+	}
+}
+
+// TestAuthorizationServerMetadataProblemNamed: of the places an
+// authorization server's metadata may be (RFC 8414, then OpenID), the
+// configure step's message names the one that is there and unreadable, not
+// the 404 of the last one tried; when it is nowhere, it lists where it looked.
+func TestAuthorizationServerMetadataProblemNamed(t *testing.T) {
+	srv := testserver.Start(t, testserver.Options{})
+	for _, tc := range []struct {
+		html bool
+		want string
+	}{
+		{true, "/.well-known/oauth-authorization-server: not valid JSON"},
+		{false, "/.well-known/oauth-authorization-server, "},
+	} {
+		mux := http.NewServeMux()
+		hs := httptest.NewServer(mux)
+		t.Cleanup(hs.Close)
+		mux.HandleFunc("/mcp", func(w http.ResponseWriter, _ *http.Request) {
+			w.Header().Set("WWW-Authenticate", `Bearer resource_metadata="`+hs.URL+`/.well-known/oauth-protected-resource"`)
+			w.WriteHeader(http.StatusUnauthorized)
+		})
+		mux.HandleFunc("/.well-known/oauth-protected-resource", func(w http.ResponseWriter, _ *http.Request) {
+			w.Header().Set("Content-Type", "application/json")
+			_ = json.NewEncoder(w).Encode(map[string]any{"resource": hs.URL + "/mcp", "authorization_servers": []string{hs.URL}})
+		})
+		if tc.html {
+			mux.HandleFunc("/.well-known/oauth-authorization-server", func(w http.ResponseWriter, _ *http.Request) {
+				w.Header().Set("Content-Type", "text/html")
+				_, _ = w.Write([]byte("<html>sign in</html>"))
+			})
+		}
+		id, _ := oaCreate(t, srv, srv.Key, "custom-mcp")
+		r := srv.Do("POST", fmt.Sprintf("/api/v1/agents/custom-tools/%d/provide-config/", id),
+			map[string]any{"user_response": map[string]any{"url": hs.URL + "/mcp"}})
+		fdWantFields(t, r, "validation_error", "url")
+		if msg, _ := r.JSON()["fields"].(map[string]any)["url"].(string); !strings.Contains(msg, tc.want) {
+			t.Errorf("html %t: fields.url %q, want it to hold %q", tc.html, msg, tc.want)
+		}
 	}
 }

@@ -146,11 +146,15 @@ func (f *Flow) serverMetadata(ctx context.Context, issuer string) (*serverMetada
 	if path != "" {
 		candidates = append(candidates, base+path+"/.well-known/openid-configuration")
 	}
-	var last error
+	// The error to report is the first that is not a 404: a document that
+	// is there but unreadable says more than the places it is not.
+	var failed error
 	for _, c := range candidates {
 		var sm serverMetadata
 		if err := f.getJSON(ctx, c, &sm); err != nil {
-			last = err
+			if failed == nil || (errors.Is(failed, errNotThere) && !errors.Is(err, errNotThere)) {
+				failed = fmt.Errorf("%s: %w", c, err)
+			}
 			continue
 		}
 		if sm.Issuer != "" && strings.TrimSuffix(sm.Issuer, "/") != strings.TrimSuffix(issuer, "/") {
@@ -158,7 +162,10 @@ func (f *Flow) serverMetadata(ctx context.Context, issuer string) (*serverMetada
 		}
 		return &sm, nil
 	}
-	return nil, fmt.Errorf("the authorization server's metadata: %w", last)
+	if errors.Is(failed, errNotThere) {
+		return nil, fmt.Errorf("the authorization server's metadata is at none of %s", strings.Join(candidates, ", "))
+	}
+	return nil, fmt.Errorf("the authorization server's metadata at %w", failed)
 }
 
 type registration struct {
@@ -220,6 +227,9 @@ func (f *Flow) register(ctx context.Context, sm *serverMetadata, scopes []string
 	return &reg, nil
 }
 
+// errNotThere is getJSON's error for a document its server does not have.
+var errNotThere = errors.New("HTTP 404")
+
 // getJSON fetches a metadata document.
 func (f *Flow) getJSON(ctx context.Context, u string, v any) error {
 	if !httpURL(u) {
@@ -235,6 +245,9 @@ func (f *Flow) getJSON(ctx context.Context, u string, v any) error {
 		return errors.New(strings.Replace(safeError(err), "provider", "server", 1))
 	}
 	defer resp.Body.Close()
+	if resp.StatusCode == http.StatusNotFound {
+		return errNotThere
+	}
 	if resp.StatusCode != http.StatusOK {
 		return fmt.Errorf("HTTP %d", resp.StatusCode)
 	}
