@@ -305,13 +305,7 @@ func refusalMessage(a attemptState) string {
 	return http.StatusText(a.status)
 }
 
-func clip(s string) string {
-	s = strings.TrimSpace(s)
-	if r := []rune(s); len(r) > 300 {
-		return string(r[:300]) + "…"
-	}
-	return s
-}
+func clip(s string) string { return connectors.Clip(s, 300) }
 
 // redact hides what of the tool's URL may be a credential from an error's
 // text (connectors.HideURLs): the endpoint's, and that of any URL a

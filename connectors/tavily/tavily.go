@@ -240,10 +240,7 @@ func message(data []byte) string {
 			return v.Error
 		}
 	}
-	text := strings.TrimSpace(string(data))
-	if len(text) > 300 {
-		text = text[:300] + "…"
-	}
+	text := connectors.Clip(string(data), 300)
 	if text == "" {
 		return "no details"
 	}

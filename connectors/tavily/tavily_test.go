@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/quiverhq/quiver/catalog"
 	"github.com/quiverhq/quiver/connectors"
@@ -301,5 +302,20 @@ func TestResultTooLarge(t *testing.T) {
 	}
 	if !res.IsError || body.Error != "result_too_large" || !strings.Contains(body.Message, "larger than 8388608 bytes") {
 		t.Errorf("result = %t %s", res.IsError, res.Content)
+	}
+}
+
+// TestLongErrorTextCut: a refusal's text is cut to 300 characters, not 300
+// bytes, so a message never ends in half a character.
+func TestLongErrorTextCut(t *testing.T) {
+	t.Parallel()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusBadRequest)
+		io.WriteString(w, "x"+strings.Repeat("é", 400))
+	}))
+	t.Cleanup(srv.Close)
+	_, err := tavily.New(tavily.Options{BaseURL: srv.URL}).Call(context.Background(), tool(t), "search", json.RawMessage(`{"query":"q"}`))
+	if err == nil || !utf8.ValidString(err.Error()) || !strings.Contains(err.Error(), "x"+strings.Repeat("é", 299)+"…") {
+		t.Fatalf("error %q: want the text cut whole at 300 characters", err)
 	}
 }
