@@ -310,6 +310,14 @@ func (c *Config) Validate() error {
 		u, err := url.Parse(c.RedisURL)
 		if err != nil || (u.Scheme != "redis" && u.Scheme != "rediss" && u.Scheme != "redis-sentinel" && u.Scheme != "redis-cluster") {
 			errs = append(errs, errors.New("REDIS_URL: must be a redis://, rediss://, redis-sentinel:// or redis-cluster:// URL"))
+		} else if u.Hostname() == "" {
+			// go-redis would fill in localhost:6379: someone else's Redis,
+			// or none, never what a URL without a host meant.
+			errs = append(errs, errors.New("REDIS_URL: names no host (redis://HOST:PORT/DB); unset it for the in-process cache"))
+		} else if u.Scheme == "redis-sentinel" && strings.TrimSpace(u.Query().Get("master_name")) == "" {
+			// Without it every command fails, and serve would run on as if
+			// Redis were down.
+			errs = append(errs, errors.New("REDIS_URL: a redis-sentinel:// URL needs ?master_name=NAME, the master its Sentinels watch"))
 		}
 	}
 	if err := checkAddr("QUIVER_ADDR", c.Addr); err != nil {

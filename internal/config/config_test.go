@@ -49,6 +49,8 @@ func TestErrorsNameTheVariable(t *testing.T) {
 		"QUIVER_SECRET_KEY":            {"DATABASE_URL": "postgres://localhost/q"},
 		"DATABASE_URL":                 {"DATABASE_URL": "mysql://x", "QUIVER_SECRET_KEY": "k"},
 		"REDIS_URL":                    {"REDIS_URL": "http://x"},
+		"REDIS_URL: names no host":     {"REDIS_URL": "redis:///3"},
+		"REDIS_URL: a redis-sentinel":  {"REDIS_URL": "redis-sentinel://10.0.0.1:26379"},
 		"QUIVER_EGRESS_ALLOW_PRIVATE":  {"QUIVER_EGRESS_ALLOW_PRIVATE": "maybe"},
 		"QUIVER_OAUTH_GITHUB":          {"QUIVER_OAUTH_GITHUB_CLIENT_ID": "id"},
 		"QUIVER_BODY_LIMIT":            {"QUIVER_BODY_LIMIT": "12"},
