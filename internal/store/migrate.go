@@ -122,10 +122,6 @@ func (s *Store) withMigrationLock(ctx context.Context, fn func(db *gorm.DB) erro
 			}
 			defer db.Exec("SELECT pg_advisory_unlock(?)", int64(migrationLockID))
 		}
-		if err := db.Exec(`CREATE TABLE IF NOT EXISTS schema_migrations (
-			version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TIMESTAMP NOT NULL DEFAULT CURRENT_TIMESTAMP)`).Error; err != nil {
-			return interpret(err)
-		}
 		return fn(db)
 	})
 }
@@ -142,9 +138,30 @@ func applied(db *gorm.DB) (map[int]bool, error) {
 	return m, nil
 }
 
+// createMigrationsTable creates the table of applied migrations, which
+// only MigrateUp writes: status and down read a database without one as
+// having none applied, and leave it as it was.
+func createMigrationsTable(db *gorm.DB) error {
+	return interpret(db.Exec(`CREATE TABLE IF NOT EXISTS schema_migrations (
+		version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TIMESTAMP NOT NULL DEFAULT CURRENT_TIMESTAMP)`).Error)
+}
+
 // appliedRows is every migration the database records as applied, by
 // version.
 func appliedRows(db *gorm.DB) ([]Migration, error) {
+	// Asked, rather than through gorm's HasTable, which takes a failed
+	// query for a missing table.
+	q := "SELECT to_regclass('schema_migrations') IS NOT NULL"
+	if db.Dialector.Name() != "postgres" {
+		q = "SELECT count(*) > 0 FROM sqlite_master WHERE type = 'table' AND name = 'schema_migrations'"
+	}
+	var exists bool
+	if err := db.Raw(q).Scan(&exists).Error; err != nil {
+		return nil, interpret(err)
+	}
+	if !exists {
+		return nil, nil
+	}
 	var rows []Migration
 	if err := db.Raw("SELECT version, name FROM schema_migrations ORDER BY version").Scan(&rows).Error; err != nil {
 		return nil, interpret(err)
@@ -176,6 +193,9 @@ func (s *Store) MigrateUp(ctx context.Context) ([]Migration, error) {
 	}
 	var done []Migration
 	err = s.withMigrationLock(ctx, func(db *gorm.DB) error {
+		if err := createMigrationsTable(db); err != nil {
+			return err
+		}
 		have, err := applied(db)
 		if err != nil {
 			return err

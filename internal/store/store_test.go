@@ -46,6 +46,18 @@ func TestMigrateUpDownUp(t *testing.T) {
 			}
 			defer s.Close()
 			all, _ := s.Migrations()
+			// Status and down on a database Quiver never migrated read it,
+			// and leave it as it was: no table of migrations appears.
+			st, err := s.MigrationStatus(ctx)
+			if err != nil || len(st) != len(all) || st[0].Applied {
+				t.Fatalf("status before the first up: %+v, %v", st, err)
+			}
+			if m, err := s.MigrateDown(ctx); err != nil || m != nil {
+				t.Fatalf("down before the first up: %v, %v", m, err)
+			}
+			if s.DB().Migrator().HasTable("schema_migrations") {
+				t.Fatal("status or down created schema_migrations")
+			}
 			if done, err := s.MigrateUp(ctx); err != nil || len(done) != len(all) {
 				t.Fatalf("up: %d applied, %v", len(done), err)
 			}
@@ -63,7 +75,7 @@ func TestMigrateUpDownUp(t *testing.T) {
 			if _, err := s.MigrateUp(ctx); err != nil {
 				t.Fatalf("up again: %v", err)
 			}
-			st, err := s.MigrationStatus(ctx)
+			st, err = s.MigrationStatus(ctx)
 			if err != nil || len(st) != len(all) || !st[0].Applied {
 				t.Fatalf("status: %+v, %v", st, err)
 			}
