@@ -282,25 +282,20 @@ const (
 	MaxCallBurst = 1 << 30
 )
 
-// checkDatabaseNamed refuses a postgres:// DATABASE_URL that names no host
-// or no database when neither PGHOST nor PGDATABASE (which pgx reads) says
-// it: pgx would fill in a local socket or localhost and the OS user's name,
-// and serve would migrate whatever database that is. Other malformed URLs
-// are Validate's.
+// checkDatabaseNamed refuses a postgres:// DATABASE_URL that names no
+// database when PGDATABASE (which pgx reads) does not say it either: pgx
+// would fill in the user's name (or the OS user's), and serve would migrate
+// whatever database that is, such as postgres. A URL without a host is
+// libpq's local socket, as ever. Other malformed URLs are Validate's.
 func checkDatabaseNamed(raw string, getenv func(string) string) error {
 	u, err := url.Parse(raw)
 	if raw == "" || err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") {
 		return nil
 	}
-	var errs []error
-	q := u.Query()
-	if u.Hostname() == "" && strings.TrimSpace(q.Get("host")) == "" && strings.TrimSpace(getenv("PGHOST")) == "" {
-		errs = append(errs, errors.New("DATABASE_URL: names no host (postgres://USER@HOST:5432/DATABASE), and PGHOST is not set"))
+	if strings.Trim(u.Path, "/") == "" && strings.TrimSpace(u.Query().Get("dbname")) == "" && strings.TrimSpace(getenv("PGDATABASE")) == "" {
+		return errors.New("DATABASE_URL: names no database (postgres://USER@HOST:5432/DATABASE), and PGDATABASE is not set")
 	}
-	if strings.Trim(u.Path, "/") == "" && strings.TrimSpace(q.Get("dbname")) == "" && strings.TrimSpace(getenv("PGDATABASE")) == "" {
-		errs = append(errs, errors.New("DATABASE_URL: names no database (postgres://USER@HOST:5432/DATABASE), and PGDATABASE is not set"))
-	}
-	return errors.Join(errs...)
+	return nil
 }
 
 // checkAddr checks the listen address in variable name: host:port, the

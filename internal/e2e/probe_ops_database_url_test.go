@@ -5,17 +5,17 @@ import (
 	"testing"
 )
 
-// A DATABASE_URL that names no host or no database, with no PGHOST or
-// PGDATABASE to say it, is refused before anything connects. Before, pgx
-// filled in its defaults (a local socket or localhost, the database named
-// after the OS user) and serve migrated whatever database that was.
-func TestProbeOpsDatabaseURLNeedsHostAndDatabase(t *testing.T) {
+// A DATABASE_URL that names no database, with no PGDATABASE to say it,
+// is refused before anything connects. Before, pgx filled in its default
+// (the database named after the user) and serve migrated whatever database
+// that was. A URL without a host (libpq's local socket) is fine.
+func TestProbeOpsDatabaseURLNeedsADatabase(t *testing.T) {
 	cases := map[string]string{
 		"bare":             "postgres://",
-		"no host":          "postgres:///quiver",
 		"no database":      "postgres://postgres@127.0.0.1:5432",
 		"no database, /":   "postgresql://postgres@127.0.0.1:5432/",
-		"blank host query": "postgres:///quiver?host=",
+		"blank dbname":     "postgres://postgres@127.0.0.1:5432/?dbname=",
+		"socket, no datab": "postgres://postgres@",
 	}
 	for name, url := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -35,14 +35,17 @@ func TestProbeOpsDatabaseURLNeedsHostAndDatabase(t *testing.T) {
 			}
 		})
 	}
-	// What pgx reads besides the URL still counts: a URL without a host or
-	// a database is fine when PGHOST and PGDATABASE say them.
-	stdout, stderr, err := fdRun(t, map[string]string{
-		"DATABASE_URL":      "postgres://postgres@/?sslmode=disable&host=127.0.0.1",
-		"QUIVER_SECRET_KEY": "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=",
-		"PGDATABASE":        "quiver_probe_ops_no_such_db",
-	}, "migrate", "status")
-	if err == nil || strings.Contains(stderr, "names no") || strings.Contains(stdout, "applied") {
-		t.Fatalf("host and PGDATABASE given: want a connection error for the missing database, got %v:\n%s%s", err, stdout, stderr)
+	// What pgx reads besides the URL still counts, and a URL without a host
+	// is the local socket: these get as far as connecting (to a database
+	// that does not exist).
+	for _, env := range []map[string]string{
+		{"DATABASE_URL": "postgres://postgres@/?sslmode=disable&host=127.0.0.1", "PGDATABASE": "quiver_probe_ops_no_such_db"},
+		{"DATABASE_URL": "postgres:///quiver_probe_ops_no_such_db?sslmode=disable", "PGDATABASE": ""},
+	} {
+		env["QUIVER_SECRET_KEY"] = "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA="
+		stdout, stderr, err := fdRun(t, env, "migrate", "status")
+		if err == nil || strings.Contains(stderr, "names no") || strings.Contains(stdout, "applied") {
+			t.Fatalf("%v: want a connection error for the missing database, got %v:\n%s%s", env, err, stdout, stderr)
+		}
 	}
 }
