@@ -135,6 +135,13 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return fmt.Errorf("configuration:\n%w", err)
 	}
 	logger := logging.New(stderr, cfg.LogLevel)
+	for _, u := range cfg.Unread {
+		if u.Suggest != "" {
+			logger.Warn(u.Name+" is set, but Quiver reads no such variable: did you mean "+u.Suggest+"?", "variable", u.Name, "did_you_mean", u.Suggest)
+		} else {
+			logger.Warn(u.Name+" is set, but Quiver reads no such variable", "variable", u.Name)
+		}
+	}
 	switch args[0] {
 	case "serve":
 		if len(args) > 1 {

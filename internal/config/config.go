@@ -35,6 +35,9 @@ const (
 // Config is everything Quiver reads from its environment.
 type Config struct {
 	Addr string // QUIVER_ADDR
+	// Unread lists the QUIVER_* variables that are set but that Quiver
+	// does not read (a misspelling, most likely); the commands warn of each.
+	Unread []UnreadVar
 	// PprofAddr, when set (QUIVER_PPROF_ADDR), serves Go's runtime
 	// profiles (net/http/pprof) on a listener of its own; keep it on
 	// localhost.
@@ -111,6 +114,10 @@ func FromEnv() (*Config, error) { return Parse(os.Getenv, os.Environ()) }
 // variable (for the QUIVER_OAUTH_* family). It validates what it read.
 func Parse(getenv func(string) string, environ []string) (*Config, error) {
 	var errs []error
+	read := map[string]bool{}
+	getenv = func(get func(string) string) func(string) string {
+		return func(name string) string { read[name] = true; return get(name) }
+	}(getenv)
 	str := func(name, def string) string {
 		if v := strings.TrimSpace(getenv(name)); v != "" {
 			return v
@@ -238,6 +245,7 @@ func Parse(getenv func(string) string, environ []string) (*Config, error) {
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
+	c.Unread = unread(environ, read)
 	return c, nil
 }
 
