@@ -176,6 +176,15 @@ func New(ctx context.Context, cfg *config.Config, logger *slog.Logger) (*App, er
 			return nil, fmt.Errorf("REDIS_URL: %w", err)
 		}
 		a.closers = append(a.closers, func() { a.redis.Close() })
+		// A Redis that is down is no reason not to start (calls run on
+		// Postgres meanwhile), but one that refuses REDIS_URL's password or
+		// database number will go on refusing.
+		pctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+		err := a.redis.Ping(pctx).Err()
+		cancel()
+		if replaycache.RefusesSetup(err) {
+			return nil, fmt.Errorf("REDIS_URL: Redis refuses it: %w", err)
+		}
 		cache = replaycache.NewTiered(replaycache.NewMemory(), replaycache.NewRedis(a.redis, cfg.RedisPrefix))
 	}
 

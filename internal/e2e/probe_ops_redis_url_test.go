@@ -7,10 +7,13 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/quiverhq/quiver/internal/testdb"
 )
 
 // A REDIS_URL that names no host, or a Sentinel URL without the master's
-// name, is refused at start, naming the variable. Before, go-redis filled
+// name, or one whose database number or password Redis refuses, is refused
+// at start, naming the variable. Before, go-redis filled
 // in localhost:6379 for `redis://` (another deployment's Redis, say), and a
 // Sentinel client without a master name served on with every Redis command
 // failing: silent defaults, not configuration errors.
@@ -23,6 +26,10 @@ func TestProbeOpsRedisURLNeedsHostAndMaster(t *testing.T) {
 		"sentinel with empty master": "redis-sentinel://127.0.0.1:19299?master_name=",
 		"sentinel without host":      "redis-sentinel://?master_name=mymaster",
 		"cluster without host":       "redis-cluster://",
+		// Ones Redis itself refuses, and will go on refusing: its
+		// database number, its password.
+		"database out of range": "redis://" + testdb.RedisAddr() + "/99",
+		"password refused":      "redis://nobody:wrong-secret@" + testdb.RedisAddr() + "/0",
 	}
 	for name, url := range cases {
 		t.Run(name, func(t *testing.T) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"log/slog"
 	"strconv"
@@ -70,6 +71,24 @@ func ParseURL(raw string) (redis.UniversalClient, error) {
 		o.PoolSize = 64
 		return redis.NewClient(o), nil
 	}
+}
+
+// RefusesSetup reports whether err is Redis refusing a connection's setup
+// in a way that will not pass by waiting: the credentials (AUTH) or the
+// database number (SELECT) in REDIS_URL. A Redis that is down, loading or
+// failing over answers otherwise, and Quiver runs on without it meanwhile.
+func RefusesSetup(err error) bool {
+	var re redis.Error
+	if !errors.As(err, &re) {
+		return false
+	}
+	msg := re.Error()
+	for _, p := range []string{"WRONGPASS", "NOAUTH", "ERR AUTH", "ERR invalid password", "ERR invalid username"} {
+		if strings.HasPrefix(msg, p) {
+			return true
+		}
+	}
+	return strings.Contains(msg, "DB index is out of range") || strings.HasPrefix(msg, "ERR invalid DB index")
 }
 
 // names are a key's three Redis keys: its outcome, the outcome as builds
