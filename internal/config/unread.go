@@ -3,6 +3,8 @@ package config
 import (
 	"slices"
 	"strings"
+
+	"github.com/quiverhq/quiver/internal/editdistance"
 )
 
 // UnreadVar is a QUIVER_* variable set in the environment that Quiver does
@@ -32,7 +34,7 @@ func unread(environ []string, read map[string]bool) []UnreadVar {
 		u := UnreadVar{Name: name}
 		best := 4 // suggest only a name within three edits
 		for known := range read {
-			if d := distance(name, known); d < best || (d == best && known < u.Suggest) {
+			if d := editdistance.Levenshtein(name, known); d < best || (d == best && known < u.Suggest) {
 				best, u.Suggest = d, known
 			}
 		}
@@ -40,26 +42,4 @@ func unread(environ []string, read map[string]bool) []UnreadVar {
 	}
 	slices.SortFunc(out, func(a, b UnreadVar) int { return strings.Compare(a.Name, b.Name) })
 	return slices.CompactFunc(out, func(a, b UnreadVar) bool { return a.Name == b.Name })
-}
-
-// distance is the Levenshtein distance between a and b, in bytes (the
-// names are ASCII).
-func distance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
 }

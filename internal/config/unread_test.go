@@ -38,14 +38,3 @@ func TestUnreadVariables(t *testing.T) {
 		t.Fatalf("no variables: %+v, %v", c, err)
 	}
 }
-
-func TestDistance(t *testing.T) {
-	for _, tc := range []struct {
-		a, b string
-		want int
-	}{{"", "", 0}, {"abc", "", 3}, {"kitten", "sitting", 3}, {"QUIVER_CALLTIMEOUT", "QUIVER_CALL_TIMEOUT", 1}} {
-		if got := distance(tc.a, tc.b); got != tc.want {
-			t.Errorf("distance(%q, %q) = %d, want %d", tc.a, tc.b, got, tc.want)
-		}
-	}
-}

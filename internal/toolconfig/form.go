@@ -12,6 +12,7 @@ import (
 
 	"github.com/quiverhq/quiver/catalog"
 	"github.com/quiverhq/quiver/connectors"
+	"github.com/quiverhq/quiver/internal/editdistance"
 )
 
 // maxFieldBytes bounds one answer, so a form cannot be used to store blobs.
@@ -177,7 +178,7 @@ func likelyField(names []string, name string) (string, bool) {
 		if abs(len(f)-len(want)) > limit {
 			continue // the distance is at least the difference in length
 		}
-		switch d := editDistance(f, want); {
+		switch d := editdistance.Levenshtein(f, want); {
 		case d < bestD:
 			best, bestD, ties = n, d, 1
 		case d == bestD:
@@ -188,27 +189,6 @@ func likelyField(names []string, name string) (string, bool) {
 }
 
 func abs(n int) int { return max(n, -n) }
-
-// editDistance is the Levenshtein distance between a and b, by bytes (field
-// names are ASCII), in two rows.
-func editDistance(a, b string) int {
-	prev, cur := make([]int, len(b)+1), make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
-}
 
 func parseField(f *catalog.Field, raw json.RawMessage) (any, string) {
 	switch f.Type {
