@@ -133,19 +133,15 @@ func (c *Connector) Call(ctx context.Context, _ *connectors.Tool, action string,
 	}
 	target, err := url.Parse(strings.TrimSpace(in.URL))
 	if err != nil || (target.Scheme != "http" && target.Scheme != "https") || target.Host == "" {
-		e := connectors.Errorf(connectors.KindRejected, nil, "url must be an absolute http:// or https:// URL")
-		e.Argument = "url"
-		return connectors.Result{}, e
+		return connectors.Result{}, badURL("url must be an absolute http:// or https:// URL")
 	}
 	target.Fragment = ""
 	// A literal address the guard refuses is a bad argument, known before
 	// any dial; a name is checked where it is dialled, as it may resolve
 	// elsewhere by then, and so are redirects.
 	if egress.CheckLiteral(target.Hostname(), c.guard) != nil {
-		e := connectors.Errorf(connectors.KindRejected, nil,
+		return connectors.Result{}, badURL(
 			"url names %s, a loopback, link-local, private or reserved address, which Quiver may not reach", target.Hostname())
-		e.Argument = "url"
-		return connectors.Result{}, e
 	}
 
 	ctx, cancel := context.WithTimeout(ctx, c.timeout)
@@ -172,9 +168,7 @@ func (c *Connector) fetch(ctx context.Context, target *url.URL) (*Page, error) {
 	if err != nil {
 		var redirect *errRedirect
 		if errors.As(err, &redirect) {
-			e := connectors.Errorf(connectors.KindRejected, nil, "%s", redirect.reason)
-			e.Argument = "url"
-			return nil, e
+			return nil, badURL("%s", redirect.reason)
 		}
 		if egress.IsBlocked(err) && connectors.KindOf(err) == connectors.KindOutcomeUnknown {
 			// A hop was connected and a later one refused by the guard: a
@@ -183,10 +177,8 @@ func (c *Connector) fetch(ctx context.Context, target *url.URL) (*Page, error) {
 			// redirect is refused as a literal address's is.
 			var b *egress.BlockedError
 			errors.As(err, &b)
-			e := connectors.Errorf(connectors.KindRejected, nil,
+			return nil, badURL(
 				"redirect to %s, a loopback, link-local, private or reserved address, which Quiver may not reach: refused", b.Addr)
-			e.Argument = "url"
-			return nil, e
 		}
 		return nil, err
 	}
@@ -213,4 +205,12 @@ func (c *Connector) fetch(ctx context.Context, target *url.URL) (*Page, error) {
 		// Binary content (images, PDFs, archives): report it, read nothing.
 	}
 	return page, nil
+}
+
+// badURL is a refusal of fetch_page's url argument (422 invalid_arguments
+// with fields.url): nothing was fetched.
+func badURL(format string, args ...any) *connectors.Error {
+	e := connectors.Errorf(connectors.KindRejected, nil, format, args...)
+	e.Argument = "url"
+	return e
 }
