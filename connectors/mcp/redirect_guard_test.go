@@ -53,9 +53,8 @@ func TestRedirectIntoThePrivateNetwork(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	proxy := httputil.NewSingleHostReverseProxy(&url.URL{Scheme: "http", Host: inner.Host})
-	director := proxy.Director
-	proxy.Director = func(r *http.Request) { director(r); r.Host = inner.Host } // the SDK checks Host
+	// SetURL sends the server's own Host, which the SDK checks.
+	proxy := &httputil.ReverseProxy{Rewrite: func(r *httputil.ProxyRequest) { r.SetURL(&url.URL{Scheme: "http", Host: inner.Host}) }}
 	var redirectAll atomic.Bool
 	var inside atomic.Int32
 	public := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
