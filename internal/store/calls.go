@@ -4,6 +4,8 @@ import (
 	"context"
 	"strings"
 	"time"
+
+	"gorm.io/gorm"
 )
 
 // CallLog is one entry of the call log: no arguments, no results.
@@ -89,13 +91,44 @@ func callArgs(cs []CallLog) []any {
 // misses an entry written after an earlier page was read. A keyed call's
 // entry is written with its outcome; one without a key in a batch up to
 // logInterval later (calls.Engine.Calls writes its replica's batch first).
+//
+// An ID is taken when a row is inserted, not when it commits, so on
+// Postgres concurrent writers (keyed completions on every replica, the
+// keyless batches, the sweeper) commit out of ID order: a page read while
+// ID 100's writer had not committed and 101's had would end with a cursor
+// past 100, and no later page would list it. So the page is read under
+// SHARE lock on calls, which waits for every transaction still inserting
+// (each holds ROW EXCLUSIVE from its statement's start, before it takes an
+// ID) and holds off new ones while the page is read: every ID taken so far
+// is committed or never will be, and every later one is larger. It costs a
+// log write that starts while a page is read the wait for that read (the
+// whole table's: the lock is not per account). A standby refuses the lock
+// (read_only_sql_transaction) and needs none, as nothing writes to it: the
+// page is read without.
 func (s *Store) ListCalls(ctx context.Context, accountID int64, toolID *int64, p Page) ([]CallLog, string, error) {
-	q := s.db.WithContext(ctx).Where("account_id = ? AND id > ?", accountID, p.After)
-	if toolID != nil {
-		q = q.Where("tool_id = ?", *toolID)
-	}
 	var cs []CallLog
-	if err := q.Order("id").Limit(p.Limit + 1).Find(&cs).Error; err != nil {
+	find := func(db *gorm.DB) error {
+		q := db.Where("account_id = ? AND id > ?", accountID, p.After)
+		if toolID != nil {
+			q = q.Where("tool_id = ?", *toolID)
+		}
+		return q.Order("id").Limit(p.Limit + 1).Find(&cs).Error
+	}
+	var err error
+	if s.dialect == Postgres {
+		err = s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+			if err := tx.Exec("LOCK TABLE calls IN SHARE MODE").Error; err != nil {
+				return err
+			}
+			return find(tx)
+		})
+		if err != nil && readOnly(err) {
+			cs, err = nil, find(s.db.WithContext(ctx))
+		}
+	} else {
+		err = find(s.db.WithContext(ctx))
+	}
+	if err != nil {
 		return nil, "", interpret(err)
 	}
 	cs, next := trim(cs, p.Limit, p.List, func(c *CallLog) int64 { return c.ID })

@@ -1,0 +1,127 @@
+package e2e
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"net/url"
+	"testing"
+	"time"
+
+	_ "github.com/jackc/pgx/v5/stdlib"
+
+	"github.com/quiverhq/quiver/internal/testserver"
+)
+
+// TestProbeCCCallLogCursorNeverPassesAnEntry: a log entry whose write is
+// still in flight when a page is read (a keyless batch being inserted, a
+// keyed completion waiting on its commit, on any replica) stands here as
+// an open transaction holding an INSERT INTO calls. Three entries written
+// after it commit first. A walk that pages past them must still meet it
+// (openapi.json: "a page never misses an entry written after an earlier
+// page was read"): the first page waits for it, or lists it. Before, the
+// page came back at once with a cursor past the ID it had taken, and the
+// walk never listed it; a client tailing the log of two busy replicas
+// missed up to half of 420 entries so.
+func TestProbeCCCallLogCursorNeverPassesAnEntry(t *testing.T) {
+	e := setupCalls(t, testserver.Options{Postgres: true})
+	db, err := sql.Open("pgx", e.srv.DatabaseURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	ctx := context.Background()
+	var account int64
+	if err := db.QueryRowContext(ctx, `SELECT account_id FROM tools WHERE id = $1`, e.id).Scan(&account); err != nil {
+		t.Fatal(err)
+	}
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback()
+	if _, err := tx.ExecContext(ctx, `INSERT INTO calls (call_id, account_id, tool_id, action, outcome, duration_ms, created_at)
+		VALUES ('c_in_flight', $1, $2, 'get', 'succeeded', 1, now())`, account, e.id); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 {
+		if r := e.call(callBody(e.id, fmt.Sprintf("/gap/%d", i), i), fmt.Sprintf("k-gap-%d", i)); r.Status != 200 {
+			t.Fatalf("call %d: %d %s", i, r.Status, r.Body)
+		}
+	}
+	seen := map[string]bool{}
+	// page reads one page into seen; it runs off the test's goroutine too,
+	// so it reports what went wrong instead of failing the test.
+	page := func(cursor string) (*string, error) {
+		p := fmt.Sprintf("/api/v1/agents/custom-tools/calls/?tool=%d&limit=2", e.id)
+		if cursor != "" {
+			p += "&cursor=" + url.QueryEscape(cursor)
+		}
+		r := e.srv.Do("GET", p, nil)
+		var pg struct {
+			Calls []struct {
+				CallID string `json:"call_id"`
+			} `json:"calls"`
+			NextCursor *string `json:"next_cursor"`
+		}
+		if r.Status != 200 || json.Unmarshal(r.Body, &pg) != nil {
+			return nil, fmt.Errorf("page: %d %s", r.Status, r.Body)
+		}
+		for _, c := range pg.Calls {
+			seen[c.CallID] = true
+		}
+		return pg.NextCursor, nil
+	}
+	type answer struct {
+		next *string
+		err  error
+	}
+	first := make(chan answer, 1)
+	go func() {
+		next, err := page("")
+		first <- answer{next, err}
+	}()
+	// Commit once the page came back or waits on a lock.
+	var got *answer
+	deadline := time.Now().Add(10 * time.Second)
+wait:
+	for {
+		select {
+		case a := <-first:
+			got = &a
+			break wait
+		default:
+		}
+		var waiting bool
+		if err := db.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM pg_stat_activity
+			WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE 'LOCK TABLE calls%')`).Scan(&waiting); err != nil {
+			t.Fatal(err)
+		}
+		if waiting {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the first page neither came back nor waited")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if err := tx.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	if got == nil {
+		a := <-first
+		got = &a
+	}
+	if got.err != nil || got.next == nil {
+		t.Fatalf("the first page: %v, next_cursor %v", got.err, got.next)
+	}
+	for next := got.next; next != nil; {
+		if next, err = page(*next); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if !seen["c_in_flight"] || len(seen) != 4 {
+		t.Fatalf("the walk listed %v: the entry in flight as it began is behind its cursor", seen)
+	}
+}
