@@ -125,3 +125,66 @@ wait:
 		t.Fatalf("the walk listed %v: the entry in flight as it began is behind its cursor", seen)
 	}
 }
+
+// TestCallLogListDoesNotHoldUpCalls: a log write that stays in flight (a
+// transaction left open holding an INSERT INTO calls: a stalled writer)
+// would hold a list's lock wait, and every call completing behind it,
+// for as long as it lasts. The list waits for it a bounded time and then
+// answers 503 unavailable, and a keyed call made meanwhile completes.
+func TestCallLogListDoesNotHoldUpCalls(t *testing.T) {
+	e := setupCalls(t, testserver.Options{Postgres: true})
+	db, err := sql.Open("pgx", e.srv.DatabaseURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	ctx := context.Background()
+	var account int64
+	if err := db.QueryRowContext(ctx, `SELECT account_id FROM tools WHERE id = $1`, e.id).Scan(&account); err != nil {
+		t.Fatal(err)
+	}
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback()
+	if _, err := tx.ExecContext(ctx, `INSERT INTO calls (call_id, account_id, tool_id, action, outcome, duration_ms, created_at)
+		VALUES ('c_stalled', $1, $2, 'get', 'succeeded', 1, now())`, account, e.id); err != nil {
+		t.Fatal(err)
+	}
+	listed := make(chan *testserver.Response, 1)
+	go func() { listed <- e.srv.Do("GET", "/api/v1/agents/custom-tools/calls/", nil) }()
+	// The call starts once the list waits for its lock.
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(2 * time.Millisecond) {
+		var waiting bool
+		if err := db.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM pg_stat_activity
+			WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE 'LOCK TABLE calls%')`).Scan(&waiting); err != nil {
+			t.Fatal(err)
+		}
+		if waiting {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the list never waited for its lock")
+		}
+	}
+	start := time.Now()
+	if r := e.call(callBody(e.id, "/while-listing", 1), "k-while-listing"); r.Status != 200 {
+		t.Fatalf("a keyed call while a list waits: %d %s", r.Status, r.Body)
+	}
+	if took := time.Since(start); took > 2*time.Second {
+		t.Errorf("a keyed call while a list waited took %v", took)
+	}
+	select {
+	case r := <-listed:
+		wantError(t, r, 503, "unavailable")
+	case <-time.After(5 * time.Second):
+		t.Fatal("the list still waits on the stalled writer")
+	}
+	if err := tx.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	if r := e.srv.Do("GET", "/api/v1/agents/custom-tools/calls/", nil); r.Status != 200 {
+		t.Fatalf("the list once the writer is done: %d %s", r.Status, r.Body)
+	}
+}
