@@ -105,10 +105,15 @@ func (s *Store) GetAgent(ctx context.Context, accountID, id int64) (*Agent, erro
 	return &as[0], nil
 }
 
-// ListAgents returns one page of the account's agents and the next cursor.
+// ListAgents returns one page of the account's agents and the next cursor,
+// read settled: a page never misses an agent created after an earlier page
+// was read.
 func (s *Store) ListAgents(ctx context.Context, accountID int64, p Page) ([]Agent, string, error) {
 	var as []Agent
-	err := s.db.WithContext(ctx).Where("account_id = ? AND id > ?", accountID, p.After).Order("id").Limit(p.Limit + 1).Find(&as).Error
+	err := s.settled(ctx, "agents", func(db *gorm.DB) error {
+		as = nil
+		return db.Where("account_id = ? AND id > ?", accountID, p.After).Order("id").Limit(p.Limit + 1).Find(&as).Error
+	})
 	if err != nil {
 		return nil, "", interpret(err)
 	}

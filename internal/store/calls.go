@@ -2,11 +2,9 @@ package store
 
 import (
 	"context"
-	"errors"
 	"strings"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgconn"
 	"gorm.io/gorm"
 )
 
@@ -88,39 +86,15 @@ func callArgs(cs []CallLog) []any {
 	return args
 }
 
-// listLockWait bounds one wait for ListCalls's lock, as a lock_timeout.
-const listLockWait = "'50ms'"
-
-// lockNotAvailable reports whether err is Postgres giving up on a lock at
-// lock_timeout.
-func lockNotAvailable(err error) bool {
-	var pgErr *pgconn.PgError
-	return errors.As(err, &pgErr) && pgErr.Code == "55P03"
-}
-
 // ListCalls returns one page of the account's call log, optionally of one
 // tool, in the order the entries were written (by ID), so a page never
 // misses an entry written after an earlier page was read. A keyed call's
 // entry is written with its outcome; one without a key in a batch up to
 // logInterval later (calls.Engine.Calls writes its replica's batch first).
 //
-// An ID is taken when a row is inserted, not when it commits, so on
-// Postgres concurrent writers (keyed completions on every replica, the
-// keyless batches, the sweeper) commit out of ID order: a page read while
-// ID 100's writer had not committed and 101's had would end with a cursor
-// past 100, and no later page would list it. So the page is read under
-// SHARE lock on calls, which waits for every transaction still inserting
-// (each holds ROW EXCLUSIVE from its statement's start, before it takes an
-// ID) and holds off new ones while the page is read: every ID taken so far
-// is committed or never will be, and every later one is larger. It costs a
-// log write that starts while a page is read the wait for that read (the
-// whole table's: the lock is not per account). A calls' writer queued
-// behind the lock waits too, so the lock is waited for at most
-// listLockWait, three times, before the list is unavailable (503): a
-// writer still inserting after that long is a slow database, and calls
-// are not held up behind a list for longer. A standby refuses the lock
-// (read_only_sql_transaction) and needs none, as nothing writes to it: the
-// page is read without.
+// Concurrent writers (keyed completions on every replica, the keyless
+// batches, the sweeper) commit out of ID order, so the page is read
+// settled (see settled).
 func (s *Store) ListCalls(ctx context.Context, accountID int64, toolID *int64, p Page) ([]CallLog, string, error) {
 	var cs []CallLog
 	find := func(db *gorm.DB) error {
@@ -130,29 +104,7 @@ func (s *Store) ListCalls(ctx context.Context, accountID int64, toolID *int64, p
 		}
 		return q.Order("id").Limit(p.Limit + 1).Find(&cs).Error
 	}
-	var err error
-	if s.dialect == Postgres {
-		for range 3 {
-			cs = nil
-			err = s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-				if err := tx.Exec("SET LOCAL lock_timeout = " + listLockWait).Error; err != nil {
-					return err
-				}
-				if err := tx.Exec("LOCK TABLE calls IN SHARE MODE").Error; err != nil {
-					return err
-				}
-				return find(tx)
-			})
-			if !lockNotAvailable(err) || ctx.Err() != nil {
-				break
-			}
-		}
-		if err != nil && readOnly(err) {
-			cs, err = nil, find(s.db.WithContext(ctx))
-		}
-	} else {
-		err = find(s.db.WithContext(ctx))
-	}
+	err := s.settled(ctx, "calls", func(db *gorm.DB) error { cs = nil; return find(db) })
 	if err != nil {
 		return nil, "", interpret(err)
 	}

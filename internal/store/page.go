@@ -1,11 +1,15 @@
 package store
 
 import (
+	"context"
 	"encoding/base64"
 	"errors"
 	"fmt"
 	"strconv"
 	"strings"
+
+	"github.com/jackc/pgx/v5/pgconn"
+	"gorm.io/gorm"
 )
 
 // Page asks for one page of a list, newest last: rows with an ID above
@@ -94,4 +98,58 @@ func trim[T any](rows []T, limit int, list string, id func(*T) int64) ([]T, stri
 	}
 	rows = rows[:limit]
 	return rows, EncodeCursor(list, id(&rows[limit-1]))
+}
+
+// settled runs find, a page's read of table, so that the page's cursor
+// never passes a row still being written. A row's ID is taken when it is
+// inserted, not when it commits, so concurrent writers commit out of ID
+// order: a page read while ID 100's writer had not committed and 101's had
+// would end with a cursor past 100, and no later page would list it. On
+// Postgres find runs under SHARE lock on table, which waits for every
+// transaction still writing it (each holds ROW EXCLUSIVE from its
+// statement's start, before it takes an ID) and holds off new ones while
+// the page is read: every ID taken so far is committed or never will be,
+// and every later one is larger. A writer that starts while a page is read
+// waits for that read (of any account: the lock is the table's), and so
+// does one queued behind the lock's wait, so the lock is waited for at
+// most settleWait, three times; then the list is unavailable (503) and the
+// writers behind it go on: a writer still writing after that long is a
+// slow database, and calls are not held up behind a list for longer. A
+// standby refuses the lock (read_only_sql_transaction) and needs none, as
+// nothing writes to it: the page is read without. SQLite writes one
+// transaction at a time, in ID order. find may run more than once.
+func (s *Store) settled(ctx context.Context, table string, find func(db *gorm.DB) error) error {
+	db := s.db.WithContext(ctx)
+	if s.dialect != Postgres {
+		return find(db)
+	}
+	var err error
+	for range 3 {
+		err = db.Transaction(func(tx *gorm.DB) error {
+			if err := tx.Exec("SET LOCAL lock_timeout = " + settleWait).Error; err != nil {
+				return err
+			}
+			if err := tx.Exec("LOCK TABLE " + table + " IN SHARE MODE").Error; err != nil {
+				return err
+			}
+			return find(tx)
+		})
+		if !lockNotAvailable(err) || ctx.Err() != nil {
+			break
+		}
+	}
+	if err != nil && readOnly(err) {
+		return find(db)
+	}
+	return err
+}
+
+// settleWait bounds one wait for settled's lock, as a lock_timeout.
+const settleWait = "'50ms'"
+
+// lockNotAvailable reports whether err is Postgres giving up on a lock at
+// lock_timeout.
+func lockNotAvailable(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && pgErr.Code == "55P03"
 }

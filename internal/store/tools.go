@@ -65,11 +65,15 @@ func (s *Store) ToolsByCatalogName(ctx context.Context, accountID int64, name st
 	return ts, interpret(err)
 }
 
-// ListTools returns one page of the account's tools and the next cursor.
+// ListTools returns one page of the account's tools and the next cursor,
+// read settled: a page never misses a tool created after an earlier page
+// was read.
 func (s *Store) ListTools(ctx context.Context, accountID int64, p Page) ([]Tool, string, error) {
 	var ts []Tool
-	err := s.db.WithContext(ctx).Where("account_id = ? AND id > ?", accountID, p.After).
-		Order("id").Limit(p.Limit + 1).Find(&ts).Error
+	err := s.settled(ctx, "tools", func(db *gorm.DB) error {
+		ts = nil
+		return db.Where("account_id = ? AND id > ?", accountID, p.After).Order("id").Limit(p.Limit + 1).Find(&ts).Error
+	})
 	if err != nil {
 		return nil, "", interpret(err)
 	}

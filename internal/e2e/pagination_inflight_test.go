@@ -1,0 +1,130 @@
+package e2e
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"net/url"
+	"testing"
+	"time"
+
+	"github.com/quiverhq/quiver/internal/testserver"
+)
+
+// TestListsWaitForCreatesInFlight: a create still being written when a page
+// of the agents or tools list is read (here an open transaction holding an
+// INSERT, taking its ID before three creates that commit first) is not
+// passed by the page's cursor: the page waits for it or lists it, and the
+// walk meets it. Before, the page came back at once with a cursor past the
+// ID it had taken, and no later page listed it. The call log's is
+// TestProbeCCCallLogCursorNeverPassesAnEntry.
+func TestListsWaitForCreatesInFlight(t *testing.T) {
+	srv := testserver.Start(t, testserver.Options{Postgres: true})
+	db, err := sql.Open("pgx", srv.DatabaseURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	ctx := context.Background()
+	var account int64
+	if err := db.QueryRowContext(ctx, `SELECT id FROM accounts ORDER BY id LIMIT 1`).Scan(&account); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		table, path, field, insert string
+		create                     any
+	}{
+		{"agents", "/api/v1/agents/", "agents",
+			`INSERT INTO agents (account_id, name) VALUES ($1, 'in-flight') RETURNING id`, map[string]any{"name": "a"}},
+		{"tools", "/api/v1/agents/custom-tools/", "tools",
+			`INSERT INTO tools (account_id, catalog_name, name, state) VALUES ($1, 'browser', 'in-flight', 'configured') RETURNING id`,
+			map[string]any{"mcp_tool": "browser"}},
+	} {
+		t.Run(tc.table, func(t *testing.T) {
+			tx, err := db.BeginTx(ctx, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer tx.Rollback()
+			var inFlight int64
+			if err := tx.QueryRowContext(ctx, tc.insert, account).Scan(&inFlight); err != nil {
+				t.Fatal(err)
+			}
+			for i := range 3 {
+				if r := srv.Do("POST", tc.path, tc.create); r.Status != 201 {
+					t.Fatalf("create %d: %d %s", i, r.Status, r.Body)
+				}
+			}
+			seen := map[int64]bool{}
+			page := func(cursor string) (*string, error) {
+				p := tc.path + "?limit=2"
+				if cursor != "" {
+					p += "&cursor=" + url.QueryEscape(cursor)
+				}
+				r := srv.Do("GET", p, nil)
+				var pg map[string]json.RawMessage
+				var items []struct {
+					ID int64 `json:"id"`
+				}
+				var next *string
+				if r.Status != 200 || json.Unmarshal(r.Body, &pg) != nil || json.Unmarshal(pg[tc.field], &items) != nil ||
+					json.Unmarshal(pg["next_cursor"], &next) != nil {
+					return nil, fmt.Errorf("page: %d %s", r.Status, r.Body)
+				}
+				for _, it := range items {
+					seen[it.ID] = true
+				}
+				return next, nil
+			}
+			type answer struct {
+				next *string
+				err  error
+			}
+			first := make(chan answer, 1)
+			go func() {
+				next, err := page("")
+				first <- answer{next, err}
+			}()
+			// Commit once the page waits on its lock (or has come back).
+			var got *answer
+			for deadline := time.Now().Add(10 * time.Second); got == nil; time.Sleep(2 * time.Millisecond) {
+				select {
+				case a := <-first:
+					got = &a
+					continue
+				default:
+				}
+				var waiting bool
+				if err := db.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM pg_stat_activity
+					WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE 'LOCK TABLE `+tc.table+`%')`).Scan(&waiting); err != nil {
+					t.Fatal(err)
+				}
+				if waiting {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatal("the first page neither came back nor waited")
+				}
+			}
+			if err := tx.Commit(); err != nil {
+				t.Fatal(err)
+			}
+			if got == nil {
+				a := <-first
+				got = &a
+			}
+			if got.err != nil {
+				t.Fatal(got.err)
+			}
+			for next := got.next; next != nil; {
+				if next, err = page(*next); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if !seen[inFlight] {
+				t.Fatalf("the walk listed %v, not %d: the create in flight as it began is behind its cursor", seen, inFlight)
+			}
+		})
+	}
+}
