@@ -110,9 +110,8 @@ func (s *Store) GetAgent(ctx context.Context, accountID, id int64) (*Agent, erro
 // was read.
 func (s *Store) ListAgents(ctx context.Context, accountID int64, p Page) ([]Agent, string, error) {
 	var as []Agent
-	err := s.settled(ctx, "agents", func(db *gorm.DB) error {
-		as = nil
-		return db.Where("account_id = ? AND id > ?", accountID, p.After).Order("id").Limit(p.Limit + 1).Find(&as).Error
+	err := s.settled(ctx, "agents", func(db *gorm.DB, horizon int64) error {
+		return db.Where("account_id = ? AND id > ? AND id <= ?", accountID, p.After, horizon).Order("id").Limit(p.Limit + 1).Find(&as).Error
 	})
 	if err != nil {
 		return nil, "", interpret(err)

@@ -97,14 +97,14 @@ func callArgs(cs []CallLog) []any {
 // settled (see settled).
 func (s *Store) ListCalls(ctx context.Context, accountID int64, toolID *int64, p Page) ([]CallLog, string, error) {
 	var cs []CallLog
-	find := func(db *gorm.DB) error {
-		q := db.Where("account_id = ? AND id > ?", accountID, p.After)
+	find := func(db *gorm.DB, horizon int64) error {
+		q := db.Where("account_id = ? AND id > ? AND id <= ?", accountID, p.After, horizon)
 		if toolID != nil {
 			q = q.Where("tool_id = ?", *toolID)
 		}
 		return q.Order("id").Limit(p.Limit + 1).Find(&cs).Error
 	}
-	err := s.settled(ctx, "calls", func(db *gorm.DB) error { cs = nil; return find(db) })
+	err := s.settled(ctx, "calls", find)
 	if err != nil {
 		return nil, "", interpret(err)
 	}

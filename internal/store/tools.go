@@ -70,9 +70,8 @@ func (s *Store) ToolsByCatalogName(ctx context.Context, accountID int64, name st
 // was read.
 func (s *Store) ListTools(ctx context.Context, accountID int64, p Page) ([]Tool, string, error) {
 	var ts []Tool
-	err := s.settled(ctx, "tools", func(db *gorm.DB) error {
-		ts = nil
-		return db.Where("account_id = ? AND id > ?", accountID, p.After).Order("id").Limit(p.Limit + 1).Find(&ts).Error
+	err := s.settled(ctx, "tools", func(db *gorm.DB, horizon int64) error {
+		return db.Where("account_id = ? AND id > ? AND id <= ?", accountID, p.After, horizon).Order("id").Limit(p.Limit + 1).Find(&ts).Error
 	})
 	if err != nil {
 		return nil, "", interpret(err)
