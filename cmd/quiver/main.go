@@ -136,11 +136,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	logger := logging.New(stderr, cfg.LogLevel)
 	for _, u := range cfg.Unread {
+		msg, attrs := u.Name+" is set, but Quiver reads no such variable", []any{"variable", u.Name}
 		if u.Suggest != "" {
-			logger.Warn(u.Name+" is set, but Quiver reads no such variable: did you mean "+u.Suggest+"?", "variable", u.Name, "did_you_mean", u.Suggest)
-		} else {
-			logger.Warn(u.Name+" is set, but Quiver reads no such variable", "variable", u.Name)
+			msg, attrs = msg+": did you mean "+u.Suggest+"?", append(attrs, "did_you_mean", u.Suggest)
 		}
+		logger.Warn(msg, attrs...)
 	}
 	switch args[0] {
 	case "serve":

@@ -82,7 +82,7 @@ func New(opts Options) *Connector {
 				return &errRedirect{fmt.Sprintf("redirect to a %s: URL refused", req.URL.Scheme)}
 			}
 			if egress.CheckLiteral(req.URL.Hostname(), c.guard) != nil {
-				return &errRedirect{fmt.Sprintf("redirect to %s, a loopback, link-local, private or reserved address, which Quiver may not reach: refused", req.URL.Hostname())}
+				return &errRedirect{redirectInside(req.URL.Hostname())}
 			}
 			return nil
 		},
@@ -177,8 +177,7 @@ func (c *Connector) fetch(ctx context.Context, target *url.URL) (*Page, error) {
 			// redirect is refused as a literal address's is.
 			var b *egress.BlockedError
 			errors.As(err, &b)
-			return nil, badURL(
-				"redirect to %s, a loopback, link-local, private or reserved address, which Quiver may not reach: refused", b.Addr)
+			return nil, badURL("%s", redirectInside(b.Addr.String()))
 		}
 		return nil, err
 	}
@@ -213,4 +212,10 @@ func badURL(format string, args ...any) *connectors.Error {
 	e := connectors.Errorf(connectors.KindRejected, nil, format, args...)
 	e.Argument = "url"
 	return e
+}
+
+// redirectInside is the refusal of a redirect to host, an address the
+// egress guard refuses.
+func redirectInside(host string) string {
+	return fmt.Sprintf("redirect to %s, a loopback, link-local, private or reserved address, which Quiver may not reach: refused", host)
 }

@@ -3,7 +3,6 @@ package browser
 import (
 	"context"
 	"encoding/json"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -11,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/quiverhq/quiver/connectors"
+	"github.com/quiverhq/quiver/connectors/connectortest"
 	"github.com/quiverhq/quiver/internal/egress"
 )
 
@@ -46,14 +46,8 @@ func TestRedirectIntoThePrivateNetwork(t *testing.T) {
 	publicAddr := strings.TrimPrefix(public.URL, "http://")
 
 	c := New(Options{})
-	guarded := egress.Dialer(c.guard)
 	tr := egress.Transport(c.guard)
-	tr.DialContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
-		if strings.HasPrefix(addr, "public.test:") {
-			return (&net.Dialer{}).DialContext(ctx, network, publicAddr)
-		}
-		return guarded.DialContext(ctx, network, addr)
-	}
+	tr.DialContext = connectortest.PublicDial(publicAddr, nil)
 	c.client.Transport = tr
 
 	for _, to := range []string{"http://127.0.0.1:" + port + "/", "http://[::1]:" + port + "/", "http://localhost:" + port + "/"} {

@@ -5,18 +5,22 @@
 package connectortest
 
 import (
+	"context"
 	"errors"
 	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/quiverhq/quiver/connectors"
+	"github.com/quiverhq/quiver/internal/egress"
 )
 
 // Kind returns the kind of err, failing the test unless err is a
@@ -177,5 +181,25 @@ func delayed(src, dst *net.TCPConn, delay time.Duration) {
 			src.Close()
 			dst.Close()
 		}
+	}
+}
+
+// PublicDial returns a dial function for a connector's transport under the
+// egress guard in its tests: "public.test" (any port) is dialled to addr
+// without the guard, the stand-in for a public server, since every test
+// server is on loopback, which the guard refuses; everything else goes
+// through the guard, as in production. inside, if not nil, counts the dials
+// that got past the guard to anything else.
+func PublicDial(addr string, inside *atomic.Int32) func(ctx context.Context, network, a string) (net.Conn, error) {
+	guarded := egress.Dialer(egress.Options{})
+	return func(ctx context.Context, network, a string) (net.Conn, error) {
+		if strings.HasPrefix(a, "public.test:") {
+			return (&net.Dialer{}).DialContext(ctx, network, addr)
+		}
+		conn, err := guarded.DialContext(ctx, network, a)
+		if err == nil && inside != nil {
+			inside.Add(1)
+		}
+		return conn, err
 	}
 }

@@ -253,7 +253,11 @@ func resolveTarget(entry *catalog.Entry, config map[string]string, accessToken s
 			// A name that is no HTTP token, or a value net/http will not
 			// send, would fail every request as if the server were away.
 			canon := http.CanonicalHeaderKey(strings.TrimSpace(name))
-			if !httpguts.ValidHeaderFieldName(canon) || forbiddenHeader(canon) {
+			if !httpguts.ValidHeaderFieldName(canon) {
+				return nil, &connectors.FieldError{Field: "headers", Message: fmt.Sprintf(
+					"%q is not a header name: a header name is letters, digits and !#$%%&'*+-.^_`|~ only.", name)}
+			}
+			if forbiddenHeader(canon) {
 				return nil, &connectors.FieldError{Field: "headers", Message: fmt.Sprintf("The header %q cannot be set.", name)}
 			}
 			if !httpguts.ValidHeaderFieldValue(value) {

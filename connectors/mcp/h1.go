@@ -358,11 +358,11 @@ const maxDrain = 1 << 20
 // for the rest of the body: a rest that has begun to come (as a rule, all
 // of it) is read at once, and one not yet on its way is read, for up to d,
 // on a goroutine of its own; either gives the connection back to the pool
-// if the body ends in time and closes it otherwise. The context no longer cuts the connection: d bounds
-// the wait. An event stream's end comes after its answer, once the server's
-// handler has returned: on a busy machine a hundred microseconds and more
-// later, which the call's answer would otherwise wait out. Close after
-// release does nothing.
+// if the body ends in time and closes it otherwise. The context no longer
+// cuts the connection: d bounds the wait. An event stream's end comes after
+// its answer, once the server's handler has returned: on a busy machine a
+// hundred microseconds and more later, which the call's answer would
+// otherwise wait out. Close after release does nothing.
 func (b *h1Body) release(d time.Duration) bool {
 	b.mu.Lock()
 	if b.done || b.released {

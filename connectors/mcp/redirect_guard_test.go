@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
@@ -15,26 +14,14 @@ import (
 	"testing"
 
 	"github.com/quiverhq/quiver/connectors"
-	"github.com/quiverhq/quiver/internal/egress"
+	"github.com/quiverhq/quiver/connectors/connectortest"
 	"github.com/quiverhq/quiver/internal/mcptest"
 )
 
-// publicTest makes c dial "public.test" to addr without the egress guard,
-// the stand-in for a public server (every test server is on loopback, which
-// the guard refuses); everything else is dialled through the guard.
-// inside counts the dials that got past the guard to anything else.
+// publicTest makes c dial "public.test" to addr without the egress guard
+// (connectortest.PublicDial); inside counts the other dials that got past it.
 func publicTest(c *Connector, addr string, inside *atomic.Int32) {
-	guarded := egress.Dialer(egress.Options{})
-	dial := func(ctx context.Context, network, a string) (net.Conn, error) {
-		if strings.HasPrefix(a, "public.test:") {
-			return (&net.Dialer{}).DialContext(ctx, network, addr)
-		}
-		conn, err := guarded.DialContext(ctx, network, a)
-		if err == nil {
-			inside.Add(1)
-		}
-		return conn, err
-	}
+	dial := connectortest.PublicDial(addr, inside)
 	c.transport.DialContext = dial
 	c.h1 = newH1Transport(dial, nil)
 }

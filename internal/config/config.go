@@ -115,9 +115,8 @@ func FromEnv() (*Config, error) { return Parse(os.Getenv, os.Environ()) }
 func Parse(getenv func(string) string, environ []string) (*Config, error) {
 	var errs []error
 	read := map[string]bool{}
-	getenv = func(get func(string) string) func(string) string {
-		return func(name string) string { read[name] = true; return get(name) }
-	}(getenv)
+	get := getenv
+	getenv = func(name string) string { read[name] = true; return get(name) }
 	str := func(name, def string) string {
 		if v := strings.TrimSpace(getenv(name)); v != "" {
 			return v

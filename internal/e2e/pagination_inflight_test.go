@@ -21,11 +21,7 @@ import (
 // TestProbeCCCallLogCursorNeverPassesAnEntry.
 func TestListsWaitForCreatesInFlight(t *testing.T) {
 	srv := testserver.Start(t, testserver.Options{Postgres: true})
-	db, err := sql.Open("pgx", srv.DatabaseURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	db := pgOpen(t, srv.DatabaseURL)
 	ctx := context.Background()
 	var account int64
 	if err := db.QueryRowContext(ctx, `SELECT id FROM accounts ORDER BY id LIMIT 1`).Scan(&account); err != nil {
@@ -42,15 +38,7 @@ func TestListsWaitForCreatesInFlight(t *testing.T) {
 			map[string]any{"mcp_tool": "browser"}},
 	} {
 		t.Run(tc.table, func(t *testing.T) {
-			tx, err := db.BeginTx(ctx, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer tx.Rollback()
-			var inFlight int64
-			if err := tx.QueryRowContext(ctx, tc.insert, account).Scan(&inFlight); err != nil {
-				t.Fatal(err)
-			}
+			tx, pending := inFlight(t, db, tc.insert, account)
 			for i := range 3 {
 				if r := srv.Do("POST", tc.path, tc.create); r.Status != 201 {
 					t.Fatalf("create %d: %d %s", i, r.Status, r.Body)
@@ -77,34 +65,71 @@ func TestListsWaitForCreatesInFlight(t *testing.T) {
 				}
 				return next, nil
 			}
-			type answer struct {
-				next *string
-				err  error
-			}
-			first := make(chan answer, 1)
-			go func() {
-				next, err := page("")
-				first <- answer{next, err}
-			}()
-			// The page waits for the create in flight (up to 150 ms): it is
-			// committed meanwhile. A page that did not wait has come back by
-			// then.
-			time.Sleep(40 * time.Millisecond)
-			if err := tx.Commit(); err != nil {
-				t.Fatal(err)
-			}
-			got := <-first
-			if got.err != nil {
-				t.Fatal(got.err)
-			}
-			for next := got.next; next != nil; {
-				if next, err = page(*next); err != nil {
-					t.Fatal(err)
-				}
-			}
-			if !seen[inFlight] {
-				t.Fatalf("the walk listed %v, not %d: the create in flight as it began is behind its cursor", seen, inFlight)
+			walkAcross(t, tx, page)
+			if !seen[pending] {
+				t.Fatalf("the walk listed %v, not %d: the create in flight as it began is behind its cursor", seen, pending)
 			}
 		})
 	}
+}
+
+// pgOpen opens the test server's Postgres database, closed at the test's end.
+func pgOpen(t *testing.T, url string) *sql.DB {
+	t.Helper()
+	db, err := sql.Open("pgx", url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return db
+}
+
+// inFlight runs insert (an INSERT … RETURNING id) in a transaction it
+// leaves open, a write in flight, until the caller commits it (or the test
+// ends), and returns the transaction and the row's ID.
+func inFlight(t *testing.T, db *sql.DB, insert string, args ...any) (*sql.Tx, int64) {
+	t.Helper()
+	tx, err := db.BeginTx(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { tx.Rollback() })
+	var id int64
+	if err := tx.QueryRowContext(context.Background(), insert, args...).Scan(&id); err != nil {
+		t.Fatal(err)
+	}
+	return tx, id
+}
+
+// walkAcross walks a list with page (which reads the page at cursor and
+// returns its next_cursor), its first page asked for while tx holds a write
+// in flight: the page waits for it (up to 150 ms), and tx is committed
+// meanwhile; a page that did not wait has come back by then. It returns the
+// first page's next_cursor.
+func walkAcross(t *testing.T, tx *sql.Tx, page func(cursor string) (*string, error)) *string {
+	t.Helper()
+	type answer struct {
+		next *string
+		err  error
+	}
+	first := make(chan answer, 1)
+	go func() {
+		next, err := page("")
+		first <- answer{next, err}
+	}()
+	time.Sleep(40 * time.Millisecond)
+	if err := tx.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	got := <-first
+	if got.err != nil {
+		t.Fatalf("the first page: %v", got.err)
+	}
+	for next := got.next; next != nil; {
+		var err error
+		if next, err = page(*next); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return got.next
 }

@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"context"
 	"database/sql"
 	"encoding/json"
 	"fmt"
@@ -26,25 +25,7 @@ import (
 // missed up to half of 420 entries so.
 func TestProbeCCCallLogCursorNeverPassesAnEntry(t *testing.T) {
 	e := setupCalls(t, testserver.Options{Postgres: true})
-	db, err := sql.Open("pgx", e.srv.DatabaseURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	ctx := context.Background()
-	var account int64
-	if err := db.QueryRowContext(ctx, `SELECT account_id FROM tools WHERE id = $1`, e.id).Scan(&account); err != nil {
-		t.Fatal(err)
-	}
-	tx, err := db.BeginTx(ctx, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tx.Rollback()
-	if _, err := tx.ExecContext(ctx, `INSERT INTO calls (call_id, account_id, tool_id, action, outcome, duration_ms, created_at)
-		VALUES ('c_in_flight', $1, $2, 'get', 'succeeded', 1, now())`, account, e.id); err != nil {
-		t.Fatal(err)
-	}
+	tx := inFlightLogEntry(t, e, "c_in_flight")
 	for i := range 3 {
 		if r := e.call(callBody(e.id, fmt.Sprintf("/gap/%d", i), i), fmt.Sprintf("k-gap-%d", i)); r.Status != 200 {
 			t.Fatalf("call %d: %d %s", i, r.Status, r.Body)
@@ -73,29 +54,8 @@ func TestProbeCCCallLogCursorNeverPassesAnEntry(t *testing.T) {
 		}
 		return pg.NextCursor, nil
 	}
-	type answer struct {
-		next *string
-		err  error
-	}
-	first := make(chan answer, 1)
-	go func() {
-		next, err := page("")
-		first <- answer{next, err}
-	}()
-	// The page waits for the write in flight (up to 150 ms): it is
-	// committed meanwhile. A page that did not wait has come back by then.
-	time.Sleep(40 * time.Millisecond)
-	if err := tx.Commit(); err != nil {
-		t.Fatal(err)
-	}
-	got := <-first
-	if got.err != nil || got.next == nil {
-		t.Fatalf("the first page: %v, next_cursor %v", got.err, got.next)
-	}
-	for next := got.next; next != nil; {
-		if next, err = page(*next); err != nil {
-			t.Fatal(err)
-		}
+	if next := walkAcross(t, tx, page); next == nil {
+		t.Fatal("the first page has no next_cursor")
 	}
 	if !seen["c_in_flight"] || len(seen) != 4 {
 		t.Fatalf("the walk listed %v: the entry in flight as it began is behind its cursor", seen)
@@ -110,25 +70,7 @@ func TestProbeCCCallLogCursorNeverPassesAnEntry(t *testing.T) {
 // tool_outcome_unknown).
 func TestCallLogListDoesNotHoldUpCalls(t *testing.T) {
 	e := setupCalls(t, testserver.Options{Postgres: true})
-	db, err := sql.Open("pgx", e.srv.DatabaseURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	ctx := context.Background()
-	var account int64
-	if err := db.QueryRowContext(ctx, `SELECT account_id FROM tools WHERE id = $1`, e.id).Scan(&account); err != nil {
-		t.Fatal(err)
-	}
-	tx, err := db.BeginTx(ctx, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tx.Rollback()
-	if _, err := tx.ExecContext(ctx, `INSERT INTO calls (call_id, account_id, tool_id, action, outcome, duration_ms, created_at)
-		VALUES ('c_stalled', $1, $2, 'get', 'succeeded', 1, now())`, account, e.id); err != nil {
-		t.Fatal(err)
-	}
+	tx := inFlightLogEntry(t, e, "c_stalled")
 	listed := make(chan *testserver.Response, 1)
 	go func() { listed <- e.srv.Do("GET", "/api/v1/agents/custom-tools/calls/", nil) }()
 	time.Sleep(20 * time.Millisecond) // the list is waiting for the stalled write
@@ -151,4 +93,18 @@ func TestCallLogListDoesNotHoldUpCalls(t *testing.T) {
 	if r := e.srv.Do("GET", "/api/v1/agents/custom-tools/calls/", nil); r.Status != 200 {
 		t.Fatalf("the list once the writer is done: %d %s", r.Status, r.Body)
 	}
+}
+
+// inFlightLogEntry is a call log entry of e's tool whose write is in flight
+// (inFlight) until the returned transaction commits.
+func inFlightLogEntry(t *testing.T, e *callEnv, callID string) *sql.Tx {
+	t.Helper()
+	db := pgOpen(t, e.srv.DatabaseURL)
+	var account int64
+	if err := db.QueryRow(`SELECT account_id FROM tools WHERE id = $1`, e.id).Scan(&account); err != nil {
+		t.Fatal(err)
+	}
+	tx, _ := inFlight(t, db, `INSERT INTO calls (call_id, account_id, tool_id, action, outcome, duration_ms, created_at)
+		VALUES ($1, $2, $3, 'get', 'succeeded', 1, now()) RETURNING id`, callID, account, e.id)
+	return tx
 }

@@ -8,8 +8,6 @@ import (
 	"strconv"
 	"strings"
 
-	"golang.org/x/net/http/httpguts"
-
 	"github.com/quiverhq/quiver/catalog"
 	"github.com/quiverhq/quiver/connectors"
 	"github.com/quiverhq/quiver/internal/editdistance"
@@ -198,12 +196,10 @@ func parseField(f *catalog.Field, raw json.RawMessage) (any, string) {
 			return nil, "must be an object of string values"
 		}
 		for k, v := range obj {
-			// An object field holds request headers (the catalog's only
-			// kind): a name that is no HTTP token (RFC 9110 §5.1) is one no
-			// client sends, and would fail every request as if the server
-			// could not be reached.
-			if !httpguts.ValidHeaderFieldName(strings.TrimSpace(k)) {
-				return nil, fmt.Sprintf("has an invalid name %q: a header name is letters, digits and !#$%%&'*+-.^_`|~ only", k)
+			// What a name may be beyond this is the connector's to say
+			// (an MCP server's headers: HTTP tokens, resolveTarget).
+			if strings.TrimSpace(k) == "" || strings.Contains(k, ":") || hasControl(k) {
+				return nil, fmt.Sprintf("has an invalid name %q", k)
 			}
 			if hasControl(v) {
 				return nil, fmt.Sprintf("has a value for %q that is not one line of text (it holds a control character)", k)
