@@ -122,10 +122,12 @@ class Tool(QuiverObject):
     id: int
     mcp_tool: str
     name: str
+    type: str
     is_configured: bool
     next_configuration_step: Optional[ConfigurationStep]
     config: Dict[str, Any]
     created_at: str
+    updated_at: str
 
 
 class Action(QuiverObject):
