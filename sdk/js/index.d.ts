@@ -189,6 +189,8 @@ export class Tool extends QuiverObject {
   mcp_tool: string;
   readonly mcpTool: string;
   name: string;
+  /** How the tool is reached, as in the catalog. */
+  type: "builtin" | "mcp" | "custom_mcp" | string;
   is_configured: boolean;
   readonly isConfigured: boolean;
   next_configuration_step: ConfigurationStep | null;
@@ -196,6 +198,8 @@ export class Tool extends QuiverObject {
   config: Record<string, unknown>;
   created_at: string;
   readonly createdAt: string;
+  updated_at: string;
+  readonly updatedAt: string;
 }
 
 export class Action extends QuiverObject {
@@ -267,7 +271,9 @@ export class IdempotencyKeyState extends QuiverObject {
   call_id: string | null;
   readonly callId: string | null;
   created_at: string;
+  readonly createdAt: string;
   expires_at: string;
+  readonly expiresAt: string;
 }
 
 export class Page<T> implements Iterable<T> {
