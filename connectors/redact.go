@@ -61,6 +61,18 @@ type hiddenURLs struct {
 func (h *hiddenURLs) Error() string { return h.replacer.Replace(h.err.Error()) }
 func (h *hiddenURLs) Unwrap() error { return h.err }
 
+// HideURLsIn masks in s what Error masks: the text of an error further down
+// the chain (whose own Error is unmasked) shown on its own.
+func (h *hiddenURLs) HideURLsIn(s string) string { return h.replacer.Replace(s) }
+
+// URLHider is the error HideURLs returns when it masked something: code
+// that shows the text of an error below it in the chain passes that text
+// through HideURLsIn.
+type URLHider interface {
+	error
+	HideURLsIn(s string) string
+}
+
 // eachURLError calls fn with every *url.Error in err's tree.
 func eachURLError(err error, fn func(*url.Error)) {
 	if ue, ok := err.(*url.Error); ok {

@@ -342,20 +342,33 @@ func upstreamRetryAfter(d time.Duration) int {
 }
 
 // rootCause is the innermost message of err: "connect: connection refused"
-// rather than the whole chain. Dial errors name a host and port, never a
-// URL with its query, so no credential can show here.
+// rather than the whole chain. A dial error names a host and port only, but
+// a transport's error may name the URL it was posting to (an MCP server's,
+// with its key in the query), whose mask is above it in the chain.
 func rootCause(err error) string {
 	var dns *net.DNSError
 	if errors.As(err, &dns) {
 		return "the name " + dns.Name + " does not resolve" // not which resolver said so
 	}
+	// The text of an error below a connectors.HideURLs mask is its own,
+	// unmasked: each mask passed on the way down applies to it.
+	var hiders []connectors.URLHider
+	hide := func(s string) string {
+		for _, h := range hiders {
+			s = h.HideURLsIn(s)
+		}
+		return s
+	}
 	for {
+		if h, ok := err.(connectors.URLHider); ok {
+			hiders = append(hiders, h)
+		}
 		next := errors.Unwrap(err)
 		if next == nil {
-			return err.Error()
+			return hide(err.Error())
 		}
 		if _, ok := next.(*egress.BlockedError); ok {
-			return next.Error()
+			return hide(next.Error())
 		}
 		err = next
 	}
