@@ -177,7 +177,18 @@ func (s *Service) Principal(ctx context.Context, key string) (Principal, error) 
 	if err != nil {
 		return Principal{}, err
 	}
-	p := Principal{Account: id, ReadOnly: scope == ScopeRead}
+	var p Principal
+	switch scope {
+	case ScopeFull:
+		p = Principal{Account: id}
+	case ScopeRead:
+		p = Principal{Account: id, ReadOnly: true}
+	default:
+		// A scope this server does not know (a newer release's, seen in
+		// a rolling upgrade or a rollback) allows what this server cannot
+		// tell: the key is refused rather than served with full rights.
+		return Principal{}, ErrUnknownKey
+	}
 	if s.ttl > 0 {
 		s.mu.Lock()
 		if len(s.cache) > 100_000 { // bound memory against key-guessing floods
