@@ -7,7 +7,9 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
 	"regexp"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -45,13 +47,13 @@ func classify(a attemptState, err error, tgt *target) *connectors.Error {
 			"the MCP server at %s could not be reached", tgt.host)
 	case a.status == http.StatusUnauthorized || a.status == http.StatusForbidden:
 		return connectors.Errorf(connectors.KindUpstreamAuth, err,
-			"the MCP server at %s refused the credentials (HTTP %d): %s", tgt.host, a.status, refusalMessage(a))
+			"the MCP server at %s refused the credentials (HTTP %d): %s", tgt.host, a.status, refusalMessage(a, tgt))
 	}
 	if a.status == http.StatusTooManyRequests {
 		// The server's own limit, whatever the body says: nothing ran, and
 		// the same request may succeed after its delay.
 		e := connectors.Errorf(connectors.KindUpstreamLimited, err,
-			"the MCP server at %s limited the request (HTTP 429): %s", tgt.host, refusalMessage(a))
+			"the MCP server at %s limited the request (HTTP 429): %s", tgt.host, refusalMessage(a, tgt))
 		e.RetryAfter = connectors.RetryAfter(a.header.Get("Retry-After"), time.Now())
 		return e
 	}
@@ -67,13 +69,13 @@ func classify(a attemptState, err error, tgt *target) *connectors.Error {
 		if werr.Code == jsonrpc.CodeInvalidParams {
 			kind = connectors.KindRejected
 		}
-		return connectors.Errorf(kind, err, "the MCP server refused the request: %s", werr.Message)
+		return connectors.Errorf(kind, err, "the MCP server refused the request: %s", tgt.hide(werr.Message))
 	}
 	if a.status >= 400 && a.status < 500 {
 		// The HTTP layer refused it (404 without our session, 405, 406,
 		// 415...): nothing ran, and nothing in the arguments would change it.
 		return connectors.Errorf(connectors.KindUpstreamRefused, err,
-			"the MCP server at %s refused the request (HTTP %d): %s", tgt.host, a.status, refusalMessage(a))
+			"the MCP server at %s refused the request (HTTP %d): %s", tgt.host, a.status, refusalMessage(a, tgt))
 	}
 	if a.tooLarge || errors.Is(a.err, errTooLarge) {
 		return connectors.Errorf(connectors.KindOutcomeUnknown, err, "the MCP server's answer was too large")
@@ -84,7 +86,7 @@ func classify(a attemptState, err error, tgt *target) *connectors.Error {
 	if werr != nil {
 		// Any other error to another request (an internal error answering
 		// tools/list or initialize): the server failed, it did not refuse.
-		return connectors.Errorf(connectors.KindOutcomeUnknown, err, "the MCP server failed the request: %s", werr.Message)
+		return connectors.Errorf(connectors.KindOutcomeUnknown, err, "the MCP server failed the request: %s", tgt.hide(werr.Message))
 	}
 	return connectors.Errorf(connectors.KindOutcomeUnknown, err,
 		"the connection to the MCP server was lost before it answered")
@@ -282,8 +284,11 @@ func serverError(err error) *jsonrpc.Error {
 
 // refusalMessage is the server's own words for a refused request when its
 // body has them: a JSON "message", "error_description" or string "error", or
-// one short line of text.
-func refusalMessage(a attemptState) string {
+// one short line of text; with the credentials it was sent masked
+// (tgt.hide), as a server may quote them back.
+func refusalMessage(a attemptState, tgt *target) string { return tgt.hide(serverWords(a)) }
+
+func serverWords(a attemptState) string {
 	body := strings.TrimSpace(string(a.body))
 	var obj map[string]any
 	if json.Unmarshal([]byte(body), &obj) == nil {
@@ -306,6 +311,62 @@ func refusalMessage(a attemptState) string {
 }
 
 func clip(s string) string { return connectors.Clip(s, 300) }
+
+// minHidden is the shortest credential hide masks: a shorter value (a
+// header "X-Version: 2" or a query "region=eu") is no secret worth
+// garbling a message for.
+const minHidden = 6
+
+// hide masks in s, a server's own words, every credential Quiver sends it:
+// the Authorization value's token (bearer or OAuth), each header value, and
+// each part of the endpoint that connectors.ShownURL masks (query values,
+// token-like path segments). Only error paths call it.
+func (t *target) hide(s string) string {
+	if t == nil || s == "" {
+		return s
+	}
+	var secrets []string
+	add := func(v string) {
+		if len(v) >= minHidden && strings.Contains(s, v) {
+			secrets = append(secrets, v)
+		}
+	}
+	if _, tok, ok := strings.Cut(t.auth, " "); ok {
+		add(tok)
+	} else {
+		add(t.auth)
+	}
+	for _, v := range t.headers {
+		add(v)
+	}
+	rawPath, rawQuery, _ := strings.Cut(strings.SplitN(t.endpoint, "#", 2)[0], "?")
+	shownPath, _, _ := strings.Cut(connectors.ShownURL(t.endpoint), "?")
+	raws, shown := strings.Split(rawPath, "/"), strings.Split(shownPath, "/")
+	for i := range raws {
+		if i < len(shown) && shown[i] != raws[i] {
+			add(raws[i])
+		}
+	}
+	for _, part := range strings.Split(rawQuery, "&") {
+		_, v, ok := strings.Cut(part, "=")
+		if !ok {
+			v = part
+		}
+		add(v)
+		if u, err := url.QueryUnescape(v); err == nil && u != v {
+			add(u)
+		}
+	}
+	if secrets == nil {
+		return s
+	}
+	// Longest first: a value that holds another is masked whole.
+	sort.Slice(secrets, func(i, j int) bool { return len(secrets[i]) > len(secrets[j]) })
+	for _, v := range secrets {
+		s = strings.ReplaceAll(s, v, "****")
+	}
+	return s
+}
 
 // redact hides what of the tool's URL may be a credential from an error's
 // text (connectors.HideURLs): the endpoint's, and that of any URL a

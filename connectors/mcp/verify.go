@@ -101,7 +101,7 @@ func verifyError(a attemptState, err error, tgt *target, entry *catalog.Entry) e
 		if tgt.auth == "" && len(tgt.headers) == 0 {
 			msg = fmt.Sprintf("The server requires credentials (HTTP %d)", a.status)
 		}
-		if said := refusalMessage(a); said != http.StatusText(a.status) {
+		if said := refusalMessage(a, tgt); said != http.StatusText(a.status) {
 			msg += ": " + strings.TrimRight(said, ".")
 		}
 		return &connectors.FieldError{Field: field, Message: msg + "."}
@@ -117,9 +117,9 @@ func verifyError(a attemptState, err error, tgt *target, entry *catalog.Entry) e
 		// Not the URL's fault: the server is limiting us for now.
 		wait := connectors.RetryAfter(a.header.Get("Retry-After"), time.Now())
 		urlField.Message = fmt.Sprintf("The server is limiting requests (HTTP 429: %s); nothing is wrong with this configuration, so send it again in %s.",
-			refusalMessage(a), wait.Round(time.Second))
+			refusalMessage(a, tgt), wait.Round(time.Second))
 	case a.status != 0 && (a.status < 200 || a.status > 299):
-		urlField.Message = fmt.Sprintf("The server answered HTTP %d (%s); is this the MCP endpoint?", a.status, refusalMessage(a))
+		urlField.Message = fmt.Sprintf("The server answered HTTP %d (%s); is this the MCP endpoint?", a.status, refusalMessage(a, tgt))
 	case errors.Is(err, errTooManyTools):
 		urlField.Message = fmt.Sprintf("%s %v.", tgt.host, err)
 	case isTimeout(err):
