@@ -170,6 +170,14 @@ export class ConfigurationStep extends QuiverObject {
   fields?: FormField[];
   authorization_url?: string;
   readonly authorizationUrl?: string;
+  /** For an oauth step: the OAuth provider ("github"). */
+  provider?: string;
+  /**
+   * Set when the step cannot be completed now: "oauth_provider_not_configured" (an operator must set
+   * QUIVER_OAUTH_<PROVIDER>_CLIENT_ID and _CLIENT_SECRET), "oauth_unavailable", or "read_only_key" (read with
+   * a read-only API key, which is given no authorization_url). The step then has no authorization_url.
+   */
+  error?: "oauth_provider_not_configured" | "oauth_unavailable" | "read_only_key" | string;
 }
 
 export class AvailableTool extends QuiverObject {

@@ -54,6 +54,18 @@ test("every field the server's schema requires is declared, with its camelCase a
   assert.deepEqual(missing, []);
 });
 
+test("every field the server's schema has is declared", async () => {
+  const schemas = (await (await fetch(ENV.baseUrl + "/openapi.json")).json()).components.schemas;
+  Object.assign(schemas.AvailableTool.properties, schemas.CatalogEntry.properties);
+  const dts = readFileSync(path.join(SDK_ROOT, "index.d.ts"), "utf8");
+  const missing = [];
+  for (const name of CLASSES) {
+    const declared = declaredMembers(dts, name);
+    for (const field of Object.keys(schemas[name].properties)) if (!declared.has(field)) missing.push(`${name}.${field}`);
+  }
+  assert.deepEqual(missing, []);
+});
+
 test("a tool has them at run time", async () => {
   const client = new AgentClient({ apiKey: ENV.apiKey, baseUrl: ENV.baseUrl, timeout: 30_000 });
   const tool = await client.tools.create({ mcpTool: "browser" });

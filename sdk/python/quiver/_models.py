@@ -88,7 +88,14 @@ def _plain(value: Any) -> Any:
 
 
 class ConfigurationStep(QuiverObject):
-    """One configuration step of a tool: a ``form`` with ``fields``, or ``oauth`` with ``authorization_url``."""
+    """One configuration step of a tool: a ``form`` with ``fields``, or ``oauth`` with ``authorization_url``.
+
+    An ``oauth`` step of a catalog provider names it in ``provider``. ``error`` is set when the step cannot
+    be completed now: ``"oauth_provider_not_configured"`` (an operator must set
+    ``QUIVER_OAUTH_<PROVIDER>_CLIENT_ID`` and ``_CLIENT_SECRET``), ``"oauth_unavailable"``, or
+    ``"read_only_key"`` (read with a read-only API key); the step then has no ``authorization_url``. Both
+    are absent otherwise: read them with ``step.get("error")``.
+    """
 
     __slots__ = ()
     step: str

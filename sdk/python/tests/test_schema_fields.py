@@ -46,6 +46,21 @@ class TestDeclaredFields(unittest.TestCase):
                 missing = sorted(set(schemas[schema].get("required", [])) - declared)
                 self.assertEqual(missing, [], f"{cls.__name__} does not declare {missing}")
 
+    def test_every_optional_field_is_declared_or_documented(self) -> None:
+        # A field only some answers carry is declared, or named in the class's docstring (read with .get()).
+        with urllib.request.urlopen(ENV.base_url + "/openapi.json", timeout=10) as r:
+            schemas = json.load(r)["components"]["schemas"]
+        schemas["AvailableTool"]["properties"].update(schemas["CatalogEntry"]["properties"])
+        for schema, cls in CLASSES.items():
+            with self.subTest(schema=schema):
+                declared = set()
+                for klass in cls.__mro__:
+                    declared.update(getattr(klass, "__annotations__", {}))
+                doc = cls.__doc__ or ""
+                props = schemas[schema]["properties"]
+                missing = sorted(f for f in props if f not in declared and f"``{f}``" not in doc)
+                self.assertEqual(missing, [], f"{cls.__name__} neither declares nor documents {missing}")
+
     def test_a_tool_has_them(self) -> None:
         client = quiver.AgentClient(api_key=ENV.api_key, base_url=ENV.base_url, timeout=30)
         tool = client.tools.create(mcp_tool="browser")
