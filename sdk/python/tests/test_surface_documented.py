@@ -33,7 +33,8 @@ class TestSurfaceDocumented(unittest.TestCase):
 
     def test_every_public_method_is_in_the_readme(self) -> None:
         missing = []
-        for cls in (quiver.AgentClient, quiver.QuiverObject, quiver.Page, quiver.CallResult, *RESOURCES.values()):
+        classes = (quiver.AgentClient, quiver.QuiverObject, quiver.Page, quiver.CallResult, quiver.QuiverError)
+        for cls in (*classes, *RESOURCES.values()):
             missing += [f"{cls.__name__}.{n}" for n in _public(cls) if not re.search(r"\." + n + r"\b", README)]
         self.assertEqual(missing, [], "public but not in README.md")
 
