@@ -56,6 +56,29 @@ class TestSurfaceDocumented(unittest.TestCase):
                 with self.subTest(call=f"client.{resource}.{method}", keyword=name):
                     self.assertIn(name, params)
 
+    def test_documented_signatures_say_which_parameters_are_keyword_only(self) -> None:
+        # In the surface table, a parameter after `*` is keyword-only in the code and one before it is not
+        # (`id` and `tool` stand for the positional parameter at their place).
+        rows = re.findall(r"^\| `client\.(tools|agents|idempotency_keys)\.(\w+)\(([^)`]*)\)`", README, re.M)
+        self.assertGreater(len(rows), 15)
+        for resource, method, args in rows:
+            params = list(inspect.signature(getattr(RESOURCES[resource], method)).parameters.values())[1:]
+            tokens = [t.strip() for t in args.split(",") if t.strip()]
+            keyword_only = False
+            for index, token in enumerate(tokens):
+                with self.subTest(call=f"client.{resource}.{method}", parameter=token):
+                    if token == "*":
+                        keyword_only = True
+                        continue
+                    name = token.split("=")[0]
+                    if keyword_only:
+                        self.assertIn(name, {p.name for p in params})
+                        self.assertEqual(next(p for p in params if p.name == name).kind, inspect.Parameter.KEYWORD_ONLY)
+                    else:
+                        self.assertEqual(params[index].kind, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+                        if "=" in token:
+                            self.assertEqual(params[index].name, name)
+
 
 if __name__ == "__main__":
     unittest.main()
