@@ -46,3 +46,36 @@ func (h requestIDHandler) WithAttrs(as []slog.Attr) slog.Handler {
 func (h requestIDHandler) WithGroup(name string) slog.Handler {
 	return requestIDHandler{h.Handler.WithGroup(name)}
 }
+
+// Chatter returns a handler for a library's own logger (the MCP SDK's): its
+// records below warn are logged at debug. Such a library logs with no
+// context, so its lines cannot carry the request ID, and it logs every
+// request's routine steps ("server session connected"): at info they would
+// be lines of a request without its ID, several for each one.
+func Chatter(h slog.Handler) slog.Handler { return chatterHandler{h} }
+
+type chatterHandler struct{ slog.Handler }
+
+func (h chatterHandler) Enabled(ctx context.Context, l slog.Level) bool {
+	return h.Handler.Enabled(ctx, chatterLevel(l))
+}
+
+func (h chatterHandler) Handle(ctx context.Context, r slog.Record) error {
+	r.Level = chatterLevel(r.Level)
+	return h.Handler.Handle(ctx, r)
+}
+
+func (h chatterHandler) WithAttrs(as []slog.Attr) slog.Handler {
+	return chatterHandler{h.Handler.WithAttrs(as)}
+}
+
+func (h chatterHandler) WithGroup(name string) slog.Handler {
+	return chatterHandler{h.Handler.WithGroup(name)}
+}
+
+func chatterLevel(l slog.Level) slog.Level {
+	if l < slog.LevelWarn {
+		return slog.LevelDebug
+	}
+	return l
+}

@@ -129,6 +129,7 @@ import (
 	"github.com/quiverhq/quiver/internal/accounts"
 	"github.com/quiverhq/quiver/internal/agents"
 	"github.com/quiverhq/quiver/internal/calls"
+	"github.com/quiverhq/quiver/internal/logging"
 	"github.com/quiverhq/quiver/internal/problem"
 	"github.com/quiverhq/quiver/internal/toolconfig"
 )
@@ -204,6 +205,7 @@ type Options struct {
 type Server struct {
 	opts    Options
 	log     *slog.Logger
+	sdkLog  *slog.Logger // the SDK's: its routine lines, which cannot carry a request ID, at debug
 	handler *mcp.StreamableHTTPHandler
 	sets    *toolsets
 	// maxBody is the SDK handler's body limit; negative means none.
@@ -230,7 +232,8 @@ func New(opts Options) *Server {
 	if opts.Version == "" {
 		opts.Version = "1"
 	}
-	s := &Server{opts: opts, log: opts.Logger, maxBody: opts.MaxBodyBytes, sdkOnly: fastOff()}
+	s := &Server{opts: opts, log: opts.Logger, sdkLog: slog.New(logging.Chatter(opts.Logger.Handler())),
+		maxBody: opts.MaxBodyBytes, sdkOnly: fastOff()}
 	if s.maxBody == 0 {
 		s.maxBody = mcp.DefaultMaxRequestBodyBytes
 	}
@@ -246,7 +249,7 @@ func New(opts Options) *Server {
 		// Host header is the public name, which this check would refuse.
 		DisableLocalhostProtection: true,
 		MaxRequestBodyBytes:        opts.MaxBodyBytes,
-		Logger:                     opts.Logger,
+		Logger:                     s.sdkLog,
 	})
 	return s
 }

@@ -226,7 +226,7 @@ func (s *Server) build(ctx context.Context, ts *toolset, account, agentID int64,
 
 	impl := &mcp.Implementation{Name: "quiver-agent-" + strconv.FormatInt(agentID, 10), Title: ag.Name, Version: s.opts.Version}
 	srv := mcp.NewServer(impl, &mcp.ServerOptions{Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{}},
-		Logger: s.log, SetCacheable: private})
+		Logger: s.sdkLog, SetCacheable: private})
 	fast := map[string]fastTool{}
 	// A retried call of a tool that has left the list still replays
 	// (unlisted.go); fast is filled before srv serves anything.
