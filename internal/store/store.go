@@ -14,6 +14,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -99,7 +100,7 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 		pgcfg.DisableAutomaticPing = true
 		db, err := gorm.Open(postgres.New(postgres.Config{DSN: opts.DatabaseURL}), &pgcfg)
 		if err != nil {
-			return nil, fmt.Errorf("store: open postgres: %w", err)
+			return nil, hidePassword(fmt.Errorf("store: open postgres: %w", err), opts.DatabaseURL)
 		}
 		sqlDB, err := db.DB()
 		if err != nil {
@@ -358,3 +359,37 @@ func interpret(err error) error {
 	}
 	return err
 }
+
+// hidePassword masks in err's text the password a query of dsn carries
+// (postgres://host/db?password=…): the driver's parse error quotes the URL
+// with the user information's password masked, not the query's.
+func hidePassword(err error, dsn string) error {
+	u, perr := url.Parse(dsn)
+	if perr != nil {
+		return err
+	}
+	var pairs []string
+	for _, part := range strings.Split(u.RawQuery, "&") {
+		k, v, _ := strings.Cut(part, "=")
+		if k != "password" || v == "" {
+			continue
+		}
+		pairs = append(pairs, v, "xxxxx")
+		if d, derr := url.QueryUnescape(v); derr == nil && d != v {
+			pairs = append(pairs, d, "xxxxx")
+		}
+	}
+	if pairs == nil {
+		return err
+	}
+	return &maskedError{msg: strings.NewReplacer(pairs...).Replace(err.Error()), err: err}
+}
+
+// maskedError is err with its text as msg.
+type maskedError struct {
+	msg string
+	err error
+}
+
+func (e *maskedError) Error() string { return e.msg }
+func (e *maskedError) Unwrap() error { return e.err }
