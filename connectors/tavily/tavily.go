@@ -137,8 +137,17 @@ func (c *Connector) Call(ctx context.Context, t *connectors.Tool, action string,
 	if err != nil {
 		return connectors.Result{}, connectors.HTTPFailure(err)
 	}
-	return answer(resp.StatusCode, resp.Header, data)
+	res, err := answer(resp.StatusCode, resp.Header, data)
+	if ce, ok := err.(*connectors.Error); ok && len(key) >= minHiddenKey {
+		// Tavily's words may quote the key it was sent.
+		ce.Message = strings.ReplaceAll(ce.Message, key, "****")
+	}
+	return res, err
 }
+
+// minHiddenKey is the shortest key masked in Tavily's words: a shorter one
+// (tvly-) would garble the message and hides nothing.
+const minHiddenKey = 6
 
 // Tavily's own statuses for a key over its limits (beside 429, a rate
 // limit): the plan's usage limit, and the pay-as-you-go spending limit.
