@@ -57,8 +57,9 @@ export interface CallParams {
   /** The action's name, e.g. "search". */
   action: string;
   /**
-   * The action's input: an object (TypeError otherwise); NaN, ±Infinity and a lone surrogate in a string are
-   * InvalidRequestError; a bigint is sent exactly.
+   * The action's input: an object (TypeError otherwise); NaN, ±Infinity, a lone surrogate in a string, and a
+   * Map, Set, RegExp, typed array or ArrayBuffer (JSON.stringify would send {}) are InvalidRequestError; a
+   * bigint is sent exactly.
    */
   arguments?: Record<string, unknown>;
   /**

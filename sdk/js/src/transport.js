@@ -115,6 +115,15 @@ function checkBaseUrl(baseUrl) {
 /** Half of a UTF-16 surrogate pair without its other half. */
 const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
 
+/** What a value is, when JSON.stringify would write it as other data than it holds (a Set as {}); else null. */
+function silentlyChanged(value) {
+  if (value === null || typeof value !== "object") return null;
+  const tag = Object.prototype.toString.call(value).slice(8, -1);
+  const keyed = value instanceof Map || value instanceof Set || value instanceof WeakMap || value instanceof WeakSet;
+  const binary = ArrayBuffer.isView(value) || value instanceof ArrayBuffer || tag === "SharedArrayBuffer";
+  return keyed || binary || value instanceof RegExp ? `a ${tag}` : null;
+}
+
 /**
  * The JSON text of a request body. InvalidRequestError for what JSON cannot carry as given, which
  * JSON.stringify would change silently (NaN and ±Infinity become null, so would undefined in an array;
@@ -145,6 +154,9 @@ function encodeBody(body) {
       if (typeof value === "number" && !Number.isFinite(value)) refuse(key, String(value));
       if (typeof value === "function" || typeof value === "symbol") refuse(key, `a ${typeof value}`);
       if (value === undefined && Array.isArray(this)) refuse(key, "undefined (in an array)");
+      // JSON.stringify would write these as {} or an object of indices: other input than was given.
+      const silent = silentlyChanged(value);
+      if (silent) refuse(key, silent);
       return value;
     });
   } catch (err) {
