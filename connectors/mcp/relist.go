@@ -106,7 +106,7 @@ func (c *Connector) cached(key slotKey) []connectors.Action {
 func (c *Connector) runRelist(ctx context.Context, t *connectors.Tool, key slotKey, r *relisting) {
 	actions, err := c.list(ctx, t, key)
 	if err != nil {
-		c.opts.Logger.Info("mcp tool list could not be re-read for a call naming an action not in it",
+		c.opts.Logger.InfoContext(ctx, "mcp tool list could not be re-read for a call naming an action not in it",
 			"tool_id", t.ID, "version", t.Version, "error", err)
 	}
 	c.discovery.relisted(r, actions, err)
