@@ -137,7 +137,7 @@ func (c *Connector) Call(ctx context.Context, t *connectors.Tool, action string,
 	if err != nil {
 		return connectors.Result{}, connectors.HTTPFailure(err)
 	}
-	res, err := answer(resp.StatusCode, resp.Header, data)
+	res, err := answer(path, resp.StatusCode, resp.Header, data)
 	if ce, ok := err.(*connectors.Error); ok && len(key) >= minHiddenKey {
 		// Tavily's words may quote the key it was sent.
 		ce.Message = strings.ReplaceAll(ce.Message, key, "****")
@@ -156,9 +156,9 @@ const (
 	statusPayGoLimit = 433
 )
 
-// answer maps Tavily's status, headers and body onto a result or a typed
-// error.
-func answer(status int, header http.Header, data []byte) (connectors.Result, error) {
+// answer maps Tavily's status, headers and body, answering a POST of path,
+// onto a result or a typed error.
+func answer(path string, status int, header http.Header, data []byte) (connectors.Result, error) {
 	switch {
 	case status == http.StatusUnauthorized || status == http.StatusForbidden:
 		return connectors.Result{}, connectors.Errorf(connectors.KindUpstreamAuth, nil,
@@ -184,6 +184,11 @@ func answer(status int, header http.Header, data []byte) (connectors.Result, err
 			"the Tavily %s was reached (%d), so retrying will not help until it resets or is raised: %s", limit, status, message(data))
 	case status >= 500:
 		return errorResult(status, data), nil
+	case status == http.StatusNotFound || status == http.StatusMethodNotAllowed:
+		// No such endpoint: the base URL (QUIVER_TAVILY_BASE_URL) or the
+		// API moved, not the caller's arguments.
+		return connectors.Result{}, connectors.Errorf(connectors.KindUpstreamRefused, nil,
+			"Tavily has no POST %s at its base URL (%d), which QUIVER_TAVILY_BASE_URL sets: %s", path, status, message(data))
 	case status >= 400:
 		return connectors.Result{}, connectors.Errorf(connectors.KindRejected, nil,
 			"Tavily rejected the request (%d): %s", status, message(data))

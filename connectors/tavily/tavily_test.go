@@ -104,6 +104,9 @@ func TestStatusMapping(t *testing.T) {
 		{429, `{"detail":{"error":"slow down"}}`, connectors.KindUpstreamLimited, false, "rate limited"},
 		{432, `{"detail":{"error":"This request exceeds your plan's set usage limit."}}`, connectors.KindUpstreamLimited, false, "plan's set usage limit"},
 		{433, `{"detail":{"error":"This request exceeds the pay-as-you-go limit."}}`, connectors.KindUpstreamLimited, false, "pay-as-you-go limit"},
+		// No such endpoint: the base URL is wrong, not the arguments.
+		{404, `{"detail":"Not Found"}`, connectors.KindUpstreamRefused, false, "no POST /search at its base URL (404)"},
+		{405, `{"detail":"Method Not Allowed"}`, connectors.KindUpstreamRefused, false, "QUIVER_TAVILY_BASE_URL"},
 		{500, `{"detail":{"error":"boom"}}`, "", true, ""},
 		{502, `bad gateway`, "", true, ""},
 	}
