@@ -240,12 +240,23 @@ func (s *Server) observe(c *gin.Context) {
 	method := metricMethod(c.Request.Method)
 	s.Metrics.HTTPRequests.WithLabelValues(route, method, strconv.Itoa(status)).Inc()
 	s.Metrics.HTTPDuration.WithLabelValues(route, method).Observe(d.Seconds())
-	level := slog.LevelInfo
-	if status >= 500 {
-		level = slog.LevelError
-	}
-	s.log.Log(c.Request.Context(), level, "request", "method", c.Request.Method, "route", route,
+	s.log.Log(c.Request.Context(), requestLevel(status), "request", "method", c.Request.Method, "route", route,
 		"status", status, "duration_ms", float64(d.Microseconds())/1000, "bytes", c.Writer.Size())
+}
+
+// requestLevel is the level of a request's log line. ERROR is for what
+// Quiver's operator must look at: its own failure (500) or its database's
+// or Redis's (503). A tool's server failing (502, 504) is the tool's
+// owner's to fix, and an outage of one would otherwise page on every call:
+// WARN.
+func requestLevel(status int) slog.Level {
+	switch {
+	case status == http.StatusBadGateway || status == http.StatusGatewayTimeout:
+		return slog.LevelWarn
+	case status >= 500:
+		return slog.LevelError
+	}
+	return slog.LevelInfo
 }
 
 // metricMethod is the method label of a request's metrics: any method
