@@ -221,7 +221,7 @@ func New(ctx context.Context, cfg *config.Config, logger *slog.Logger) (*App, er
 		Store: a.Store, Tools: a.Tools, Cache: cache, Metrics: a.Metrics, Logger: logger,
 		CallTimeout: cfg.CallTimeout, Lease: cfg.Lease(), IdempotencyTTL: cfg.IdempotencyTTL, SweepInterval: cfg.SweepInterval,
 		RateLimit: cfg.CallRateLimit, RateBurst: cfg.CallRateBurst,
-		Reauth: a.Tools,
+		CallLogRetention: cfg.CallLogRetention, Reauth: a.Tools,
 	})
 	a.agentMCP = mcpserver.New(mcpserver.Options{
 		Agents: a.Agents, Tools: a.Tools, Actions: a.Engine, Calls: a.Engine, Logger: a.Logger,

@@ -54,6 +54,7 @@ type Store interface {
 	Release(ctx context.Context, accountID int64, key, leaseToken string, entry *store.CallLog) (bool, error)
 	SweepExpiredLeases(ctx context.Context) ([]store.SweptKey, error)
 	PurgeExpiredKeys(ctx context.Context) (int64, error)
+	PurgeCalls(ctx context.Context, retention time.Duration) (int64, error)
 	InsertCalls(ctx context.Context, cs []store.CallLog) error
 	ListCalls(ctx context.Context, accountID int64, toolID *int64, p store.Page) ([]store.CallLog, string, error)
 }
@@ -81,6 +82,9 @@ type Options struct {
 	Lease          time.Duration // CallTimeout plus grace
 	IdempotencyTTL time.Duration
 	SweepInterval  time.Duration
+	// CallLogRetention is how long call log entries are kept; zero keeps
+	// every entry.
+	CallLogRetention time.Duration
 	// RateLimit is calls per second per account on this replica; zero
 	// means unlimited. RateBurst is the bucket size (zero: twice the rate).
 	RateLimit float64

@@ -60,16 +60,46 @@ func (e *Engine) Sweep(ctx context.Context) {
 	}
 }
 
-// Purge deletes keys past QUIVER_IDEMPOTENCY_TTL.
+// maxLogPurges bounds the batches one Purge deletes from the call log
+// (store.PurgeCalls takes up to a thousand entries each): a backlog, such as
+// a retention just shortened, goes over several purges rather than in one
+// long stretch of deletes.
+const maxLogPurges = 50
+
+// Purge deletes keys past QUIVER_IDEMPOTENCY_TTL and call log entries past
+// QUIVER_CALL_LOG_RETENTION.
 func (e *Engine) Purge(ctx context.Context) {
 	n, err := e.opts.Store.PurgeExpiredKeys(ctx)
-	if err != nil {
-		if ctx.Err() == nil {
-			e.opts.Logger.Warn("purging expired idempotency keys failed", "error", err)
-		}
-		return
-	}
-	if n > 0 {
+	switch {
+	case err != nil && ctx.Err() == nil:
+		e.opts.Logger.Warn("purging expired idempotency keys failed", "error", err)
+	case n > 0:
 		e.opts.Logger.Info("purged expired idempotency keys", "count", n)
+	}
+	if e.opts.CallLogRetention > 0 {
+		e.purgeLog(ctx)
+	}
+}
+
+// purgeLog deletes the call log's entries past its retention, a batch at a
+// time until one deletes nothing.
+func (e *Engine) purgeLog(ctx context.Context) {
+	var total int64
+	for range maxLogPurges {
+		n, err := e.opts.Store.PurgeCalls(ctx, e.opts.CallLogRetention)
+		if err != nil {
+			if ctx.Err() == nil {
+				e.opts.Logger.Warn("purging the call log's old entries failed", "error", err, "purged", total)
+			}
+			return
+		}
+		total += n
+		e.opts.Metrics.LogPurged.Add(float64(n))
+		if n == 0 {
+			break
+		}
+	}
+	if total > 0 {
+		e.opts.Logger.Info("purged call log entries past their retention", "count", total, "retention", e.opts.CallLogRetention.String())
 	}
 }

@@ -23,6 +23,7 @@ const (
 	DefaultCallTimeout    = 30 * time.Second
 	DefaultLeaseGrace     = 5 * time.Second
 	DefaultIdempotencyTTL = 24 * time.Hour
+	DefaultCallLogKeep    = 30 * 24 * time.Hour
 	DefaultSweepInterval  = 2 * time.Second
 	DefaultPublicURL      = "http://localhost:8080"
 	DefaultTavilyBaseURL  = "https://api.tavily.com"
@@ -58,14 +59,17 @@ type Config struct {
 	CallTimeout    time.Duration // QUIVER_CALL_TIMEOUT
 	LeaseGrace     time.Duration // QUIVER_LEASE_GRACE: added to CallTimeout for a dispatched call's lease
 	IdempotencyTTL time.Duration // QUIVER_IDEMPOTENCY_TTL
-	SweepInterval  time.Duration // QUIVER_SWEEP_INTERVAL
-	CacheTTL       time.Duration // QUIVER_CACHE_TTL: how long API keys and tools are cached in process
-	RelistInterval time.Duration // QUIVER_MCP_RELIST_INTERVAL: how stale an MCP tool list must be for a call of an action it lacks to re-read it
-	PublicURL      string        // QUIVER_PUBLIC_URL
-	TavilyBaseURL  string        // QUIVER_TAVILY_BASE_URL
-	BodyLimit      int64         // QUIVER_BODY_LIMIT (bytes)
-	AllowPrivate   bool          // QUIVER_EGRESS_ALLOW_PRIVATE
-	LogLevel       string        // QUIVER_LOG_LEVEL: debug, info, warn, error
+	// CallLogRetention is how long call log entries are kept
+	// (QUIVER_CALL_LOG_RETENTION); zero ("0") keeps every entry.
+	CallLogRetention time.Duration
+	SweepInterval    time.Duration // QUIVER_SWEEP_INTERVAL
+	CacheTTL         time.Duration // QUIVER_CACHE_TTL: how long API keys and tools are cached in process
+	RelistInterval   time.Duration // QUIVER_MCP_RELIST_INTERVAL: how stale an MCP tool list must be for a call of an action it lacks to re-read it
+	PublicURL        string        // QUIVER_PUBLIC_URL
+	TavilyBaseURL    string        // QUIVER_TAVILY_BASE_URL
+	BodyLimit        int64         // QUIVER_BODY_LIMIT (bytes)
+	AllowPrivate     bool          // QUIVER_EGRESS_ALLOW_PRIVATE
+	LogLevel         string        // QUIVER_LOG_LEVEL: debug, info, warn, error
 	// CallRateLimit is calls per second per account on each replica
 	// (QUIVER_CALL_RATE_LIMIT); zero means unlimited. CallRateBurst
 	// (QUIVER_CALL_RATE_BURST) is the bucket; zero means twice the rate.
@@ -135,6 +139,19 @@ func Parse(getenv func(string) string, environ []string) (*Config, error) {
 		}
 		return d
 	}
+	// retention is a duration as dur reads one, or 0 for forever.
+	retention := func(name string, def time.Duration) time.Duration {
+		v := strings.TrimSpace(getenv(name))
+		if v == "" {
+			return def
+		}
+		d, err := time.ParseDuration(v)
+		if err != nil || d < 0 {
+			errs = append(errs, fmt.Errorf("%s: %q is neither 0 (keep every entry) nor a positive duration such as 720h", name, v))
+			return def
+		}
+		return d
+	}
 	boolean := func(name string) bool {
 		v := strings.TrimSpace(getenv(name))
 		if v == "" {
@@ -147,26 +164,27 @@ func Parse(getenv func(string) string, environ []string) (*Config, error) {
 		return b
 	}
 	c := &Config{
-		Addr:           str("QUIVER_ADDR", DefaultAddr),
-		PprofAddr:      str("QUIVER_PPROF_ADDR", ""),
-		DatabaseURL:    str("DATABASE_URL", ""),
-		DBMaxConns:     DefaultDBMaxConns,
-		RedisURL:       str("REDIS_URL", ""),
-		RedisPrefix:    str("QUIVER_REDIS_PREFIX", "quiver:"),
-		DataDir:        str("QUIVER_DATA_DIR", DefaultDataDir),
-		SecretKey:      str("QUIVER_SECRET_KEY", ""),
-		CallTimeout:    dur("QUIVER_CALL_TIMEOUT", DefaultCallTimeout),
-		LeaseGrace:     dur("QUIVER_LEASE_GRACE", DefaultLeaseGrace),
-		IdempotencyTTL: dur("QUIVER_IDEMPOTENCY_TTL", DefaultIdempotencyTTL),
-		SweepInterval:  dur("QUIVER_SWEEP_INTERVAL", DefaultSweepInterval),
-		CacheTTL:       dur("QUIVER_CACHE_TTL", DefaultCacheTTL),
-		RelistInterval: dur("QUIVER_MCP_RELIST_INTERVAL", DefaultRelistInterval),
-		PublicURL:      strings.TrimRight(str("QUIVER_PUBLIC_URL", DefaultPublicURL), "/"),
-		TavilyBaseURL:  strings.TrimRight(str("QUIVER_TAVILY_BASE_URL", DefaultTavilyBaseURL), "/"),
-		BodyLimit:      DefaultBodyLimit,
-		AllowPrivate:   boolean("QUIVER_EGRESS_ALLOW_PRIVATE"),
-		LogLevel:       strings.ToLower(str("QUIVER_LOG_LEVEL", "info")),
-		OAuthClients:   map[string]OAuthClient{},
+		Addr:             str("QUIVER_ADDR", DefaultAddr),
+		PprofAddr:        str("QUIVER_PPROF_ADDR", ""),
+		DatabaseURL:      str("DATABASE_URL", ""),
+		DBMaxConns:       DefaultDBMaxConns,
+		RedisURL:         str("REDIS_URL", ""),
+		RedisPrefix:      str("QUIVER_REDIS_PREFIX", "quiver:"),
+		DataDir:          str("QUIVER_DATA_DIR", DefaultDataDir),
+		SecretKey:        str("QUIVER_SECRET_KEY", ""),
+		CallTimeout:      dur("QUIVER_CALL_TIMEOUT", DefaultCallTimeout),
+		LeaseGrace:       dur("QUIVER_LEASE_GRACE", DefaultLeaseGrace),
+		IdempotencyTTL:   dur("QUIVER_IDEMPOTENCY_TTL", DefaultIdempotencyTTL),
+		CallLogRetention: retention("QUIVER_CALL_LOG_RETENTION", DefaultCallLogKeep),
+		SweepInterval:    dur("QUIVER_SWEEP_INTERVAL", DefaultSweepInterval),
+		CacheTTL:         dur("QUIVER_CACHE_TTL", DefaultCacheTTL),
+		RelistInterval:   dur("QUIVER_MCP_RELIST_INTERVAL", DefaultRelistInterval),
+		PublicURL:        strings.TrimRight(str("QUIVER_PUBLIC_URL", DefaultPublicURL), "/"),
+		TavilyBaseURL:    strings.TrimRight(str("QUIVER_TAVILY_BASE_URL", DefaultTavilyBaseURL), "/"),
+		BodyLimit:        DefaultBodyLimit,
+		AllowPrivate:     boolean("QUIVER_EGRESS_ALLOW_PRIVATE"),
+		LogLevel:         strings.ToLower(str("QUIVER_LOG_LEVEL", "info")),
+		OAuthClients:     map[string]OAuthClient{},
 	}
 	if v := strings.TrimSpace(getenv("QUIVER_CALL_RATE_LIMIT")); v != "" {
 		f, err := strconv.ParseFloat(v, 64)

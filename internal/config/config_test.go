@@ -29,6 +29,14 @@ func TestDefaults(t *testing.T) {
 	if c.RelistInterval != 5*time.Second {
 		t.Fatalf("RelistInterval = %v", c.RelistInterval)
 	}
+	if c.CallLogRetention != 30*24*time.Hour {
+		t.Fatalf("CallLogRetention = %v", c.CallLogRetention)
+	}
+	for v, want := range map[string]time.Duration{"0": 0, " 0 ": 0, "2160h": 90 * 24 * time.Hour} {
+		if c, err := parse(map[string]string{"QUIVER_CALL_LOG_RETENTION": v}); err != nil || c.CallLogRetention != want {
+			t.Fatalf("QUIVER_CALL_LOG_RETENTION=%q: %v, %v", v, c, err)
+		}
+	}
 	if c, err := parse(map[string]string{"QUIVER_MCP_RELIST_INTERVAL": "250ms"}); err != nil || c.RelistInterval != 250*time.Millisecond {
 		t.Fatalf("QUIVER_MCP_RELIST_INTERVAL=250ms: %v, %v", c, err)
 	}
@@ -72,6 +80,8 @@ func TestErrorsNameTheVariable(t *testing.T) {
 		"QUIVER_DB_MAX_CONNS":          {"QUIVER_DB_MAX_CONNS": "3"},
 		"QUIVER_DB_MAX_CONNS:":         {"QUIVER_DB_MAX_CONNS": "10001"},
 		"QUIVER_DB_MAX_CONNS: ":        {"QUIVER_DB_MAX_CONNS": "many"},
+		"QUIVER_CALL_LOG_RETENTION":    {"QUIVER_CALL_LOG_RETENTION": "-1h"},
+		"QUIVER_CALL_LOG_RETENTION: ":  {"QUIVER_CALL_LOG_RETENTION": "a month"},
 	}
 	for name, env := range cases {
 		t.Run(name, func(t *testing.T) {

@@ -27,6 +27,7 @@ type Metrics struct {
 	Swept        prometheus.Counter       // leases the sweeper turned into outcome_unknown
 	CacheErrors  prometheus.Counter       // replay cache (Redis) errors, each degraded to Postgres
 	LogDropped   prometheus.Counter       // call log entries dropped (overload, database away)
+	LogPurged    prometheus.Counter       // call log entries deleted past QUIVER_CALL_LOG_RETENTION
 }
 
 // New returns metrics registered on a new registry, with Go and process
@@ -67,9 +68,12 @@ func New() *Metrics {
 		LogDropped: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "quiver_call_log_dropped_total", Help: "Call log entries dropped: the writer was behind, or the database refused them for too long.",
 		}),
+		LogPurged: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "quiver_call_log_purged_total", Help: "Call log entries deleted by this replica for being older than QUIVER_CALL_LOG_RETENTION.",
+		}),
 	}
 	r.MustRegister(m.HTTPRequests, m.HTTPDuration, m.Calls, m.Replays, m.Conflicts, m.InProgress,
-		m.CallDuration, m.Swept, m.CacheErrors, m.LogDropped)
+		m.CallDuration, m.Swept, m.CacheErrors, m.LogDropped, m.LogPurged)
 	// Every series of the call metrics exists from the start, at zero: a
 	// rate or an alert over a series that appears with its first event
 	// misses that event, and a fresh replica would show none of them.

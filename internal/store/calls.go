@@ -93,8 +93,8 @@ func callArgs(cs []CallLog) []any {
 // logInterval later (calls.Engine.Calls writes its replica's batch first).
 //
 // Concurrent writers (keyed completions on every replica, the keyless
-// batches, the sweeper) commit out of ID order, so the page is read
-// settled (see settled).
+// batches, the sweeper, the retention's purge) commit out of ID order, so
+// the page is read settled (see settled).
 func (s *Store) ListCalls(ctx context.Context, accountID int64, toolID *int64, p Page) ([]CallLog, string, error) {
 	var cs []CallLog
 	find := func(db *gorm.DB, horizon int64) error {
@@ -110,4 +110,30 @@ func (s *Store) ListCalls(ctx context.Context, accountID int64, toolID *int64, p
 	}
 	cs, next := trim(cs, p.Limit, p.List, func(c *CallLog) int64 { return c.ID })
 	return cs, next, nil
+}
+
+// purgeBatch is how many of the call log's oldest entries one PurgeCalls
+// looks at: one short delete, so lists waiting for the writes in flight
+// (settled) and the log's own inserts hardly wait for it.
+const purgeBatch = 1000
+
+// PurgeCalls deletes call log entries older than retention, by the
+// database's clock, among the purgeBatch entries of lowest ID, and returns
+// how many it deleted. IDs follow the entries' times but for the order in
+// which concurrent writers committed, so a sweep that repeats it until it
+// deletes nothing leaves only entries within retention, bar a few written
+// out of order, which a later sweep takes; no entry is deleted early. The
+// lowest IDs come off the primary key's index, so it never reads the whole
+// log, however much of it is kept.
+func (s *Store) PurgeCalls(ctx context.Context, retention time.Duration) (int64, error) {
+	db := s.db.WithContext(ctx)
+	const oldest = `DELETE FROM calls WHERE id IN (SELECT id FROM calls ORDER BY id LIMIT ?) AND created_at < `
+	var res *gorm.DB
+	if s.dialect == Postgres {
+		res = db.Exec(oldest+`now() - make_interval(secs => ?)`, purgeBatch, retention.Seconds())
+	} else {
+		// The embedded file has one process, whose clock is the database's.
+		res = db.Exec(oldest+`?`, purgeBatch, time.Now().Add(-retention).UTC())
+	}
+	return res.RowsAffected, interpret(res.Error)
 }
