@@ -133,6 +133,12 @@ type Request struct {
 	HasKey bool
 	// ReadOnly keys may call only actions annotated read-only.
 	ReadOnly bool
+	// UncountedReuse leaves an idempotency_key_reused answer out of the
+	// conflict metric, for a caller that may answer it otherwise (the agent
+	// endpoint sends a retry whose tool name moved on to the tool its key
+	// was first used with) and counts the conflict it does answer with
+	// CountConflict: one call, one count.
+	UncountedReuse bool
 }
 
 // Response is a call's answer: the exact bytes to send.

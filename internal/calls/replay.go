@@ -67,9 +67,18 @@ func (c *call) replay(status int, contentType string, b []byte) *Response {
 	return &Response{Status: status, ContentType: contentType, Body: b, Replayed: true}
 }
 
+// CountConflict counts a 409 of kind code in quiver_call_conflicts_total:
+// the engine counts its own, bar those a Request.UncountedReuse leaves to
+// its caller.
+func (e *Engine) CountConflict(code problem.Code) {
+	e.opts.Metrics.Conflicts.WithLabelValues(string(code)).Inc()
+}
+
 // conflict returns the 409 for a key in use.
 func (c *call) conflict(code problem.Code) *problem.Error {
-	c.e.opts.Metrics.Conflicts.WithLabelValues(string(code)).Inc()
+	if !c.req.UncountedReuse || code != problem.IdempotencyKeyReused {
+		c.e.CountConflict(code)
+	}
 	switch code {
 	case problem.IdempotencyKeyReused:
 		return problem.New(code, "This Idempotency-Key was already used with a different request body.")

@@ -58,9 +58,24 @@ func TestMCPAgentNameMovesKeyReplays(t *testing.T) {
 	if older.count("/moves") != 1 || newer.count("/moves") != 0 {
 		t.Fatalf("after the retry the tools ran %d / %d times", older.count("/moves"), newer.count("/moves"))
 	}
+	// One call, one count: the retry is a replay and not also a conflict.
+	conflicts := func() float64 {
+		return metricValue(t, srv, `quiver_call_conflicts_total{kind="idempotency_key_reused"}`)
+	}
+	if c, rp := conflicts(), metricValue(t, srv, "quiver_call_replays_total"); c != 0 || rp != 1 {
+		t.Fatalf("after the retry: %v key reuse conflicts and %v replays counted, want 0 and 1", c, rp)
+	}
 	// A new key runs on the tool the name now names.
 	call("http-request__post", "moves-2")
 	if newer.count("/moves") != 1 {
 		t.Fatalf("a new key ran on the second tool %d times", newer.count("/moves"))
+	}
+	// Reused with other arguments, the key is a conflict, counted once.
+	body := `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"http-request__post","arguments":{"path":"/other","idempotency_key":"moves-2"}}}`
+	if r := srv.Do("POST", endpoint, body, "Accept", "application/json, text/event-stream"); r.Status != 200 || !bytes.Contains(r.Body, []byte("idempotency_key_reused")) {
+		t.Fatalf("a reused key: %d %s", r.Status, r.Body)
+	}
+	if c := conflicts(); c != 1 {
+		t.Fatalf("a reused key counted %v conflicts, want 1", c)
 	}
 }

@@ -82,13 +82,18 @@ type invoker func(ctx context.Context, args json.RawMessage) (*calls.Response, e
 // refuses before a call gets here) go on whole and keyless, for the engine
 // to refuse.
 func (s *Server) invoke(account, toolID int64, action, key string) invoker {
+	return s.invokeAs(account, toolID, action, key, false)
+}
+
+// invokeAs is invoke; uncountedReuse is calls.Request's.
+func (s *Server) invokeAs(account, toolID int64, action, key string, uncountedReuse bool) invoker {
 	act, _ := json.Marshal(action)
 	prefix := []byte(`{"tool":` + strconv.FormatInt(toolID, 10) + `,"action":` + string(act) + `,"arguments":`)
 	return func(ctx context.Context, args json.RawMessage) (*calls.Response, error) {
 		if len(bytes.TrimSpace(args)) == 0 || string(bytes.TrimSpace(args)) == "null" {
 			args = json.RawMessage("{}")
 		}
-		creq := calls.Request{AccountID: account, ReadOnly: accounts.PrincipalFrom(ctx).ReadOnly}
+		creq := calls.Request{AccountID: account, ReadOnly: accounts.PrincipalFrom(ctx).ReadOnly, UncountedReuse: uncountedReuse}
 		if key != "" {
 			rest, k, found, err := takeKey(args, key)
 			if err != nil {
@@ -119,25 +124,36 @@ func (s *Server) invoke(account, toolID int64, action, key string) invoker {
 // used with, which replays if the arguments are the same. It costs a key
 // lookup on that 409 only.
 func (s *Server) invokeListed(account, toolID int64, base, action, key string) invoker {
-	inv := s.invoke(account, toolID, action, key)
 	if key == "" {
-		return inv // retryable: no key to have been first used elsewhere
+		return s.invoke(account, toolID, action, key) // retryable: no key to have been first used elsewhere
 	}
+	// The engine leaves its 409 uncounted: this call may still replay.
+	inv := s.invokeAs(account, toolID, action, key, true)
 	return func(ctx context.Context, args json.RawMessage) (*calls.Response, error) {
 		resp, err := inv(ctx, args)
 		if p, ok := problem.As(err); !ok || p.Code != problem.IdempotencyKeyReused {
 			return resp, err
 		}
-		_, k, found, kerr := takeKey(args, key)
-		if kerr != nil || !found {
-			return resp, err
+		if to, ok := s.firstUsedOn(ctx, account, toolID, base, action, key, args); ok {
+			return s.invoke(account, to, action, key)(ctx, args)
 		}
-		ks, kerr := s.opts.Calls.Key(ctx, account, k)
-		if kerr != nil || ks.Tool == toolID || ks.Action != action || !s.hadBase(ctx, account, ks.Tool, base) {
-			return resp, err
-		}
-		return s.invoke(account, ks.Tool, action, key)(ctx, args)
+		s.opts.Calls.CountConflict(problem.IdempotencyKeyReused)
+		return resp, err
 	}
+}
+
+// firstUsedOn reports the tool the key in args was first used with, when
+// it was for action of another tool of base (invokeListed).
+func (s *Server) firstUsedOn(ctx context.Context, account, toolID int64, base, action, key string, args json.RawMessage) (int64, bool) {
+	_, k, found, err := takeKey(args, key)
+	if err != nil || !found {
+		return 0, false
+	}
+	ks, err := s.opts.Calls.Key(ctx, account, k)
+	if err != nil || ks.Tool == toolID || ks.Action != action || !s.hadBase(ctx, account, ks.Tool, base) {
+		return 0, false
+	}
+	return ks.Tool, true
 }
 
 // hadBase reports whether tool id's name could have given the {tool_name}

@@ -128,6 +128,8 @@ func (e engineFunc) Key(context.Context, int64, string) (*calls.KeyState, error)
 	return nil, problem.New(problem.NotFound, "No idempotency key with that value for this account.")
 }
 
+func (e engineFunc) CountConflict(problem.Code) {}
+
 func setup(t *testing.T) (*fakes, string) {
 	t.Helper()
 	yes, no := true, false

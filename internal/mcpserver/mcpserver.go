@@ -170,6 +170,9 @@ type Actions interface {
 type Calls interface {
 	Call(ctx context.Context, req calls.Request) (*calls.Response, error)
 	Key(ctx context.Context, accountID int64, key string) (*calls.KeyState, error)
+	// CountConflict counts a 409 the engine was asked to leave uncounted
+	// (calls.Request.UncountedReuse).
+	CountConflict(code problem.Code)
 }
 
 var (
