@@ -3,7 +3,6 @@ package e2e
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"strings"
 	"testing"
 
@@ -25,12 +24,8 @@ func TestProbeObsServerEchoHidden(t *testing.T) {
 	url := up.URL + "/mcp?token=" + obsQuery
 	good := map[string]any{"url": url, "bearer_token": obsBearer, "headers": map[string]any{"X-Api-Key": obsHeader}}
 	id := mqConnect(t, srv, "obs", good)
-	r := srv.Do("POST", "/api/v1/agents/", map[string]any{"name": "a", "tools": []int64{id}})
-	agentID := int64(r.JSON()["id"].(float64))
-	cs, err := mqSession(t, fmt.Sprintf("%s/api/v1/agents/%d/mcp", srv.URL, agentID), srv.Key, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, endpoint := mqaAgent(t, srv, id)
+	cs := mqaSession(t, srv, endpoint)
 	var answers [][]byte
 	up.mode.Store("401")
 	rest := mqCall(srv, id, "lookup", nil, "")
@@ -45,7 +40,7 @@ func TestProbeObsServerEchoHidden(t *testing.T) {
 	}
 	b, _ := json.Marshal(res)
 	answers = append(answers, b)
-	_, r = mqConfigure(t, srv, "obs-401", good)
+	_, r := mqConfigure(t, srv, "obs-401", good)
 	answers = append(answers, r.Body)
 	wrong := map[string]any{"url": url, "bearer_token": obsBearer + "-old", "headers": map[string]any{"X-Api-Key": obsHeader}}
 	up.mode.Store("")

@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"context"
-	"fmt"
 	"strconv"
 	"strings"
 	"testing"
@@ -76,15 +75,8 @@ func obsCallMetrics(t *testing.T, opts testserver.Options) {
 	counter := mcptest.Start(t, mcptest.Counter, mcptest.Options{})
 	id := mqConnect(t, srv, "counter", map[string]any{"url": counter.URL})
 	dead := mqConnect(t, srv, "dead", map[string]any{"url": counter.URL})
-	r := srv.Do("POST", "/api/v1/agents/", map[string]any{"name": "a", "tools": []int64{id, dead}})
-	if r.Status != 201 {
-		t.Fatalf("agent: %d %s", r.Status, r.Body)
-	}
-	agentID := int64(r.JSON()["id"].(float64))
-	cs, err := mqSession(t, fmt.Sprintf("%s/api/v1/agents/%d/mcp", srv.URL, agentID), srv.Key, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, endpoint := mqaAgent(t, srv, id, dead)
+	cs := mqaSession(t, srv, endpoint)
 	ctx := context.Background()
 	mcpCall := func(name string, args map[string]any) *mcp.CallToolResult {
 		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: args})

@@ -24,12 +24,8 @@ func TestProbeObsUnreachableHidesURLKey(t *testing.T) {
 	up.redirect = up.URL + "/elsewhere?token=" + obsQuery + "&x=1"
 	id := mqConnect(t, srv, "obs", map[string]any{"url": up.URL + "/mcp?token=" + obsQuery, "bearer_token": obsBearer,
 		"headers": map[string]any{"X-Api-Key": obsHeader}})
-	r := srv.Do("POST", "/api/v1/agents/", map[string]any{"name": "a", "tools": []int64{id}})
-	agentID := int64(r.JSON()["id"].(float64))
-	cs, err := mqSession(t, fmt.Sprintf("%s/api/v1/agents/%d/mcp", srv.URL, agentID), srv.Key, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, endpoint := mqaAgent(t, srv, id)
+	cs := mqaSession(t, srv, endpoint)
 	for i, mode := range []string{"redirect", "echo500"} {
 		// A refusal first: the pool drops its session, so the call
 		// below starts with initialize, which provably was not processed.
