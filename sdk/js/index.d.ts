@@ -45,6 +45,8 @@ export class AgentClient {
   readonly tools: ToolsResource;
   readonly agents: AgentsResource;
   readonly idempotencyKeys: IdempotencyKeysResource;
+  /** Not part of Quiver (it serves an agent's tools, and does not run agents): reading it throws a TypeError. */
+  readonly runs: never;
 }
 
 /**

@@ -148,7 +148,19 @@ export class AgentClient {
     this.agents = new AgentsResource(this._transport);
     this.idempotencyKeys = new IdempotencyKeysResource(this._transport);
   }
+
+  /** Not part of Quiver: reading it throws a TypeError saying so (see the README). */
+  get runs() {
+    throw new TypeError(NO_RUNS);
+  }
 }
+
+// What reading AgentClient.runs says: the seed document's complete example ends with client.runs, which
+// executes an agent; Quiver serves an agent's tools, and does not run agents.
+const NO_RUNS =
+  "Quiver does not run agents, so AgentClient has no runs (the seed document's client.runs.create/wait): " +
+  "run the agent in your own runtime, and let it reach its tools with client.tools.call(...) or over MCP " +
+  "at /api/v1/agents/{id}/mcp. See the SDK README.";
 
 class Resource {
   constructor(transport) {

@@ -13,6 +13,19 @@ import { fake, client, delays, makeClient, lastBody, useFakeServer } from "../te
 useFakeServer();
 
 describe("client config", () => {
+  test("client.runs says why it is not there", () => {
+    // The seed's complete example ends with client.runs.create(...): a user who copies it gets the reason
+    // and where to go, not "Cannot read properties of undefined".
+    const c = new AgentClient({ apiKey: "k", baseUrl: "http://127.0.0.1:9" });
+    assert.throws(() => c.runs.create({ agentId: 1 }), (err) => {
+      assert.ok(err instanceof TypeError);
+      assert.match(err.message, /Quiver does not run agents/);
+      assert.match(err.message, /\/api\/v1\/agents\/\{id\}\/mcp/);
+      return true;
+    });
+    assert.equal(JSON.stringify(c).includes("runs"), false);
+  });
+
   test("env fallback", async () => {
     const saved = { k: process.env.QUIVER_API_KEY, u: process.env.QUIVER_BASE_URL };
     process.env.QUIVER_API_KEY = "from-env";

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import urllib.parse
-from typing import Any, Dict, Iterable, List, Mapping, Optional, Type, TypeVar, Union
+from typing import Any, Dict, Iterable, List, Mapping, NoReturn, Optional, Type, TypeVar, Union
 
 from ._errors import InvalidRequestError, QuiverError
 from ._http import REFUSED_ONLY, SAFE, Response, Transport, validate_idempotency_key
@@ -89,6 +89,15 @@ def _agent_path(agent_id: Any) -> str:
     return _AGENTS + _id(agent_id, "agent_id") + "/"
 
 
+# What reading AgentClient.runs says: the seed document's complete example ends with client.runs, which
+# executes an agent; Quiver serves an agent's tools, and does not run agents.
+NO_RUNS = (
+    "Quiver does not run agents, so AgentClient has no runs (the seed document's client.runs.create/wait): "
+    "run the agent in your own runtime, and let it reach its tools with client.tools.call(...) or over MCP "
+    "at /api/v1/agents/{id}/mcp. See the SDK README."
+)
+
+
 class AgentClient:
     """A client of the Quiver API.
 
@@ -142,6 +151,11 @@ class AgentClient:
         self.tools = ToolsResource(self._transport)
         self.agents = AgentsResource(self._transport)
         self.idempotency_keys = IdempotencyKeysResource(self._transport)
+
+    @property
+    def runs(self) -> NoReturn:
+        """Not part of Quiver: reading it raises AttributeError saying so (see the README)."""
+        raise AttributeError(NO_RUNS)
 
     def __repr__(self) -> str:
         return f"AgentClient(base_url={self.base_url!r})"

@@ -32,6 +32,18 @@ class TestPublicNames(unittest.TestCase):
             self.assertIn(name, quiver.__all__)
 
 
+class TestNoRuns(unittest.TestCase):
+    def test_runs_says_why_it_is_not_there(self) -> None:
+        # The seed's complete example ends with client.runs.create(...): a user who copies it gets the
+        # reason and where to go, not a bare "no attribute 'runs'".
+        client = AgentClient(api_key="k", base_url="http://127.0.0.1:9")
+        with self.assertRaises(AttributeError) as cm:
+            client.runs.create(agent_id=1)
+        self.assertIn("Quiver does not run agents", str(cm.exception))
+        self.assertIn("/api/v1/agents/{id}/mcp", str(cm.exception))
+        self.assertFalse(hasattr(client, "runs"))
+
+
 class TestClientConfig(Base):
     def test_env_fallback(self) -> None:
         with mock.patch.dict(os.environ, {"QUIVER_API_KEY": "from-env", "QUIVER_BASE_URL": self.fake.url}):
