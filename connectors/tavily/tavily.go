@@ -71,10 +71,17 @@ func New(opts Options) *Connector {
 		// side is closing is lost unread (egress.DefaultIdleTimeout).
 		tr := http.DefaultTransport.(*http.Transport).Clone()
 		tr.IdleConnTimeout = egress.DefaultIdleTimeout
-		client = &http.Client{Transport: tr}
+		client = &http.Client{Transport: tr, CheckRedirect: noRedirects}
 	}
 	return &Connector{baseURL: base, client: client}
 }
+
+// noRedirects answers a redirect as is. The base URL is the operator's and
+// is dialled without the egress guard; where a redirect points is the
+// answering server's choice, which the guard would never see (a 302 to
+// 169.254.169.254 would have its answer handed to the caller), and a 307
+// would re-send the search elsewhere. Tavily's API does not redirect.
+func noRedirects(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
 
 // Actions returns the actions of the tool's catalog entry.
 func (c *Connector) Actions(_ context.Context, t *connectors.Tool) ([]connectors.Action, error) {
@@ -184,6 +191,11 @@ func answer(path string, status int, header http.Header, data []byte) (connector
 			"the Tavily %s was reached (%d), so retrying will not help until it resets or is raised: %s", limit, status, message(data))
 	case status >= 500:
 		return errorResult(status, data), nil
+	case status >= 300 && status < 400:
+		// Not followed (noRedirects): the base URL moved, or what answers
+		// there is not Tavily's API.
+		return connectors.Result{}, connectors.Errorf(connectors.KindUpstreamRefused, nil,
+			"Tavily answered POST %s with a redirect (%d), which Quiver does not follow; check QUIVER_TAVILY_BASE_URL", path, status)
 	case status == http.StatusNotFound || status == http.StatusMethodNotAllowed:
 		// No such endpoint: the base URL (QUIVER_TAVILY_BASE_URL) or the
 		// API moved, not the caller's arguments.

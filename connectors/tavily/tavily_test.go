@@ -181,10 +181,12 @@ func TestTransportFailures(t *testing.T) {
 			t.Errorf("kind = %s (%v)", got, err)
 		}
 	})
-	// The client follows redirects: a search that ran and was redirected to
-	// an address nobody listens on may have counted against the key, so
-	// the refused second connection does not make it unreachable.
-	t.Run("redirected to a closed port", func(t *testing.T) {
+	// The client does not follow redirects (the base URL is dialled
+	// without the egress guard, and where a redirect points is not the
+	// operator's choice): a redirect is Tavily's answer, a refusal naming
+	// QUIVER_TAVILY_BASE_URL, and its target is never dialled.
+	// TestProbeEgressTavilyRedirect, in internal/e2e, shows it over the API.
+	t.Run("redirected", func(t *testing.T) {
 		t.Parallel()
 		closed := "http://" + connectortest.ClosedAddr(t) + "/search"
 		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -192,8 +194,8 @@ func TestTransportFailures(t *testing.T) {
 		}))
 		t.Cleanup(srv.Close)
 		_, err := tavily.New(tavily.Options{BaseURL: srv.URL}).Call(context.Background(), tool(t), "search", json.RawMessage(`{"query":"q"}`))
-		if got := connectortest.Kind(t, err); got != connectors.KindOutcomeUnknown {
-			t.Errorf("kind = %s (%v)", got, err)
+		if got := connectortest.Kind(t, err); got != connectors.KindUpstreamRefused || !strings.Contains(err.Error(), "QUIVER_TAVILY_BASE_URL") {
+			t.Errorf("kind = %s (%v), want upstream_refused naming QUIVER_TAVILY_BASE_URL", got, err)
 		}
 	})
 	t.Run("closed mid-response", func(t *testing.T) {
