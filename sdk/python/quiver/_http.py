@@ -277,6 +277,14 @@ class Transport:
 def _connection_error(exc: BaseException) -> APIConnectionError:
     if isinstance(exc, (socket.timeout, TimeoutError)):
         return APITimeoutError(cause=exc)
+    if isinstance(exc, http.client.BadStatusLine):
+        # Something that is not an HTTP server (or not at this port): quote its first line, escaped and
+        # cut, rather than as it came, line breaks and all.
+        line = exc.line if isinstance(exc.line, str) else str(exc.line)
+        shown = repr(line[:80] + ("…" if len(line) > 80 else ""))
+        return APIConnectionError(
+            f"Connection error: the server did not answer in HTTP (its first line: {shown})", cause=exc
+        )
     return APIConnectionError(f"Connection error: {exc}", cause=exc)
 
 

@@ -258,3 +258,29 @@ class TestProxies(Base):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class TestNotHTTP(unittest.TestCase):
+    def test_a_server_that_does_not_speak_http_is_quoted_escaped(self) -> None:
+        import socket
+        import threading
+
+        ln = socket.socket()
+        ln.bind(("127.0.0.1", 0))
+        ln.listen(1)
+        self.addCleanup(ln.close)
+
+        def answer() -> None:
+            conn, _ = ln.accept()
+            with conn:
+                conn.recv(65536)
+                conn.sendall(b"SSH-2.0-OpenSSH_9.6\r\n")
+
+        threading.Thread(target=answer, daemon=True).start()
+        client = AgentClient(api_key="k", base_url=f"http://127.0.0.1:{ln.getsockname()[1]}", max_retries=0)
+        with self.assertRaises(quiver.APIConnectionError) as ctx:
+            client.tools.list()
+        msg = str(ctx.exception)
+        self.assertIn("did not answer in HTTP", msg)
+        self.assertIn(r"'SSH-2.0-OpenSSH_9.6\r\n'", msg)
+        self.assertNotIn("\r", msg)
