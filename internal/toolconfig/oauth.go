@@ -216,6 +216,7 @@ func (s *Service) refresh(ctx context.Context, r *Resolved, stale string) (*Reso
 	if !ok {
 		return r, nil
 	}
+	since := s.epoch.Load()
 	row, err := ref.Refresh(ctx, r.Row.AccountID, r.Row.ID, stale)
 	if errors.Is(err, ErrRefusedAgain) {
 		return nil, nil
@@ -255,11 +256,7 @@ func (s *Service) refresh(ctx context.Context, r *Resolved, stale string) (*Reso
 	if err := s.attachToken(out); err != nil {
 		return nil, err
 	}
-	if s.opts.CacheTTL > 0 {
-		s.mu.Lock()
-		s.cache[toolKey{row.AccountID, row.ID}] = cachedTool{resolved: out, expires: time.Now().Add(s.opts.CacheTTL)}
-		s.mu.Unlock()
-	}
+	s.remember(out, since+1) // this refresh's own invalidation is counted
 	return out, nil
 }
 

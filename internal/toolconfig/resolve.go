@@ -39,6 +39,7 @@ func (s *Service) Resolve(ctx context.Context, accountID, id int64) (*Resolved, 
 // load reads the account's configured tool id from the store and caches
 // it, its token as stored (due for a refresh or not).
 func (s *Service) load(ctx context.Context, accountID, id int64) (*Resolved, error) {
+	since := s.epoch.Load()
 	t, e, err := s.get(ctx, accountID, id)
 	if err != nil {
 		return nil, err
@@ -63,12 +64,23 @@ func (s *Service) load(ctx context.Context, accountID, id int64) (*Resolved, err
 	if err := s.attachToken(r); err != nil {
 		return nil, err
 	}
-	if s.opts.CacheTTL > 0 {
-		s.mu.Lock()
-		s.cache[toolKey{accountID, id}] = cachedTool{resolved: r, expires: time.Now().Add(s.opts.CacheTTL)}
-		s.mu.Unlock()
-	}
+	s.remember(r, since)
 	return r, nil
+}
+
+// remember caches r unless this replica invalidated a tool since epoch
+// since: the write behind it may have landed after r was read, and caching
+// r would then bring back what the write replaced (a reset tool's
+// credentials, a deleted tool) for CacheTTL.
+func (s *Service) remember(r *Resolved, since uint64) {
+	if s.opts.CacheTTL <= 0 {
+		return
+	}
+	s.mu.Lock()
+	if s.epoch.Load() == since {
+		s.cache[toolKey{r.Row.AccountID, r.Row.ID}] = cachedTool{resolved: r, expires: time.Now().Add(s.opts.CacheTTL)}
+	}
+	s.mu.Unlock()
 }
 
 // unconfigured is the tool_not_configured answer for a tool that has not
@@ -102,6 +114,7 @@ func (s *Service) ResolveName(ctx context.Context, accountID int64, name string)
 	if ok && now.Before(c.expires) {
 		return c.id, nil
 	}
+	since := s.epoch.Load()
 	ts, err := s.opts.Store.ToolsByCatalogName(ctx, accountID, name)
 	if err != nil {
 		return 0, err
@@ -110,14 +123,16 @@ func (s *Service) ResolveName(ctx context.Context, accountID int64, name string)
 	case 0:
 		return 0, problem.Validation("The account has no connected tool of that name.", map[string]string{"tool": "no connected tool named " + name})
 	case 1:
-		if s.opts.CacheTTL > 0 {
-			s.mu.Lock()
+		s.mu.Lock()
+		// Unless a tool came or went while we read (remember): the name
+		// may already be ambiguous or gone.
+		if s.opts.CacheTTL > 0 && s.epoch.Load() == since {
 			if s.names[accountID] == nil {
 				s.names[accountID] = map[string]cachedName{}
 			}
 			s.names[accountID][name] = cachedName{id: ts[0].ID, expires: now.Add(s.opts.CacheTTL)}
-			s.mu.Unlock()
 		}
+		s.mu.Unlock()
 		return ts[0].ID, nil
 	default:
 		return 0, problem.Validation("The account has several connected tools of that name; call it by its integer ID.",
@@ -144,6 +159,7 @@ func (s *Service) Invalidate(accountID, id int64) { s.invalidate(accountID, id) 
 
 func (s *Service) invalidate(accountID, id int64) {
 	s.mu.Lock()
+	s.epoch.Add(1)
 	delete(s.cache, toolKey{accountID, id})
 	delete(s.names, accountID) // a tool came or went: names may now be ambiguous or gone
 	s.mu.Unlock()

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/quiverhq/quiver/catalog"
@@ -64,6 +65,10 @@ type Service struct {
 	mu    sync.Mutex
 	cache map[toolKey]cachedTool
 	names map[int64]map[string]cachedName // account → catalog name → its one tool
+	// epoch counts this replica's invalidations. A read caches what it
+	// read only if none happened since it began: a write that landed
+	// while it read would otherwise be undone by the old row it caches.
+	epoch atomic.Uint64
 }
 
 type toolKey struct{ account, id int64 }
