@@ -214,3 +214,12 @@ func TestCheckHost(t *testing.T) {
 		}
 	}
 }
+
+// TestTransportIgnoresProxyEnvironment: HTTP_PROXY and HTTPS_PROXY do not
+// apply. A proxy dials the target on Quiver's behalf, so the guard would
+// check the proxy's address and never the tool's.
+func TestTransportIgnoresProxyEnvironment(t *testing.T) {
+	if tr := Transport(Options{}); tr.Proxy != nil {
+		t.Fatal("the transport has a Proxy function: the dial check would see the proxy, not the target")
+	}
+}
