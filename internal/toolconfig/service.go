@@ -279,6 +279,9 @@ func (s *Service) Provide(ctx context.Context, accountID, id int64, answers map[
 	}
 	if step.Verify {
 		if err := s.verify(ctx, e, plain, secret); err != nil {
+			if p, ok := problem.As(err); ok {
+				return nil, scrubSecrets(p, secret)
+			}
 			return nil, err
 		}
 	}
