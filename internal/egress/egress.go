@@ -78,7 +78,20 @@ var (
 	reserved6 = []netip.Prefix{
 		netip.MustParsePrefix("fec0::/10"),
 		netip.MustParsePrefix("2001:db8::/32"),
+		netip.MustParsePrefix("3fff::/20"), // documentation too (RFC 9637)
 		netip.MustParsePrefix("2001::/32"),
+		// Not globally reachable (IANA's special-purpose registry), so never
+		// a public server: benchmarking (RFC 5180), 198.18.0.0/15's twin;
+		// discard-only and dummy prefixes (RFC 6666, RFC 9780); SRv6
+		// segment IDs (RFC 9602), which an operator's routers deliver to
+		// functions inside its network.
+		netip.MustParsePrefix("2001:2::/48"),
+		netip.MustParsePrefix("100::/63"),
+		netip.MustParsePrefix("5f00::/16"),
+		// IPv4-translated addresses, ::ffff:0:a.b.c.d (RFC 2765 SIIT): a
+		// translator forwards them to the IPv4 address they embed, as NAT64
+		// does, and they are refused whole for the same reason.
+		netip.MustParsePrefix("::ffff:0:0:0/96"),
 		// NAT64 prefixes (RFC 6052, RFC 8215): a translator forwards these
 		// to the IPv4 address in their last 32 bits, which may be private.
 		// The whole prefixes are refused rather than the embedded address
@@ -98,7 +111,8 @@ var (
 
 // Allowed reports whether a connection to addr is allowed under opts. Unless
 // opts.AllowPrivate, it refuses loopback, private, link-local, multicast,
-// unspecified, reserved and documentation addresses, NAT64 and Teredo ones,
+// unspecified, reserved and documentation addresses, NAT64, IPv4-translated
+// and Teredo ones,
 // and the IPv4-mapped, IPv4-compatible and 6to4 forms of every refused IPv4
 // address.
 func Allowed(addr netip.Addr, opts Options) bool {

@@ -92,6 +92,13 @@ func TestAllowedRanges(t *testing.T) {
 		{"unique local fc00::/7", []string{"fc00::", "fdff:ffff:ffff:ffff:ffff:ffff:ffff:ffff"}, []string{"fbff:ffff:ffff:ffff:ffff:ffff:ffff:ffff", "fe00::"}},
 		{"link-local fe80::/10", []string{"fe80::", "febf:ffff:ffff:ffff:ffff:ffff:ffff:ffff"}, []string{"fe7f:ffff:ffff:ffff:ffff:ffff:ffff:ffff"}},
 		{"multicast ff00::/8", []string{"ff00::", "ff02::1"}, nil},
+		{"documentation 3fff::/20", []string{"3fff::", "3fff:fff:ffff::1"}, []string{"3ffe:ffff:ffff::1", "3fff:1000::"}},
+		{"benchmarking 2001:2::/48", []string{"2001:2::", "2001:2:0:ffff::1"}, []string{"2001:1:ffff:ffff::1", "2001:2:1::"}},
+		{"discard-only and dummy 100::/63", []string{"100::", "100::1:ffff:ffff:ffff:ffff"}, []string{"ff:ffff:ffff::1", "100:0:0:2::"}},
+		{"SRv6 SIDs 5f00::/16", []string{"5f00::", "5f00:ffff::1"}, []string{"5eff:ffff::1", "5f01::"}},
+		{"IPv4-translated ::ffff:0:0:0/96, whatever IPv4 it embeds",
+			[]string{"::ffff:0:0:0", "::ffff:0:7f00:1", "::ffff:0:808:808", "::ffff:0:ffff:ffff"},
+			[]string{"::fffe:ffff:ffff:ffff", "::1:0:0:0:0"}},
 	}
 	check := func(name, s string, want bool) {
 		t.Helper()
