@@ -33,7 +33,9 @@ func TestProbeEgressTavilyRedirect(t *testing.T) {
 		http.Redirect(w, r, metadata.URL+"/latest/meta-data/", status)
 	}))
 	t.Cleanup(fake.Close)
-	srv := testserver.Start(t, testserver.Options{Env: map[string]string{"QUIVER_TAVILY_BASE_URL": fake.URL}})
+	srv := testserver.Start(t, testserver.Options{Env: map[string]string{
+		"QUIVER_TAVILY_BASE_URL": fake.URL, "QUIVER_EGRESS_ALLOW_PRIVATE": "false",
+	}})
 	r := srv.Do("POST", "/api/v1/agents/custom-tools/", map[string]any{"mcp_tool": "tavily"})
 	id := int64(r.JSON()["id"].(float64))
 	r = srv.Do("POST", fmt.Sprintf("/api/v1/agents/custom-tools/%d/provide-config/", id),

@@ -112,9 +112,8 @@ var (
 // Allowed reports whether a connection to addr is allowed under opts. Unless
 // opts.AllowPrivate, it refuses loopback, private, link-local, multicast,
 // unspecified, reserved and documentation addresses, NAT64, IPv4-translated
-// and Teredo ones,
-// and the IPv4-mapped, IPv4-compatible and 6to4 forms of every refused IPv4
-// address.
+// and Teredo ones, and the IPv4-mapped, IPv4-compatible and 6to4 forms of
+// every refused IPv4 address.
 func Allowed(addr netip.Addr, opts Options) bool {
 	if opts.AllowPrivate {
 		return true
