@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/quiverhq/quiver/internal/testserver"
 )
@@ -77,5 +78,54 @@ func TestMCPAgentNameMovesKeyReplays(t *testing.T) {
 	}
 	if c := conflicts(); c != 1 {
 		t.Fatalf("a reused key counted %v conflicts, want 1", c)
+	}
+}
+
+// TestMCPAgentNameStaysWhileUnconfigured: of two tools named alike, the one
+// that owns the plain name keeps it while it is not configured (reset, or
+// mid-OAuth) or its server cannot list its actions: it is unlisted, and a
+// call by that name reaches neither tool. It used to pass to the other
+// tool, so an agent calling the name it had listed ran the other tool, on
+// another server with other credentials.
+func TestMCPAgentNameStaysWhileUnconfigured(t *testing.T) {
+	srv := testserver.Start(t, testserver.Options{Env: map[string]string{"QUIVER_EGRESS_ALLOW_PRIVATE": "true", "QUIVER_CACHE_TTL": "1ms"}})
+	older, newer := startToolServer(t), startToolServer(t)
+	first := connectHTTPTool(t, srv.URL, srv.Key, older.URL) // both named http-request
+	second := connectHTTPTool(t, srv.URL, srv.Key, newer.URL)
+	agent, url := mqaAgent(t, srv, first, second)
+	endpoint := fmt.Sprintf("/api/v1/agents/%d/mcp", agent)
+	call := func(name string) []byte {
+		t.Helper()
+		body := fmt.Sprintf(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":%q,"arguments":{"path":"/named"}}}`, name)
+		r := srv.Do("POST", endpoint, body, "Accept", "application/json, text/event-stream")
+		if r.Status != 200 && r.Status != 400 {
+			t.Fatalf("tools/call %s: %d %s", name, r.Status, r.Body)
+		}
+		return r.Body
+	}
+	secondName := fmt.Sprintf("http-request_%d__get", second)
+	call("http-request__get")
+	call(secondName)
+	if older.count("/named") != 1 || newer.count("/named") != 1 {
+		t.Fatalf("by their names the tools ran %d / %d times, want 1 / 1", older.count("/named"), newer.count("/named"))
+	}
+
+	if r := srv.Do("POST", fmt.Sprintf("/api/v1/agents/custom-tools/%d/reset-config/", first), nil); r.Status != 200 {
+		t.Fatalf("reset: %d %s", r.Status, r.Body)
+	}
+	time.Sleep(50 * time.Millisecond) // past the agent's cached list (QUIVER_CACHE_TTL)
+	names := mqToolNames(t, mqaSession(t, srv, url))
+	if _, ok := names["http-request__get"]; ok {
+		t.Fatalf("the reset tool's name is listed: %v", mqaSorted(names))
+	}
+	if _, ok := names[secondName]; !ok {
+		t.Fatalf("the other tool lost its name %s: %v", secondName, mqaSorted(names))
+	}
+	if b := call("http-request__get"); !bytes.Contains(b, []byte("http-request__get")) {
+		t.Fatalf("a call by the reset tool's name: %s, want it refused naming the tool", b)
+	}
+	call(secondName)
+	if older.count("/named") != 1 || newer.count("/named") != 2 {
+		t.Fatalf("after the reset the tools ran %d / %d times, want 1 / 2: the reset tool's name went to the other", older.count("/named"), newer.count("/named"))
 	}
 }

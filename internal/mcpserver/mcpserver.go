@@ -75,7 +75,10 @@
 //     lowest ID keeps the plain name and each other takes _{id}; a suffixed
 //     name another tool already has ("up_7", literally) takes a further _2,
 //     _3, … . Attaching a tool with a lower ID than one of the same name
-//     therefore renames that one.
+//     therefore renames that one. Every attached tool counts, listed or
+//     not: one not configured (reset, mid-OAuth) or whose server cannot
+//     list its actions keeps its name unlisted, and a call by that name
+//     reaches no other tool.
 //   - {action} is the action's name with characters MCP refuses made '_',
 //     the whole cut to 128. Of a tool's actions that come out the same
 //     ("a/b" and "a_b", or names sharing their first 128 characters), the

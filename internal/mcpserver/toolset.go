@@ -3,6 +3,7 @@ package mcpserver
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -214,8 +215,13 @@ func (s *Server) build(ctx context.Context, ts *toolset, account, agentID int64,
 			ts.failed[t.id] = t.failedAt
 		}
 	}
-	tools = slices.DeleteFunc(tools, func(t agentTool) bool { return t.actions == nil })
+	// Names first, among every tool that has one, listed or not: a tool
+	// not configured now, or whose server cannot list its actions, keeps
+	// its name, which otherwise a tool of the same name would take over,
+	// and with it the calls an agent makes by the name it listed before.
+	tools = slices.DeleteFunc(tools, func(t agentTool) bool { return t.actions == nil && t.base == "" })
 	disambiguate(tools)
+	tools = slices.DeleteFunc(tools, func(t agentTool) bool { return t.actions == nil })
 	if prev != nil && prev.srv != nil && prev.title == ag.Name && sameParts(prev.parts, tools) {
 		// Nothing changed (the connectors handed out the very lists they
 		// gave last time): keep the server, its schemas and handlers.
@@ -302,6 +308,12 @@ func (s *Server) discover(ctx context.Context, account, id int64, last []connect
 	if err != nil {
 		if p, ok := problem.As(err); !ok || (p.Code != problem.ToolNotConfigured && p.Code != problem.NotFound) {
 			s.log.WarnContext(ctx, "mcp: attached tool left out", "tool", id, "error", err)
+		}
+		// Unlisted, but still named: its name is not another tool's to
+		// take while it is being reconfigured (disambiguate).
+		var nc *toolconfig.UnconfiguredError
+		if errors.As(err, &nc) {
+			return agentTool{id: id, base: sanitize(nc.Name)}
 		}
 		return agentTool{id: id}
 	}

@@ -1,7 +1,9 @@
 package toolconfig
 
 import (
+	"cmp"
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/quiverhq/quiver/catalog"
@@ -88,7 +90,21 @@ func (s *Service) remember(r *Resolved, since uint64) {
 func (s *Service) unconfigured(ctx context.Context, t *store.Tool, e *catalog.Entry) *problem.Error {
 	p := problem.New(problem.ToolNotConfigured, "Tool %d is not configured yet: finish its configuration steps first.", t.ID)
 	p.Extra = map[string]any{"next_configuration_step": s.stepView(ctx, t, e)}
+	p.Err = &UnconfiguredError{ID: t.ID, Name: cmp.Or(t.Name, e.Name)}
 	return p
+}
+
+// UnconfiguredError is the cause of Resolve's tool_not_configured: which
+// tool, and its name, for a caller that names tools even while they are
+// not configured (the agent endpoint keeps such a tool's MCP name, so that
+// no other tool takes it over).
+type UnconfiguredError struct {
+	ID   int64
+	Name string // the tool's own name, else its catalog entry's
+}
+
+func (e *UnconfiguredError) Error() string {
+	return fmt.Sprintf("toolconfig: tool %d (%s) is not configured", e.ID, e.Name)
 }
 
 // AtHand is what Resolve would answer when it can answer without waiting
