@@ -237,6 +237,12 @@ func parseField(f *catalog.Field, raw json.RawMessage) (any, string) {
 	if hasControl(s) {
 		return nil, "must be one line of text, without control characters"
 	}
+	// No credential begins or ends with a space, but one copied with its
+	// neighbour does, and would be refused only at the first call (or
+	// never, by a tool that checks nothing at configuration).
+	if f.Secret && s != strings.TrimSpace(s) {
+		return nil, "begins or ends with a space, which no credential does: paste it without"
+	}
 	switch f.Type {
 	case catalog.FieldURL:
 		u, err := url.Parse(s)

@@ -47,6 +47,8 @@ func TestValidateStepConditions(t *testing.T) {
 		{`{"auth_type":"bearer","token":"t"}`, map[string]any{"auth_type": "bearer", "token": "t"}, nil},
 		{`{"auth_type":"header","token":"t","header_name":"X-Key"}`, map[string]any{"auth_type": "header", "token": "t", "header_name": "X-Key"}, nil},
 		{`{"auth_type":"bearer"}`, nil, []string{"token"}},
+		{`{"auth_type":"bearer","token":"t "}`, nil, []string{"token"}}, // a secret copied with a space
+		{`{"auth_type":"bearer","token":" t"}`, nil, []string{"token"}},
 		{`{"auth_type":"bearer","token":null}`, nil, []string{"token"}},
 		{`{"auth_type":"header"}`, nil, []string{"header_name", "token"}},
 		{`{"auth_type":"header","token":"t"}`, nil, []string{"header_name"}},
