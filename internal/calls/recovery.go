@@ -25,10 +25,18 @@ func (e *Engine) Run(ctx context.Context) {
 	}
 	tick := time.NewTicker(interval)
 	defer tick.Stop()
+	// backlog: the last purge stopped at maxLogPurges with entries past
+	// their retention left, so the next sweep goes on with the log: else a
+	// replica deleted at most 50 000 entries per purgeEvery sweeps (833 a
+	// second by default), fewer than one replica writes under load.
+	backlog := false
 	for n := 0; ; n++ {
 		e.Sweep(ctx)
-		if n%purgeEvery == 0 {
-			e.Purge(ctx)
+		switch {
+		case n%purgeEvery == 0:
+			backlog = e.Purge(ctx)
+		case backlog:
+			backlog = e.purgeLog(ctx)
 		}
 		select {
 		case <-ctx.Done():
@@ -67,8 +75,9 @@ func (e *Engine) Sweep(ctx context.Context) {
 const maxLogPurges = 50
 
 // Purge deletes keys past QUIVER_IDEMPOTENCY_TTL and call log entries past
-// QUIVER_CALL_LOG_RETENTION.
-func (e *Engine) Purge(ctx context.Context) {
+// QUIVER_CALL_LOG_RETENTION, and reports whether the log has more to delete
+// than one purge takes.
+func (e *Engine) Purge(ctx context.Context) bool {
 	n, err := e.opts.Store.PurgeExpiredKeys(ctx)
 	switch {
 	case err != nil && ctx.Err() == nil:
@@ -76,30 +85,32 @@ func (e *Engine) Purge(ctx context.Context) {
 	case n > 0:
 		e.opts.Logger.Info("purged expired idempotency keys", "count", n)
 	}
-	if e.opts.CallLogRetention > 0 {
-		e.purgeLog(ctx)
-	}
+	return e.opts.CallLogRetention > 0 && e.purgeLog(ctx)
 }
 
 // purgeLog deletes the call log's entries past its retention, a batch at a
-// time until one deletes nothing.
-func (e *Engine) purgeLog(ctx context.Context) {
+// time until one deletes nothing, and reports whether it stopped at
+// maxLogPurges batches instead, with more maybe left.
+func (e *Engine) purgeLog(ctx context.Context) (more bool) {
 	var total int64
+	more = true
 	for range maxLogPurges {
 		n, err := e.opts.Store.PurgeCalls(ctx, e.opts.CallLogRetention)
 		if err != nil {
 			if ctx.Err() == nil {
 				e.opts.Logger.Warn("purging the call log's old entries failed", "error", err, "purged", total)
 			}
-			return
+			return false
 		}
 		total += n
 		e.opts.Metrics.LogPurged.Add(float64(n))
 		if n == 0 {
+			more = false
 			break
 		}
 	}
 	if total > 0 {
 		e.opts.Logger.Info("purged call log entries past their retention", "count", total, "retention", e.opts.CallLogRetention.String())
 	}
+	return more
 }
