@@ -144,12 +144,13 @@ func (c *Connector) Call(ctx context.Context, t *connectors.Tool, action string,
 	if err != nil {
 		return connectors.Result{}, connectors.HTTPFailure(err)
 	}
-	res, err := answer(path, resp.StatusCode, resp.Header, data)
-	if ce, ok := err.(*connectors.Error); ok && len(key) >= minHiddenKey {
-		// Tavily's words may quote the key it was sent.
-		ce.Message = strings.ReplaceAll(ce.Message, key, "****")
+	if (resp.StatusCode < 200 || resp.StatusCode > 299) && len(key) >= minHiddenKey {
+		// Tavily's words in a refusal or failure may quote the key it was
+		// sent: masked here, before they become an error's message or a
+		// tool error result's body.
+		data = bytes.ReplaceAll(data, []byte(key), []byte("****"))
 	}
-	return res, err
+	return answer(path, resp.StatusCode, resp.Header, data)
 }
 
 // minHiddenKey is the shortest key masked in Tavily's words: a shorter one

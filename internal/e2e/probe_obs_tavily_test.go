@@ -11,8 +11,9 @@ import (
 )
 
 // TestProbeObsTavilyEchoHidden: a Tavily that quotes the API key it was
-// sent in its refusal (401, 400, 429) has its words shown with the key
-// masked. Before, the key was in the answer's message.
+// sent in its refusal (401, 400, 429) or failure (500, 503) has its words
+// shown with the key masked. Before, the key was in the answer's message,
+// and in a failure's tool error result.
 func TestProbeObsTavilyEchoHidden(t *testing.T) {
 	const key = "tvly-obsTAVILYsecret0123456789"
 	status := 401
@@ -29,9 +30,9 @@ func TestProbeObsTavilyEchoHidden(t *testing.T) {
 	if r.Status != 200 {
 		t.Fatalf("configure: %d %s", r.Status, r.Body)
 	}
-	for _, status = range []int{401, 400, 429} {
+	for _, status = range []int{401, 400, 429, 500, 503} {
 		r := srv.Do("POST", mqCallPath, tvSearch(id, "q"))
-		if r.Status < 400 || !strings.Contains(string(r.Body), "the key **** is not valid here") || strings.Contains(string(r.Body), key[5:]) {
+		if (r.Status < 400) != (status >= 500) || !strings.Contains(string(r.Body), "the key **** is not valid here") || strings.Contains(string(r.Body), key[5:]) {
 			t.Errorf("Tavily %d: %d %s, want its words with the key masked", status, r.Status, r.Body)
 		}
 	}
