@@ -50,7 +50,8 @@
 // A tool whose actions cannot be listed within a few seconds is listed as
 // it was last time, or left out, and not asked again for a while
 // (discoveryWait, retryDiscovery): a server that hangs does not hold up
-// every request to its agents.
+// every request to its agents. A tool listed before keeps that list while
+// it is read anew (listing.go): only a tool never listed is waited for.
 //
 // A tool's actions come from its connector's cache, which a stateless MCP
 // server cannot be told to renew. So a tools/call of {tool_name}__{action}
@@ -214,6 +215,7 @@ type Server struct {
 	sdkLog  *slog.Logger // the SDK's: its routine lines, which cannot carry a request ID, at debug
 	handler *mcp.StreamableHTTPHandler
 	sets    *toolsets
+	lists   listings // of tools' actions, for builds (listing.go)
 	// maxBody is the SDK handler's body limit; negative means none.
 	maxBody int64
 	// sdkOnly turns the tools/call fast path off (tests compare both).
@@ -348,7 +350,10 @@ func (s *Server) ForgetAgent(account, agent int64) { s.sets.forgetAgent(account,
 // ForgetTool drops this replica's cached tool lists of the account's agents
 // that have the tool attached, so its deletion, reset or new configuration
 // shows on the next request here. Other replicas see it within ListTTL.
-func (s *Server) ForgetTool(account, tool int64) { s.sets.forgetTool(account, tool) }
+func (s *Server) ForgetTool(account, tool int64) {
+	s.lists.forget(account, tool)
+	s.sets.forgetTool(account, tool)
+}
 
 // writeError answers a request refused before MCP with the API's envelope.
 func (s *Server) writeError(c *gin.Context, err error) {

@@ -99,6 +99,7 @@ func (s *Server) relisted(ctx context.Context, account, agent int64, req *mcp.Ca
 	if actions == nil || sameList(actions, part.actions) || !listsName(part.name, actions, name) {
 		return nil
 	}
+	s.lists.forget(account, part.id) // a listing ended before this one is older
 	next, err := s.sets.refresh(ctx, account, agent, cur)
 	if err != nil {
 		return nil

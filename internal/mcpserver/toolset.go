@@ -322,12 +322,28 @@ func (s *Server) discover(ctx context.Context, account, id int64, last []connect
 		t.actions, t.failedAt = last, failedAt
 		return t
 	}
-	dctx, cancel := context.WithTimeout(ctx, discoveryWait)
-	defer cancel()
-	_, actions, err := s.opts.Actions.Actions(dctx, account, id)
+	key := listKey{account: account, tool: id}
+	if rt.Tool != nil {
+		key.version = rt.Tool.Version
+	}
+	p, began := s.lists.start(ctx, key, func(ctx context.Context) ([]connectors.Action, error) {
+		_, actions, err := s.opts.Actions.Actions(ctx, account, id)
+		return actions, err
+	})
+	if !p.ended(ctx, last != nil, began) {
+		// Listed as it was (listing.go), or, the build out of time, as
+		// when listing fails.
+		t.actions = last
+		if ctx.Err() != nil {
+			t.failedAt = time.Now()
+		}
+		return t
+	}
+	s.lists.take(key, p)
+	actions, err := p.actions, p.err
 	if err != nil {
 		s.log.WarnContext(ctx, "mcp: listing a tool's actions failed", "tool", id, "reused", last != nil, "error", err)
-		t.actions, t.failedAt = last, time.Now()
+		t.actions, t.failedAt = last, p.at
 		return t
 	}
 	if actions == nil {

@@ -1,0 +1,94 @@
+package mcpserver
+
+import (
+	"context"
+	"net/http/httptest"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/quiverhq/quiver/connectors"
+	"github.com/quiverhq/quiver/internal/toolconfig"
+)
+
+// gatedListing lists as listing does, but a tool with a gate waits for it
+// to open (or for its context) first.
+type gatedListing struct {
+	listing
+	mu    sync.Mutex
+	gates map[int64]chan struct{}
+	asked map[int64]int
+}
+
+func (g *gatedListing) Actions(ctx context.Context, account, id int64) (*toolconfig.Resolved, []connectors.Action, error) {
+	g.mu.Lock()
+	g.asked[id]++
+	gate := g.gates[id]
+	g.mu.Unlock()
+	if gate != nil {
+		select {
+		case <-gate:
+		case <-ctx.Done():
+			return nil, nil, ctx.Err()
+		}
+	}
+	return g.listing.Actions(ctx, account, id)
+}
+
+func (g *gatedListing) askedOf(id int64) int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.asked[id]
+}
+
+// TestMCPSlowListingHoldsNoOne: a tool listed before keeps its list while
+// it is listed anew, so a build (and every request to the agent) does not
+// wait for its server; one listing of it runs at a time, however many
+// builds come; its new list shows once it ends.
+func TestMCPSlowListingHoldsNoOne(t *testing.T) {
+	f, _ := setup(t)
+	g := &gatedListing{listing: listing{f}, gates: map[int64]chan struct{}{}, asked: map[int64]int{}}
+	s := New(Options{Agents: f, Tools: f, Actions: g, Calls: engineFunc(f.CallEngine), ListTTL: 20 * time.Millisecond})
+	r := gin.New()
+	s.Register(r.Group("/api/v1", asAccount1))
+	hs := httptest.NewServer(r)
+	t.Cleanup(hs.Close)
+	cs := connect(t, hs.URL+"/api/v1/agents/7/mcp")
+	if names := listNames(t, cs); names["My_Mail_12__read"] == nil || names["My_Mail__read"] == nil {
+		t.Fatalf("names = %v", names)
+	}
+
+	gate := make(chan struct{})
+	g.mu.Lock()
+	g.gates[12] = gate
+	g.mu.Unlock()
+	before := g.askedOf(12)
+	for range 5 {
+		time.Sleep(30 * time.Millisecond) // past the list's TTL
+		t0 := time.Now()
+		names := listNames(t, cs)
+		if took := time.Since(t0); took > time.Second {
+			t.Fatalf("tools/list waited %v for a tool listed before", took)
+		}
+		if names["My_Mail_12__read"] == nil || names["My_Mail__read"] == nil {
+			t.Fatalf("while tool 12 lists anew: names = %v", names)
+		}
+	}
+	if n := g.askedOf(12) - before; n != 1 {
+		t.Errorf("tool 12 was listed %d times over five builds, want once at a time", n)
+	}
+
+	f.mu.Lock()
+	f.actions = append(f.actions[:len(f.actions):len(f.actions)], connectors.Action{Name: "extra", Retryable: true})
+	f.mu.Unlock()
+	close(gate)
+	deadline := time.Now().Add(5 * time.Second)
+	for listNames(t, cs)["My_Mail_12__extra"] == nil {
+		if time.Now().After(deadline) {
+			t.Fatal("tool 12's new list never showed")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
