@@ -31,6 +31,7 @@ func TestProbeCfg2VerifyEchoHidesSecrets(t *testing.T) {
 	for _, answer := range []map[string]any{
 		{"url": echo.URL + "/mcp?key=" + secret},
 		{"url": echo.URL + "/mcp/" + secret},
+		{"url": echo.URL + "/mcp?" + secret},
 		{"url": echo.URL + "/mcp", "bearer_token": secret},
 		{"url": echo.URL + "/mcp", "headers": map[string]string{"X-Api-Key": secret}},
 	} {

@@ -111,7 +111,11 @@ func hiddenParts(raw string) []string {
 	if len(query) == len(shownQuery) {
 		for i := range query {
 			if query[i] != shownQuery[i] {
-				_, v, _ := strings.Cut(query[i], "=")
+				// A parameter without "=" is masked whole (ShownURL).
+				_, v, ok := strings.Cut(query[i], "=")
+				if !ok {
+					v = query[i]
+				}
 				out = append(out, v)
 			}
 		}
