@@ -9,15 +9,16 @@ package mcpserver
 // not answer, until discoveryWait) held up the build, and with it every
 // request to the agent: tools/call of its other tools, tools/list, ping.
 //
-//	discover(tool), tool's version unchanged
+//	discover(tool)
 //	   │ a listing of (account, tool, version) under way, or one finished
 //	   │ that no build took yet; else one started, in the background,
 //	   │ bounded by discoveryWait
 //	   ▼
-//	the tool was listed before ──▶ wait staleWait (not at all for a
-//	   │ never listed             listing an earlier build began), then
-//	   │                          list it as it was (the listing goes on;
-//	   ▼                          the next build takes its result)
+//	the tool was listed before, ──▶ wait staleWait (not at all for a
+//	or its last listing failed     listing an earlier build began), then
+//	   │ neither                   leave it as it was, listed or not (the
+//	   │                           listing goes on; the next build takes
+//	   ▼                           its result)
 //	wait for the listing (discoveryWait at most)
 //
 // Names cannot move for it: a tool's name depends on the attached tools
@@ -25,7 +26,9 @@ package mcpserver
 // resolved); only the actions of a tool already listed may be one
 // listing late, as they already were for a tool whose server failed. A
 // tool attached or configured anew has no list yet and is waited for, so
-// it shows within QUIVER_CACHE_TTL as before. One listing per tool runs at
+// it shows within QUIVER_CACHE_TTL as before; one whose server failed to
+// list it shows once a listing succeeds, as before, but no request waits
+// for the retries (retryDiscovery). One listing per tool runs at
 // a time, however many builds want it.
 
 import (
@@ -90,19 +93,20 @@ func (l *listings) start(ctx context.Context, key listKey, list func(context.Con
 }
 
 // ended waits for the listing to end, and reports whether it did: for a
-// tool listed before (listed), for staleWait if this build began the
-// listing, else not at all; for any other, as long as ctx allows.
-func (p *pendingList) ended(ctx context.Context, listed, began bool) bool {
+// tool listed before or whose last listing failed (known), for staleWait
+// if this build began the listing, else not at all; for any other, as
+// long as ctx allows.
+func (p *pendingList) ended(ctx context.Context, known, began bool) bool {
 	select {
 	case <-p.done:
 		return true
 	default:
 	}
-	if listed && !began {
+	if known && !began {
 		return false
 	}
 	var stale <-chan time.Time
-	if listed {
+	if known {
 		timer := time.NewTimer(staleWait)
 		defer timer.Stop()
 		stale = timer.C

@@ -2,6 +2,7 @@ package mcpserver
 
 import (
 	"context"
+	"errors"
 	"net/http/httptest"
 	"sync"
 	"testing"
@@ -91,4 +92,77 @@ func TestMCPSlowListingHoldsNoOne(t *testing.T) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+}
+
+// TestMCPFailedToolRetryHoldsNoOne: a tool whose server failed to list it
+// is left out and asked again once retryDiscovery has passed; that retry
+// used to hold up the build, and every request to the agent, for as long
+// as the server took (discoveryWait at most). It now runs in the
+// background, and the tool shows once it succeeds.
+func TestMCPFailedToolRetryHoldsNoOne(t *testing.T) {
+	f, _ := setup(t)
+	g := &gatedListing{listing: listing{f}, gates: map[int64]chan struct{}{}, asked: map[int64]int{}}
+	s := New(Options{Agents: f, Tools: f, Actions: failFirst{g, 12}, Calls: engineFunc(f.CallEngine), ListTTL: 20 * time.Millisecond})
+	r := gin.New()
+	s.Register(r.Group("/api/v1", asAccount1))
+	hs := httptest.NewServer(r)
+	t.Cleanup(hs.Close)
+	cs := connect(t, hs.URL+"/api/v1/agents/7/mcp")
+	if names := listNames(t, cs); names["My_Mail_12__read"] != nil || names["My_Mail__read"] == nil {
+		t.Fatalf("with tool 12's server failing: names = %v", names)
+	}
+	// retryDiscovery has passed since the failure, and the server now
+	// takes its time to list.
+	gate := make(chan struct{})
+	g.mu.Lock()
+	g.gates[12] = gate
+	g.mu.Unlock()
+	s.sets.mu.Lock()
+	for _, ts := range s.sets.m {
+		select {
+		case <-ts.done:
+			if _, ok := ts.failed[12]; ok {
+				ts.failed[12] = time.Now().Add(-retryDiscovery - time.Second)
+			}
+			ts.expires = time.Time{}
+		default:
+		}
+	}
+	s.sets.mu.Unlock()
+	for range 3 {
+		t0 := time.Now()
+		names := listNames(t, cs)
+		if took := time.Since(t0); took > time.Second {
+			t.Fatalf("tools/list waited %v for the retry of a tool that failed", took)
+		}
+		if names["My_Mail__read"] == nil {
+			t.Fatalf("names = %v", names)
+		}
+		time.Sleep(30 * time.Millisecond)
+	}
+	close(gate)
+	deadline := time.Now().Add(5 * time.Second)
+	for listNames(t, cs)["My_Mail_12__read"] == nil {
+		if time.Now().After(deadline) {
+			t.Fatal("tool 12 never showed once its server listed it")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// failFirst fails tool's first listing at once, as a server refusing
+// connections does.
+type failFirst struct {
+	*gatedListing
+	tool int64
+}
+
+func (f failFirst) Actions(ctx context.Context, account, id int64) (*toolconfig.Resolved, []connectors.Action, error) {
+	if id == f.tool && f.askedOf(id) == 0 {
+		f.mu.Lock()
+		f.asked[id]++
+		f.mu.Unlock()
+		return nil, nil, errors.New("connection refused")
+	}
+	return f.gatedListing.Actions(ctx, account, id)
 }

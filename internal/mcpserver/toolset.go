@@ -180,9 +180,11 @@ type agentTool struct {
 // retryDiscovery how long after a failure it lists them as they were last
 // time (or leaves the tool out) without asking again. A server that does
 // not answer thus holds up its agent's list (and every request to the
-// agent's endpoint, ping included) once in a while for discoveryWait, not
-// on every build for the connector's own limits (15 s each); its session
-// keeps opening in the background meanwhile.
+// agent's endpoint, ping included) for discoveryWait only on the build
+// that first lists it (afterwards it keeps its list, or stays out, while
+// it is read anew: listing.go), not on every build for the connector's own
+// limits (15 s each); its session keeps opening in the background
+// meanwhile.
 const (
 	discoveryWait  = 5 * time.Second
 	retryDiscovery = 30 * time.Second
@@ -330,10 +332,11 @@ func (s *Server) discover(ctx context.Context, account, id int64, last []connect
 		_, actions, err := s.opts.Actions.Actions(ctx, account, id)
 		return actions, err
 	})
-	if !p.ended(ctx, last != nil, began) {
-		// Listed as it was (listing.go), or, the build out of time, as
-		// when listing fails.
-		t.actions = last
+	if !p.ended(ctx, last != nil || !failedAt.IsZero(), began) {
+		// As it was (listing.go): listed as last time, or left out after a
+		// failure, which stays recorded; or, the build out of time, as when
+		// listing fails.
+		t.actions, t.failedAt = last, failedAt
 		if ctx.Err() != nil {
 			t.failedAt = time.Now()
 		}
