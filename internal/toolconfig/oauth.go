@@ -298,6 +298,7 @@ func (s *Service) overtaken(ctx context.Context, r *Resolved) (*Resolved, error)
 func (s *Service) notConfigured(ctx context.Context, t *store.Tool, e *catalog.Entry) *problem.Error {
 	p := problem.New(problem.ToolNotConfigured, "Tool %d needs to be connected again: its OAuth authorization was revoked or expired.", t.ID)
 	p.Extra = map[string]any{"next_configuration_step": s.stepView(ctx, t, e)}
+	p.Err = unconfiguredCause(t, e)
 	return p
 }
 

@@ -90,8 +90,15 @@ func (s *Service) remember(r *Resolved, since uint64) {
 func (s *Service) unconfigured(ctx context.Context, t *store.Tool, e *catalog.Entry) *problem.Error {
 	p := problem.New(problem.ToolNotConfigured, "Tool %d is not configured yet: finish its configuration steps first.", t.ID)
 	p.Extra = map[string]any{"next_configuration_step": s.stepView(ctx, t, e)}
-	p.Err = &UnconfiguredError{ID: t.ID, Name: cmp.Or(t.Name, e.Name)}
+	p.Err = unconfiguredCause(t, e)
 	return p
+}
+
+// unconfiguredCause is the UnconfiguredError of every tool_not_configured
+// Resolve answers: that of a tool mid-configuration (unconfigured) and of
+// one whose OAuth grant a refresh found revoked (notConfigured) alike.
+func unconfiguredCause(t *store.Tool, e *catalog.Entry) *UnconfiguredError {
+	return &UnconfiguredError{ID: t.ID, Name: cmp.Or(t.Name, e.Name)}
 }
 
 // UnconfiguredError is the cause of Resolve's tool_not_configured: which
