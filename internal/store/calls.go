@@ -93,8 +93,9 @@ func callArgs(cs []CallLog) []any {
 // logInterval later (calls.Engine.Calls writes its replica's batch first).
 //
 // Concurrent writers (keyed completions on every replica, the keyless
-// batches, the sweeper, the retention's purge) commit out of ID order, so
-// the page is read settled (see settled).
+// batches, the sweeper) commit out of ID order, so the page is read settled
+// (see settled). Settled waits for every writer of the table in flight,
+// PurgeCalls' deletes too, though they add no ID: hence its short batches.
 func (s *Store) ListCalls(ctx context.Context, accountID int64, toolID *int64, p Page) ([]CallLog, string, error) {
 	var cs []CallLog
 	find := func(db *gorm.DB, horizon int64) error {
