@@ -146,16 +146,18 @@ func (s *Service) ResolveName(ctx context.Context, accountID int64, name string)
 	case 0:
 		return 0, problem.Validation("The account has no connected tool of that name.", map[string]string{"tool": "no connected tool named " + name})
 	case 1:
-		s.mu.Lock()
-		// Unless a tool came or went while we read (remember): the name
-		// may already be ambiguous or gone.
-		if s.opts.CacheTTL > 0 && s.epoch.Load() == since {
-			if s.names[accountID] == nil {
-				s.names[accountID] = map[string]cachedName{}
+		if s.opts.CacheTTL > 0 {
+			s.mu.Lock()
+			// Unless a tool came or went while we read (remember): the
+			// name may already be ambiguous or gone.
+			if s.epoch.Load() == since {
+				if s.names[accountID] == nil {
+					s.names[accountID] = map[string]cachedName{}
+				}
+				s.names[accountID][name] = cachedName{id: ts[0].ID, expires: now.Add(s.opts.CacheTTL)}
 			}
-			s.names[accountID][name] = cachedName{id: ts[0].ID, expires: now.Add(s.opts.CacheTTL)}
+			s.mu.Unlock()
 		}
-		s.mu.Unlock()
 		return ts[0].ID, nil
 	default:
 		return 0, problem.Validation("The account has several connected tools of that name; call it by its integer ID.",
