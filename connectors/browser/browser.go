@@ -179,13 +179,6 @@ func (c *Connector) fetch(ctx context.Context, target *url.URL) (*Page, error) {
 			errors.As(err, &b)
 			return nil, badURL("%s", redirectInside(b.Addr.String()))
 		}
-		if connectors.KindOf(err) == connectors.KindOutcomeUnknown && egress.IsConnectFailure(err) {
-			// A redirect led to a server that could not be reached (a
-			// name that does not resolve, a closed port): the first server
-			// answered, and only with the redirect, so no page was lost,
-			// nor is any GET's outcome in doubt.
-			return nil, connectors.Errorf(connectors.KindUnreachable, err, "the page a redirect led to could not be reached")
-		}
 		return nil, err
 	}
 	defer resp.Body.Close()

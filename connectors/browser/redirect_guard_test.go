@@ -66,26 +66,3 @@ func TestRedirectIntoThePrivateNetwork(t *testing.T) {
 		t.Fatalf("public redirect: %v", err)
 	}
 }
-
-// TestRedirectToAnUnreachableServer: a page that redirects to a server that
-// cannot be reached (here a closed port; a name that does not resolve is
-// the same kind of failure) is
-// KindUnreachable (502 tool_unreachable): the only answer was the
-// redirect. Before, it was KindOutcomeUnknown (504), as if the page had
-// been lost mid-answer.
-func TestRedirectToAnUnreachableServer(t *testing.T) {
-	t.Parallel()
-	closed := httptest.NewServer(http.NotFoundHandler())
-	closedURL := closed.URL
-	closed.Close()
-	public := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		http.Redirect(w, r, r.URL.Query().Get("to"), http.StatusFound)
-	}))
-	t.Cleanup(public.Close)
-	c := New(Options{AllowPrivate: true})
-	args, _ := json.Marshal(map[string]string{"url": public.URL + "/go?to=" + closedURL + "/"})
-	_, err := c.Call(context.Background(), &connectors.Tool{}, "fetch_page", args)
-	if k := connectors.KindOf(err); k != connectors.KindUnreachable {
-		t.Errorf("kind %s (%v), want %s", k, err, connectors.KindUnreachable)
-	}
-}
