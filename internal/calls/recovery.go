@@ -3,40 +3,41 @@ package calls
 import (
 	"context"
 	"strconv"
+	"sync"
 	"time"
 )
 
 // purgeEvery is how many sweeps pass between purges of expired keys.
 const purgeEvery = 30
 
-// Run starts the engine's background work — the sweeper, the purge and the
-// call log writer — and returns when ctx ends and the log is flushed. Every
-// replica runs it; the sweep and the purge are safe to run concurrently.
+// Run starts the engine's background work — the sweeper, the purges and
+// the call log writer — and returns when ctx ends and the log is flushed.
+// Every replica runs it; the sweep and the purges are safe to run
+// concurrently, on one replica and across replicas.
 func (e *Engine) Run(ctx context.Context) {
 	logCtx, stopLog := context.WithCancel(context.Background())
 	go e.log.run(logCtx)
-	defer func() {
-		stopLog()
-		<-e.log.done
-	}()
 	interval := e.opts.SweepInterval
 	if interval <= 0 {
 		interval = 2 * time.Second
 	}
+	var purging sync.WaitGroup
+	if e.opts.CallLogRetention > 0 {
+		// On its own: a long purge (a backlog) must not hold up the sweep
+		// of expired leases.
+		purging.Go(func() { e.purgeLogEvery(ctx, interval) })
+	}
+	defer func() {
+		purging.Wait()
+		stopLog()
+		<-e.log.done
+	}()
 	tick := time.NewTicker(interval)
 	defer tick.Stop()
-	// backlog: the last purge stopped at maxLogPurges with entries past
-	// their retention left, so the next sweep goes on with the log: else a
-	// replica deleted at most 50 000 entries per purgeEvery sweeps (833 a
-	// second by default), fewer than one replica writes under load.
-	backlog := false
 	for n := 0; ; n++ {
 		e.Sweep(ctx)
-		switch {
-		case n%purgeEvery == 0:
-			backlog = e.Purge(ctx)
-		case backlog:
-			backlog = e.purgeLog(ctx)
+		if n%purgeEvery == 0 {
+			e.Purge(ctx)
 		}
 		select {
 		case <-ctx.Done():
@@ -68,16 +69,14 @@ func (e *Engine) Sweep(ctx context.Context) {
 	}
 }
 
-// maxLogPurges bounds the batches one Purge deletes from the call log
-// (store.PurgeCalls takes up to a thousand entries each): a backlog, such as
-// a retention just shortened, goes over several purges rather than in one
-// long stretch of deletes.
+// maxLogPurges bounds the batches one purgeLog deletes from the call log
+// (store.PurgeCalls takes up to a thousand entries each) before it pauses
+// for a sweep interval: a backlog, such as a retention just shortened,
+// goes in stretches rather than in one long run of deletes.
 const maxLogPurges = 50
 
-// Purge deletes keys past QUIVER_IDEMPOTENCY_TTL and call log entries past
-// QUIVER_CALL_LOG_RETENTION, and reports whether the log has more to delete
-// than one purge takes.
-func (e *Engine) Purge(ctx context.Context) bool {
+// Purge deletes keys past QUIVER_IDEMPOTENCY_TTL.
+func (e *Engine) Purge(ctx context.Context) {
 	n, err := e.opts.Store.PurgeExpiredKeys(ctx)
 	switch {
 	case err != nil && ctx.Err() == nil:
@@ -85,7 +84,24 @@ func (e *Engine) Purge(ctx context.Context) bool {
 	case n > 0:
 		e.opts.Logger.Info("purged expired idempotency keys", "count", n)
 	}
-	return e.opts.CallLogRetention > 0 && e.purgeLog(ctx)
+}
+
+// purgeLogEvery purges the call log every purgeEvery sweep intervals, and
+// after one interval only while a purge stopped at maxLogPurges with more
+// to delete: else a replica would delete at most 50 000 entries a minute,
+// fewer than one writes under load.
+func (e *Engine) purgeLogEvery(ctx context.Context, interval time.Duration) {
+	for {
+		wait := interval * purgeEvery
+		if e.purgeLog(ctx) {
+			wait = interval
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(wait):
+		}
+	}
 }
 
 // purgeLog deletes the call log's entries past its retention, a batch at a

@@ -18,19 +18,19 @@ import (
 
 // Defaults, named so the README and the code agree.
 const (
-	DefaultAddr           = ":8080"
-	DefaultDataDir        = "./data"
-	DefaultCallTimeout    = 30 * time.Second
-	DefaultLeaseGrace     = 5 * time.Second
-	DefaultIdempotencyTTL = 24 * time.Hour
-	DefaultCallLogKeep    = 30 * 24 * time.Hour
-	DefaultSweepInterval  = 2 * time.Second
-	DefaultPublicURL      = "http://localhost:8080"
-	DefaultTavilyBaseURL  = "https://api.tavily.com"
-	DefaultBodyLimit      = 1 << 20
-	DefaultCacheTTL       = time.Second
-	DefaultRelistInterval = 5 * time.Second // mcp.DefaultRelistInterval
-	DefaultDBMaxConns     = 32              // store.DefaultMaxConns
+	DefaultAddr             = ":8080"
+	DefaultDataDir          = "./data"
+	DefaultCallTimeout      = 30 * time.Second
+	DefaultLeaseGrace       = 5 * time.Second
+	DefaultIdempotencyTTL   = 24 * time.Hour
+	DefaultCallLogRetention = 30 * 24 * time.Hour
+	DefaultSweepInterval    = 2 * time.Second
+	DefaultPublicURL        = "http://localhost:8080"
+	DefaultTavilyBaseURL    = "https://api.tavily.com"
+	DefaultBodyLimit        = 1 << 20
+	DefaultCacheTTL         = time.Second
+	DefaultRelistInterval   = 5 * time.Second // mcp.DefaultRelistInterval
+	DefaultDBMaxConns       = 32              // store.DefaultMaxConns
 )
 
 // Config is everything Quiver reads from its environment.
@@ -175,7 +175,7 @@ func Parse(getenv func(string) string, environ []string) (*Config, error) {
 		CallTimeout:      dur("QUIVER_CALL_TIMEOUT", DefaultCallTimeout),
 		LeaseGrace:       dur("QUIVER_LEASE_GRACE", DefaultLeaseGrace),
 		IdempotencyTTL:   dur("QUIVER_IDEMPOTENCY_TTL", DefaultIdempotencyTTL),
-		CallLogRetention: retention("QUIVER_CALL_LOG_RETENTION", DefaultCallLogKeep),
+		CallLogRetention: retention("QUIVER_CALL_LOG_RETENTION", DefaultCallLogRetention),
 		SweepInterval:    dur("QUIVER_SWEEP_INTERVAL", DefaultSweepInterval),
 		CacheTTL:         dur("QUIVER_CACHE_TTL", DefaultCacheTTL),
 		RelistInterval:   dur("QUIVER_MCP_RELIST_INTERVAL", DefaultRelistInterval),

@@ -128,13 +128,16 @@ const purgeBatch = 1000
 // log, however much of it is kept.
 func (s *Store) PurgeCalls(ctx context.Context, retention time.Duration) (int64, error) {
 	db := s.db.WithContext(ctx)
-	const oldest = `DELETE FROM calls WHERE id IN (SELECT id FROM calls ORDER BY id LIMIT ?) AND created_at < `
+	const oldest = `SELECT id FROM calls ORDER BY id LIMIT ?`
 	var res *gorm.DB
 	if s.dialect == Postgres {
-		res = db.Exec(oldest+`now() - make_interval(secs => ?)`, purgeBatch, retention.Seconds())
+		// SKIP LOCKED: replicas purging at once take different entries
+		// rather than queue on each other's row locks.
+		res = db.Exec(`DELETE FROM calls WHERE id IN (`+oldest+` FOR UPDATE SKIP LOCKED) AND created_at < now() - make_interval(secs => ?)`,
+			purgeBatch, retention.Seconds())
 	} else {
 		// The embedded file has one process, whose clock is the database's.
-		res = db.Exec(oldest+`?`, purgeBatch, time.Now().Add(-retention).UTC())
+		res = db.Exec(`DELETE FROM calls WHERE id IN (`+oldest+`) AND created_at < ?`, purgeBatch, time.Now().Add(-retention).UTC())
 	}
 	return res.RowsAffected, interpret(res.Error)
 }

@@ -6,7 +6,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/quiverhq/quiver/internal/store"
+	"github.com/quiverhq/quiver/internal/testdb"
 )
 
 // TestPurgeCalls: entries older than the retention go, in batches, until a
@@ -64,5 +67,55 @@ func TestPurgeCalls(t *testing.T) {
 				t.Fatalf("left %v, want the three recent entries", ids)
 			}
 		})
+	}
+}
+
+// TestPurgeCallsSkipsLockedEntries: on Postgres a purge takes the oldest
+// entries no other purge holds, so replicas purging at once delete
+// different entries instead of one waiting on the other's row locks.
+func TestPurgeCallsSkipsLockedEntries(t *testing.T) {
+	ctx := context.Background()
+	url := testdb.Postgres(t, "purgeskip")
+	s, err := store.Open(ctx, store.Options{DatabaseURL: url})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	if _, err := s.MigrateUp(ctx); err != nil {
+		t.Fatal(err)
+	}
+	acct, err := s.EnsureAccount(ctx, "purge-skip")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var batch []store.CallLog
+	for i := range 1500 {
+		batch = append(batch, store.CallLog{CallID: fmt.Sprintf("c_%d", i), AccountID: acct.ID, ToolID: 1, Action: "read",
+			Outcome: "succeeded", CreatedAt: time.Now().Add(-48 * time.Hour)})
+	}
+	if err := s.InsertCalls(ctx, batch); err != nil {
+		t.Fatal(err)
+	}
+
+	// Another purge, mid-way: it holds the oldest thousand.
+	other, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close(ctx)
+	tx, err := other.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(ctx)
+	if _, err := tx.Exec(ctx, "SELECT id FROM calls ORDER BY id LIMIT 1000 FOR UPDATE"); err != nil {
+		t.Fatal(err)
+	}
+
+	pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	n, err := s.PurgeCalls(pctx, 24*time.Hour)
+	if err != nil || n != 500 {
+		t.Fatalf("a purge beside another: %d deleted, %v; want the 500 entries the other does not hold, at once", n, err)
 	}
 }
