@@ -4,11 +4,13 @@ import (
 	"context"
 	"errors"
 	"net/http/httptest"
+	"slices"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/gin-gonic/gin"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/quiverhq/quiver/connectors"
 	"github.com/quiverhq/quiver/internal/toolconfig"
@@ -165,4 +167,39 @@ func (f failFirst) Actions(ctx context.Context, account, id int64) (*toolconfig.
 		return nil, nil, errors.New("connection refused")
 	}
 	return f.gatedListing.Actions(ctx, account, id)
+}
+
+// TestMCPListReadAgainKeepsServer: a tool's list read anew (a connector's
+// cache ran out) that says what it said before kept nothing of the
+// agent's server: every schema was parsed and every tool added again, on
+// the build every request to the agent waited for (seconds, for big
+// schemas). The server is kept now; a list that changed still makes a
+// new one.
+func TestMCPListReadAgainKeepsServer(t *testing.T) {
+	f, _ := setup(t) // f.Actions hands out a new copy of the list each time
+	s := New(Options{Agents: f, Tools: f, Actions: listing{f}, Calls: engineFunc(f.CallEngine), ListTTL: 20 * time.Millisecond})
+	r := gin.New()
+	s.Register(r.Group("/api/v1", asAccount1))
+	hs := httptest.NewServer(r)
+	t.Cleanup(hs.Close)
+	cs := connect(t, hs.URL+"/api/v1/agents/7/mcp")
+	current := func() *mcp.Server {
+		s.sets.mu.Lock()
+		defer s.sets.mu.Unlock()
+		return s.sets.m[agentKey{1, 7}].srv
+	}
+	listNames(t, cs)
+	first := current()
+	time.Sleep(40 * time.Millisecond) // past the list's TTL
+	listNames(t, cs)
+	if current() != first {
+		t.Error("the same lists read again made the agent's server anew")
+	}
+	f.mu.Lock()
+	f.actions = append(slices.Clone(f.actions), connectors.Action{Name: "more", Retryable: true})
+	f.mu.Unlock()
+	time.Sleep(40 * time.Millisecond)
+	if listNames(t, cs)["My_Mail__more"] == nil || current() == first {
+		t.Error("a changed list did not make the agent's server anew")
+	}
 }

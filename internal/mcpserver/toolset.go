@@ -1,6 +1,7 @@
 package mcpserver
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/quiverhq/quiver/catalog"
 	"github.com/quiverhq/quiver/connectors"
 	"github.com/quiverhq/quiver/internal/problem"
 	"github.com/quiverhq/quiver/internal/toolconfig"
@@ -231,6 +233,19 @@ func (s *Server) build(ctx context.Context, ts *toolset, account, agentID int64,
 		ts.attached = ag.Tools
 		return nil
 	}
+	if prev != nil && prev.srv != nil && prev.title == ag.Name && equalParts(prev.parts, tools) {
+		// The lists were read anew and say the same (a connector's cache
+		// ran out): keep the server, which for big schemas takes seconds
+		// to make, but take the new lists, so the next build finds them
+		// the same (sameParts) and a re-list compares with them.
+		ts.srv, ts.impl, ts.implJSON, ts.tools, ts.title = prev.srv, prev.impl, prev.implJSON, prev.tools, prev.title
+		ts.actions = make(map[int64][]connectors.Action, len(tools))
+		for _, t := range tools {
+			ts.actions[t.id] = t.actions
+		}
+		ts.parts, ts.attached = tools, ag.Tools
+		return nil
+	}
 
 	impl := &mcp.Implementation{Name: "quiver-agent-" + strconv.FormatInt(agentID, 10), Title: ag.Name, Version: s.opts.Version}
 	srv := mcp.NewServer(impl, &mcp.ServerOptions{Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{}},
@@ -288,6 +303,37 @@ func sameParts(a, b []agentTool) bool {
 		}
 	}
 	return true
+}
+
+// equalParts reports whether two builds saw the same tools, names and
+// equal action lists: each action the same in everything a build makes
+// of it.
+func equalParts(a, b []agentTool) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		x, y := a[i], b[i]
+		if x.id != y.id || x.name != y.name || x.base != y.base || !slices.EqualFunc(x.actions, y.actions, equalAction) {
+			return false
+		}
+	}
+	return true
+}
+
+func equalAction(a, b connectors.Action) bool {
+	return a.Name == b.Name && a.Description == b.Description && a.Retryable == b.Retryable &&
+		bytes.Equal(a.InputSchema, b.InputSchema) && bytes.Equal(a.OutputSchema, b.OutputSchema) &&
+		equalAnnotations(a.Annotations, b.Annotations)
+}
+
+func equalAnnotations(a, b *catalog.Annotations) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	same := func(x, y *bool) bool { return (x == nil) == (y == nil) && (x == nil || *x == *y) }
+	return a.Title == b.Title && same(a.ReadOnlyHint, b.ReadOnlyHint) && same(a.IdempotentHint, b.IdempotentHint) &&
+		same(a.DestructiveHint, b.DestructiveHint) && same(a.OpenWorldHint, b.OpenWorldHint)
 }
 
 // resolvedName is a resolved tool's name: the one it was given, else its
