@@ -22,9 +22,10 @@ func TestCallLogBacklogIsPurgedOnTheNextSweeps(t *testing.T) {
 		SELECT 'c_backlog_' || g, 1, 1, 'get', 'succeeded', 1, now() - interval '2 days' FROM generate_series(1, $1) g`, old); err != nil {
 		t.Fatal(err)
 	}
-	// The second purges at its start, then every 30th sweep: 6 s apart.
+	// The second purges at its start, then every 30th sweep: 30 s apart,
+	// and one sweep (1 s) apart while a backlog is left.
 	srv := testserver.Start(t, testserver.Options{DatabaseURL: first.DatabaseURL, Env: map[string]string{
-		"QUIVER_CALL_LOG_RETENTION": "1h", "QUIVER_SWEEP_INTERVAL": "200ms"}})
+		"QUIVER_CALL_LOG_RETENTION": "1h", "QUIVER_SWEEP_INTERVAL": "1s"}})
 	left := func() int {
 		var n int
 		if err := db.QueryRow(`SELECT count(*) FROM calls WHERE call_id LIKE 'c_backlog_%'`).Scan(&n); err != nil {
@@ -32,9 +33,12 @@ func TestCallLogBacklogIsPurgedOnTheNextSweeps(t *testing.T) {
 		}
 		return n
 	}
-	for deadline := time.Now().Add(4 * time.Second); left() > 0; time.Sleep(50 * time.Millisecond) {
+	// Three stretches of 50 000 at most: about 2 s, and the bound is
+	// generous for a slow machine, but well short of the 30 s a purge
+	// would otherwise wait.
+	for deadline := time.Now().Add(15 * time.Second); left() > 0; time.Sleep(50 * time.Millisecond) {
 		if time.Now().After(deadline) {
-			t.Fatalf("%d of %d entries past their retention are left 4 s after the replica started (purged: %v)",
+			t.Fatalf("%d of %d entries past their retention are left 15 s after the replica started (purged: %v)",
 				left(), old, metricValue(t, srv, "quiver_call_log_purged_total"))
 		}
 	}
