@@ -352,7 +352,7 @@ func resolvedName(rt *toolconfig.Resolved) string {
 // discover resolves one attached tool and lists its actions; nil actions
 // mean it is left out.
 func (s *Server) discover(ctx context.Context, account, id int64, last []connectors.Action, failedAt time.Time) agentTool {
-	rt, err := s.opts.Tools.Resolve(ctx, account, id)
+	rt, err := s.opts.Tools.Resolve(toolconfig.ForListing(ctx), account, id)
 	if err != nil {
 		if p, ok := problem.As(err); !ok || (p.Code != problem.ToolNotConfigured && p.Code != problem.NotFound) {
 			s.log.WarnContext(ctx, "mcp: attached tool left out", "tool", id, "error", err)

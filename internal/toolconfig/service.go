@@ -417,6 +417,18 @@ func (s *Service) NextStep(ctx context.Context, t *store.Tool, e *catalog.Entry)
 	return s.stepView(ctx, t, e)
 }
 
+// ForListing marks ctx as a Resolve that only lists the tool (an agent's
+// MCP endpoint building its tool list): the step of a tool not configured
+// is answered without an authorization URL, since each one stores an
+// authorization state that no one would follow, one per build.
+func ForListing(ctx context.Context) context.Context {
+	return context.WithValue(ctx, listingKey{}, true)
+}
+
+type listingKey struct{}
+
+func listing(ctx context.Context) bool { return ctx.Value(listingKey{}) != nil }
+
 func (s *Service) stepView(ctx context.Context, t *store.Tool, e *catalog.Entry) *StepView {
 	steps := s.toolSteps(t, e)
 	step := stepAt(steps, t.StepIndex)
@@ -430,6 +442,9 @@ func (s *Service) stepView(ctx context.Context, t *store.Tool, e *catalog.Entry)
 	}
 	if e.OAuth != nil {
 		sv.Provider = e.OAuth.Provider
+	}
+	if listing(ctx) {
+		return sv // no one will follow its link (ForListing)
 	}
 	if accounts.PrincipalFrom(ctx).ReadOnly {
 		// Completing the step connects the tool: a read-only key may see
