@@ -7,9 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"net/url"
 	"regexp"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -319,53 +317,22 @@ const minHidden = 6
 
 // hide masks in s, a server's own words, every credential Quiver sends it:
 // the Authorization value's token (bearer or OAuth), each header value, and
-// each part of the endpoint that connectors.ShownURL masks (query values,
-// token-like path segments). Only error paths call it.
+// each part of the endpoint that connectors.ShownURL masks. Only error
+// paths call it.
 func (t *target) hide(s string) string {
 	if t == nil || s == "" {
 		return s
 	}
-	var secrets []string
-	add := func(v string) {
-		if len(v) >= minHidden && strings.Contains(s, v) {
-			secrets = append(secrets, v)
-		}
-	}
+	secrets := connectors.HiddenURLParts(t.endpoint)
 	if _, tok, ok := strings.Cut(t.auth, " "); ok {
-		add(tok)
+		secrets = append(secrets, tok)
 	} else {
-		add(t.auth)
+		secrets = append(secrets, t.auth)
 	}
 	for _, v := range t.headers {
-		add(v)
+		secrets = append(secrets, v)
 	}
-	rawPath, rawQuery, _ := strings.Cut(strings.SplitN(t.endpoint, "#", 2)[0], "?")
-	shownPath, _, _ := strings.Cut(connectors.ShownURL(t.endpoint), "?")
-	raws, shown := strings.Split(rawPath, "/"), strings.Split(shownPath, "/")
-	for i := range raws {
-		if i < len(shown) && shown[i] != raws[i] {
-			add(raws[i])
-		}
-	}
-	for _, part := range strings.Split(rawQuery, "&") {
-		_, v, ok := strings.Cut(part, "=")
-		if !ok {
-			v = part
-		}
-		add(v)
-		if u, err := url.QueryUnescape(v); err == nil && u != v {
-			add(u)
-		}
-	}
-	if secrets == nil {
-		return s
-	}
-	// Longest first: a value that holds another is masked whole.
-	sort.Slice(secrets, func(i, j int) bool { return len(secrets[i]) > len(secrets[j]) })
-	for _, v := range secrets {
-		s = strings.ReplaceAll(s, v, "****")
-	}
-	return s
+	return connectors.NewMasker(minHidden, secrets...).Mask(s)
 }
 
 // redact hides what of the tool's URL may be a credential from an error's

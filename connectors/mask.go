@@ -1,0 +1,104 @@
+package connectors
+
+import (
+	"cmp"
+	"net/url"
+	"slices"
+	"strings"
+)
+
+// A server may quote back what it was sent (a 401 naming the bearer token,
+// a JSON-RPC error quoting the request's URL and headers), and its words
+// end up in an error message or a refused step's fields. Masker is the one
+// way those words lose the credentials before anyone reads them.
+
+// Masker replaces secrets in text with "****".
+type Masker struct{ r *strings.Replacer }
+
+// NewMasker masks each secret at least min bytes long (a shorter one would
+// garble the words around it more than it hides), and its path- and
+// query-unescaped forms, longest first: a value that holds another is
+// masked whole. With nothing to mask, Mask returns its text as it is.
+func NewMasker(min int, secrets ...string) Masker {
+	var vals []string
+	add := func(s string) {
+		if len(s) >= min {
+			vals = append(vals, s)
+		}
+	}
+	for _, s := range secrets {
+		add(s)
+		if u, err := url.PathUnescape(s); err == nil && u != s {
+			add(u)
+		}
+		if u, err := url.QueryUnescape(s); err == nil && u != s {
+			add(u)
+		}
+	}
+	if len(vals) == 0 {
+		return Masker{}
+	}
+	slices.SortFunc(vals, func(a, b string) int { return cmp.Compare(len(b), len(a)) })
+	pairs := make([]string, 0, 2*len(vals))
+	for _, v := range vals {
+		pairs = append(pairs, v, "****")
+	}
+	return Masker{strings.NewReplacer(pairs...)}
+}
+
+// Mask returns s with the secrets masked.
+func (m Masker) Mask(s string) string {
+	if m.r == nil {
+		return s
+	}
+	return m.r.Replace(s)
+}
+
+// HiddenURLParts returns the pieces of raw that ShownURL masks: its user
+// information (and the password in it), and each path segment and query
+// value it shows as ****, to mask wherever else they appear. A string that
+// is no such URL has none.
+func HiddenURLParts(raw string) []string {
+	if !HoldsSecret(raw) {
+		return nil
+	}
+	split := func(s string) (auth string, segs, query []string) {
+		s, _, _ = strings.Cut(s, "#")
+		s, q, _ := strings.Cut(s, "?")
+		if i := strings.Index(s, "://"); i >= 0 {
+			s = s[i+3:]
+			auth, s, _ = strings.Cut(s, "/")
+		}
+		return auth, strings.Split(s, "/"), strings.Split(q, "&")
+	}
+	auth, segs, query := split(raw)
+	shownAuth, shownSegs, shownQuery := split(ShownURL(raw))
+	var out []string
+	if at := strings.LastIndexByte(auth, '@'); at >= 0 && shownAuth != auth {
+		info := auth[:at]
+		out = append(out, info)
+		if _, pw, ok := strings.Cut(info, ":"); ok {
+			out = append(out, pw)
+		}
+	}
+	if len(segs) == len(shownSegs) {
+		for i := range segs {
+			if segs[i] != shownSegs[i] {
+				out = append(out, segs[i])
+			}
+		}
+	}
+	if len(query) == len(shownQuery) {
+		for i := range query {
+			if query[i] != shownQuery[i] {
+				// A parameter without "=" is masked whole (ShownURL).
+				_, v, ok := strings.Cut(query[i], "=")
+				if !ok {
+					v = query[i]
+				}
+				out = append(out, v)
+			}
+		}
+	}
+	return out
+}
