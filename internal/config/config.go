@@ -127,31 +127,25 @@ func Parse(getenv func(string) string, environ []string) (*Config, error) {
 		}
 		return def
 	}
-	dur := func(name string, def time.Duration) time.Duration {
+	// duration reads a positive duration, or with forever also 0, which
+	// means what forever says.
+	duration := func(name string, def time.Duration, forever string) time.Duration {
 		v := strings.TrimSpace(getenv(name))
 		if v == "" {
 			return def
 		}
 		d, err := time.ParseDuration(v)
-		if err != nil || d <= 0 {
+		switch {
+		case forever == "" && (err != nil || d <= 0):
 			errs = append(errs, fmt.Errorf("%s: %q is not a positive duration such as 30s or 24h", name, v))
 			return def
-		}
-		return d
-	}
-	// retention is a duration as dur reads one, or 0 for forever.
-	retention := func(name string, def time.Duration) time.Duration {
-		v := strings.TrimSpace(getenv(name))
-		if v == "" {
-			return def
-		}
-		d, err := time.ParseDuration(v)
-		if err != nil || d < 0 {
-			errs = append(errs, fmt.Errorf("%s: %q is neither 0 (keep every entry) nor a positive duration such as 720h", name, v))
+		case err != nil || d < 0:
+			errs = append(errs, fmt.Errorf("%s: %q is neither 0 (%s) nor a positive duration such as 720h", name, v, forever))
 			return def
 		}
 		return d
 	}
+	dur := func(name string, def time.Duration) time.Duration { return duration(name, def, "") }
 	boolean := func(name string) bool {
 		v := strings.TrimSpace(getenv(name))
 		if v == "" {
@@ -175,7 +169,7 @@ func Parse(getenv func(string) string, environ []string) (*Config, error) {
 		CallTimeout:      dur("QUIVER_CALL_TIMEOUT", DefaultCallTimeout),
 		LeaseGrace:       dur("QUIVER_LEASE_GRACE", DefaultLeaseGrace),
 		IdempotencyTTL:   dur("QUIVER_IDEMPOTENCY_TTL", DefaultIdempotencyTTL),
-		CallLogRetention: retention("QUIVER_CALL_LOG_RETENTION", DefaultCallLogRetention),
+		CallLogRetention: duration("QUIVER_CALL_LOG_RETENTION", DefaultCallLogRetention, "keep every entry"),
 		SweepInterval:    dur("QUIVER_SWEEP_INTERVAL", DefaultSweepInterval),
 		CacheTTL:         dur("QUIVER_CACHE_TTL", DefaultCacheTTL),
 		RelistInterval:   dur("QUIVER_MCP_RELIST_INTERVAL", DefaultRelistInterval),
