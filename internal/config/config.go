@@ -31,6 +31,7 @@ const (
 	DefaultCacheTTL         = time.Second
 	DefaultRelistInterval   = 5 * time.Second // mcp.DefaultRelistInterval
 	DefaultDBMaxConns       = 32              // store.DefaultMaxConns
+	DefaultShutdownDelay    = 0               // a stop closes the listener at once, as Ctrl-C expects
 )
 
 // Config is everything Quiver reads from its environment.
@@ -83,6 +84,11 @@ type Config struct {
 	// MCPURLs points hosted MCP catalog entries elsewhere (private mirrors,
 	// tests): QUIVER_MCP_URL_<ENTRY>, keyed by entry name ("github-mcp").
 	MCPURLs map[string]string
+	// ShutdownDelay (QUIVER_SHUTDOWN_DELAY) is how long a stopping serve
+	// goes on taking new requests after /readyz turns 503, so that a load
+	// balancer sees it not ready and sends elsewhere before the listener
+	// closes; zero closes it at once.
+	ShutdownDelay time.Duration
 }
 
 // OAuthClient is the platform's OAuth application at one provider, and
@@ -170,6 +176,7 @@ func Parse(getenv func(string) string, environ []string) (*Config, error) {
 		LeaseGrace:       dur("QUIVER_LEASE_GRACE", DefaultLeaseGrace),
 		IdempotencyTTL:   dur("QUIVER_IDEMPOTENCY_TTL", DefaultIdempotencyTTL),
 		CallLogRetention: duration("QUIVER_CALL_LOG_RETENTION", DefaultCallLogRetention, "keep every entry"),
+		ShutdownDelay:    duration("QUIVER_SHUTDOWN_DELAY", DefaultShutdownDelay, "no delay"),
 		SweepInterval:    dur("QUIVER_SWEEP_INTERVAL", DefaultSweepInterval),
 		CacheTTL:         dur("QUIVER_CACHE_TTL", DefaultCacheTTL),
 		RelistInterval:   dur("QUIVER_MCP_RELIST_INTERVAL", DefaultRelistInterval),
@@ -289,6 +296,11 @@ const (
 	MaxLeaseGrace  = time.Hour
 )
 
+// MaxShutdownDelay bounds QUIVER_SHUTDOWN_DELAY: a load balancer's probes
+// see a replica not ready within seconds, and the process manager's grace
+// period has to cover the delay and the drain after it.
+const MaxShutdownDelay = 5 * time.Minute
+
 // MaxCacheTTL bounds QUIVER_CACHE_TTL, how long a revoked API key may still
 // be taken. MinCallRate bounds a QUIVER_CALL_RATE_LIMIT that is not 0, and
 // so the Retry-After it makes (an hour at most); MaxCallRate and
@@ -378,6 +390,9 @@ func (c *Config) Validate() error {
 	}
 	if c.IdempotencyTTL <= c.Lease() {
 		errs = append(errs, fmt.Errorf("QUIVER_IDEMPOTENCY_TTL: must be longer than a call's lease (QUIVER_CALL_TIMEOUT + QUIVER_LEASE_GRACE = %s): a key must outlive its call", c.Lease()))
+	}
+	if c.ShutdownDelay > MaxShutdownDelay {
+		errs = append(errs, fmt.Errorf("QUIVER_SHUTDOWN_DELAY: must be at most %s (the process manager's grace period must cover it and the drain after it)", MaxShutdownDelay))
 	}
 	if c.CacheTTL > MaxCacheTTL {
 		errs = append(errs, fmt.Errorf("QUIVER_CACHE_TTL: must be at most %s (a revoked API key is refused by every replica within it)", MaxCacheTTL))
