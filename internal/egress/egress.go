@@ -1,8 +1,9 @@
 // Package egress builds the HTTP transports Quiver uses to reach tools on
 // addresses that users chose. It refuses, at dial time, connections to
-// loopback, link-local, private and other non-public addresses unless the
-// operator allowed them, so a DNS record that changes after a URL was checked
-// cannot point a tool inside the server's own network.
+// loopback, link-local, private and other non-public addresses, and any
+// address of this host's own interfaces, unless the operator allowed them,
+// so a DNS record that changes after a URL was checked cannot point a tool
+// inside the server's own network or at the server itself.
 package egress
 
 import (
@@ -18,8 +19,8 @@ import (
 
 // Options configures a transport.
 type Options struct {
-	// AllowPrivate permits loopback, link-local and private addresses
-	// (QUIVER_EGRESS_ALLOW_PRIVATE).
+	// AllowPrivate permits loopback, link-local, private and reserved
+	// addresses, and this host's own (QUIVER_EGRESS_ALLOW_PRIVATE).
 	AllowPrivate bool
 	// DialTimeout bounds connection set-up; zero means 10s.
 	DialTimeout time.Duration
@@ -27,6 +28,10 @@ type Options struct {
 	// zero means DefaultIdleTimeout. It is a field so that a test can
 	// shorten it together with its server's.
 	IdleTimeout time.Duration
+
+	// hosts is the set of this host's addresses to refuse; nil means the
+	// process's own (localHost). Tests set it.
+	hosts *hostAddrs
 }
 
 // DefaultIdleTimeout is how long a transport's idle connection may wait
@@ -49,7 +54,7 @@ type BlockedError struct {
 }
 
 func (e *BlockedError) Error() string {
-	return fmt.Sprintf("egress to %s is not allowed: it is a loopback, link-local, private or reserved address", e.Addr)
+	return fmt.Sprintf("egress to %s is not allowed: it is a loopback, link-local, private or reserved address, or one of this host's own", e.Addr)
 }
 
 // IsBlocked reports whether err (or an error it wraps) is a *BlockedError.
@@ -112,8 +117,9 @@ var (
 // Allowed reports whether a connection to addr is allowed under opts. Unless
 // opts.AllowPrivate, it refuses loopback, private, link-local, multicast,
 // unspecified, reserved and documentation addresses, NAT64, IPv4-translated
-// and Teredo ones, and the IPv4-mapped, IPv4-compatible and 6to4 forms of
-// every refused IPv4 address.
+// and Teredo ones, any address assigned to one of this host's network
+// interfaces (read again at most every 30 s), and the IPv4-mapped,
+// IPv4-compatible and 6to4 forms of every refused IPv4 address.
 func Allowed(addr netip.Addr, opts Options) bool {
 	if opts.AllowPrivate {
 		return true
@@ -140,7 +146,12 @@ func Allowed(addr netip.Addr, opts Options) bool {
 			return false
 		}
 	}
-	return true
+	// A public address of this host reaches whatever it serves on 0.0.0.0.
+	hosts := opts.hosts
+	if hosts == nil {
+		hosts = localHost
+	}
+	return !hosts.contains(addr)
 }
 
 // lookupTimeout bounds CheckHost's lookup: a slow resolver makes it give
