@@ -220,7 +220,7 @@ func (w *response) send(final bool, first []byte) error {
 	default:
 		w.closeAfter = true // HTTP/1.0 without a length: the body ends with the connection
 	}
-	if w.req.Close || w.c.srv.inShutdown.Load() {
+	if w.req.Close || w.c.srv.closing.Load() {
 		w.closeAfter = true
 	}
 	switch {

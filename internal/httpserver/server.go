@@ -125,6 +125,12 @@ type Server struct {
 	mu         sync.Mutex
 	listeners  map[*net.Listener]struct{}
 	conns      map[*conn]struct{}
+
+	// closing makes every answer from then on end its connection
+	// (Connection: close): set by CloseAfterEachAnswer, Shutdown and
+	// Close. An answer loads it in place of inShutdown, so it costs the
+	// call path nothing more.
+	closing atomic.Bool
 }
 
 // New returns a server for handler; opts may be nil.
@@ -170,10 +176,22 @@ func (s *Server) Serve(ln net.Listener) error {
 	}
 }
 
+// CloseAfterEachAnswer makes every answer from now on end its connection
+// with Connection: close, while the server goes on accepting and serving
+// new ones: a stopping replica's clients then reconnect, through a load
+// balancer that, once it sees the replica not ready, sends them elsewhere.
+// Unlike net/http's SetKeepAlivesEnabled(false) it closes no idle
+// connection: that would race a request the client may be sending on it,
+// which the client could not tell from one lost after it was read. An idle
+// connection used again gets one answer and closes; one never used again
+// is Shutdown's to close.
+func (s *Server) CloseAfterEachAnswer() { s.closing.Store(true) }
+
 // Shutdown stops accepting, closes idle connections and waits until the
 // requests in flight have been answered (their connections then close), or
 // until ctx ends, whose error it then returns.
 func (s *Server) Shutdown(ctx context.Context) error {
+	s.closing.Store(true)
 	s.inShutdown.Store(true)
 	err := s.closeListeners()
 	tick := time.NewTicker(10 * time.Millisecond)
@@ -190,6 +208,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 
 // Close stops accepting and closes every connection, busy or not.
 func (s *Server) Close() error {
+	s.closing.Store(true)
 	s.inShutdown.Store(true)
 	err := s.closeListeners()
 	s.mu.Lock()
