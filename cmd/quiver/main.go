@@ -350,7 +350,7 @@ func keys(ctx context.Context, cfg *config.Config, logger *slog.Logger, args []s
 		if _, err := s.MigrateUp(ctx); err != nil {
 			return err
 		}
-		if err := accounts.New(s, 0).Revoke(ctx, args[1]); errors.Is(err, store.ErrNotFound) {
+		if err := accounts.New(s, 0, nil).Revoke(ctx, args[1]); errors.Is(err, store.ErrNotFound) {
 			return errors.New("revoke: no such key, or it is already revoked")
 		} else if err != nil {
 			return fmt.Errorf("revoke: %w", err)
@@ -387,7 +387,7 @@ func keys(ctx context.Context, cfg *config.Config, logger *slog.Logger, args []s
 	if _, err := s.MigrateUp(ctx); err != nil {
 		return err
 	}
-	svc := accounts.New(s, 0)
+	svc := accounts.New(s, 0, nil)
 	create := svc.CreateKey
 	if *readOnly {
 		create = svc.CreateReadOnlyKey

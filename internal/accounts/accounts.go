@@ -1,7 +1,10 @@
 // Package accounts owns accounts and their API keys: making keys, storing
 // only their SHA-256 hashes, and resolving a presented key to its account
 // quickly (cached in process for a short TTL, so a revoked key stops working
-// on every replica within that TTL). It never stores or logs a key itself.
+// on every replica within that TTL; a key found unknown is remembered as
+// unknown for as long, so a client retrying a revoked or mistyped key in a
+// loop costs the database one query per TTL, not one per request). It never
+// stores or logs a key itself.
 package accounts
 
 import (
@@ -10,6 +13,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"log/slog"
 	"math/big"
 	"strings"
 	"sync"
@@ -44,9 +48,23 @@ var _ Store = (*store.Store)(nil)
 type Service struct {
 	store Store
 	ttl   time.Duration
+	log   *slog.Logger
 	mu    sync.Mutex
 	cache map[string]cachedKey // by key hash
+	// refused holds the hashes of well-formed keys the store did not
+	// resolve (unknown, revoked, or of a scope this server does not know),
+	// each until when it is refused without asking the store again. It is
+	// kept apart from cache so that a flood of guessed keys, which empties
+	// it at maxRefused, never evicts the keys in use.
+	refused map[string]time.Time
 }
+
+// maxCached and maxRefused bound the two caches' memory; a full one is
+// emptied and starts again.
+const (
+	maxCached  = 100_000
+	maxRefused = 10_000
+)
 
 type cachedKey struct {
 	principal Principal
@@ -82,9 +100,14 @@ const (
 	ScopeRead = "read"
 )
 
-// New returns a Service whose resolutions are cached for ttl (0: never).
-func New(s Store, ttl time.Duration) *Service {
-	return &Service{store: s, ttl: ttl, cache: map[string]cachedKey{}}
+// New returns a Service whose resolutions, and refusals of keys the store
+// does not know, are cached for ttl (0: never). log takes the refusals
+// worth an operator's attention (nil: none).
+func New(s Store, ttl time.Duration, log *slog.Logger) *Service {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Service{store: s, ttl: ttl, log: log, cache: map[string]cachedKey{}, refused: map[string]time.Time{}}
 }
 
 // Hash returns the stored form of a key.
@@ -166,12 +189,17 @@ func (s *Service) Principal(ctx context.Context, key string) (Principal, error) 
 	now := time.Now()
 	s.mu.Lock()
 	c, ok := s.cache[h]
+	until, refused := s.refused[h]
 	s.mu.Unlock()
 	if ok && now.Before(c.expires) {
 		return c.principal, nil
 	}
+	if refused && now.Before(until) {
+		return Principal{}, ErrUnknownKey
+	}
 	id, scope, err := s.store.KeyByHash(ctx, h)
 	if errors.Is(err, store.ErrNotFound) {
+		s.refuse(h, now)
 		return Principal{}, ErrUnknownKey
 	}
 	if err != nil {
@@ -187,17 +215,35 @@ func (s *Service) Principal(ctx context.Context, key string) (Principal, error) 
 		// A scope this server does not know (a newer release's, seen in
 		// a rolling upgrade or a rollback) allows what this server cannot
 		// tell: the key is refused rather than served with full rights.
+		// The caller sees only 401, so the reason is logged here (the
+		// account and scope; never the key or its hash).
+		s.log.WarnContext(ctx, "api key refused: its scope is not one this server knows", "account_id", id, "scope", scope)
+		s.refuse(h, now)
 		return Principal{}, ErrUnknownKey
 	}
 	if s.ttl > 0 {
 		s.mu.Lock()
-		if len(s.cache) > 100_000 { // bound memory against key-guessing floods
+		if len(s.cache) >= maxCached {
 			s.cache = map[string]cachedKey{}
 		}
 		s.cache[h] = cachedKey{principal: p, expires: now.Add(s.ttl)}
+		delete(s.refused, h)
 		s.mu.Unlock()
 	}
 	return p, nil
+}
+
+// refuse remembers that the store did not resolve the key hashed h.
+func (s *Service) refuse(h string, now time.Time) {
+	if s.ttl <= 0 {
+		return
+	}
+	s.mu.Lock()
+	if len(s.refused) >= maxRefused {
+		s.refused = map[string]time.Time{}
+	}
+	s.refused[h] = now.Add(s.ttl)
+	s.mu.Unlock()
 }
 
 // Revoke revokes a key; this replica forgets it at once.

@@ -196,7 +196,7 @@ func New(ctx context.Context, cfg *config.Config, logger *slog.Logger) (*App, er
 	}
 	addBuiltins(registry, cfg)
 
-	a.Accounts = accounts.New(a.Store, cfg.CacheTTL)
+	a.Accounts = accounts.New(a.Store, cfg.CacheTTL, logger)
 	watch := &mcpWatch{Store: a.Store}
 	a.Tools = toolconfig.New(toolconfig.Options{
 		Store: watch, Catalog: cat, Box: box, Connectors: registry, CacheTTL: cfg.CacheTTL, Logger: logger,
