@@ -144,18 +144,22 @@ func (c *Connector) Call(ctx context.Context, t *connectors.Tool, action string,
 	if err != nil {
 		return connectors.Result{}, connectors.HTTPFailure(err)
 	}
-	if (resp.StatusCode < 200 || resp.StatusCode > 299) && len(key) >= minHiddenKey {
-		// Tavily's words in a refusal or failure may quote the key it was
-		// sent: masked here, before they become an error's message or a
-		// tool error result's body.
-		data = bytes.ReplaceAll(data, []byte(key), []byte("****"))
-	}
-	return answer(path, resp.StatusCode, resp.Header, data)
+	return answer(path, resp.StatusCode, resp.Header, data, key)
 }
 
 // minHiddenKey is the shortest key masked in Tavily's words: a shorter one
 // (tvly-) would garble the message and hides nothing.
 const minHiddenKey = 6
+
+// hide masks key in Tavily's words. Tavily may quote the key it was sent in
+// a refusal or failure, or a server answering at its URL in a 2xx that is
+// not JSON: each is masked before it becomes an error's message or a tool
+// error result's body. A successful JSON answer is the search's result and
+// is passed on as it is, unscanned.
+func hide(data []byte, key string) []byte {
+	m := connectors.NewMasker(minHiddenKey, key)
+	return []byte(m.Mask(string(data)))
+}
 
 // Tavily's own statuses for a key over its limits (beside 429, a rate
 // limit): the plan's usage limit, and the pay-as-you-go spending limit.
@@ -164,9 +168,12 @@ const (
 	statusPayGoLimit = 433
 )
 
-// answer maps Tavily's status, headers and body, answering a POST of path,
-// onto a result or a typed error.
-func answer(path string, status int, header http.Header, data []byte) (connectors.Result, error) {
+// answer maps Tavily's status, headers and body, answering a POST of path
+// with key, onto a result or a typed error.
+func answer(path string, status int, header http.Header, data []byte, key string) (connectors.Result, error) {
+	if status < 200 || status > 299 {
+		data = hide(data, key)
+	}
 	switch {
 	case status == http.StatusUnauthorized || status == http.StatusForbidden:
 		return connectors.Result{}, connectors.Errorf(connectors.KindUpstreamAuth, nil,
@@ -217,7 +224,7 @@ func answer(path string, status int, header http.Header, data []byte) (connector
 		return r, nil
 	}
 	if !json.Valid(data) {
-		return errorResult(status, data), nil
+		return errorResult(status, hide(data, key)), nil
 	}
 	return connectors.Result{Content: json.RawMessage(data)}, nil
 }

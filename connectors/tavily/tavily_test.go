@@ -324,3 +324,26 @@ func TestLongErrorTextCut(t *testing.T) {
 		t.Fatalf("error %q: want the text cut whole at 300 characters", err)
 	}
 }
+
+// TestNonJSONAnswerHidesKey: a 2xx whose body is not JSON (a proxy's or
+// a wrong base URL's page, which may quote the request it was sent) is a
+// tool error result carrying that body with the API key masked, as in
+// every other answer that quotes Tavily's words.
+func TestNonJSONAnswerHidesKey(t *testing.T) {
+	t.Parallel()
+	for _, status := range []int{200, 203} {
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "text/html")
+			w.WriteHeader(status)
+			io.WriteString(w, "<p>you sent "+r.Header.Get("Authorization")+"</p>")
+		}))
+		res, err := tavily.New(tavily.Options{BaseURL: srv.URL}).Call(context.Background(), tool(t), "search", json.RawMessage(`{"query":"q"}`))
+		srv.Close()
+		if err != nil {
+			t.Fatalf("%d: %v", status, err)
+		}
+		if !res.IsError || !strings.Contains(string(res.Content), "you sent Bearer ****") || strings.Contains(string(res.Content), key[5:]) {
+			t.Errorf("%d: result = %t %s, want an error result with the key masked", status, res.IsError, res.Content)
+		}
+	}
+}
