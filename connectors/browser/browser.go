@@ -141,7 +141,7 @@ func (c *Connector) Call(ctx context.Context, _ *connectors.Tool, action string,
 	// elsewhere by then, and so are redirects.
 	if egress.CheckLiteral(target.Hostname(), c.guard) != nil {
 		return connectors.Result{}, badURL(
-			"url names %s, a loopback, link-local, private or reserved address, which Quiver may not reach", target.Hostname())
+			"url names %s, a loopback, link-local, private or reserved address, or one of this host's own, which Quiver may not reach", target.Hostname())
 	}
 
 	ctx, cancel := context.WithTimeout(ctx, c.timeout)
@@ -217,5 +217,5 @@ func badURL(format string, args ...any) *connectors.Error {
 // redirectInside is the refusal of a redirect to host, an address the
 // egress guard refuses.
 func redirectInside(host string) string {
-	return fmt.Sprintf("redirect to %s, a loopback, link-local, private or reserved address, which Quiver may not reach: refused", host)
+	return fmt.Sprintf("redirect to %s, a loopback, link-local, private or reserved address, or one of this host's own, which Quiver may not reach: refused", host)
 }

@@ -51,10 +51,10 @@ func (c *Connector) baseURLProblem(ctx context.Context, raw string) (field, msg 
 	}
 	host := u.Hostname()
 	if egress.CheckLiteral(host, c.guard) != nil {
-		return ConfigBaseURL, host + " is a loopback, link-local, private or reserved address, which Quiver may not reach"
+		return ConfigBaseURL, host + " is a loopback, link-local, private or reserved address, or one of this host's own, which Quiver may not reach"
 	}
 	if egress.IsBlocked(egress.CheckHost(ctx, host, c.guard)) {
-		return ConfigBaseURL, host + " resolves only to loopback, link-local, private or reserved addresses, which Quiver may not reach"
+		return ConfigBaseURL, host + " resolves only to loopback, link-local, private or reserved addresses, or this host's own, which Quiver may not reach"
 	}
 	return "", ""
 }
