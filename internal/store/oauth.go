@@ -18,24 +18,30 @@ var (
 )
 
 // OAuthState is a pending authorization: single use, expiring, bound to one
-// tool of one account. Only a hash of the state is stored; Verifier (the
-// PKCE code verifier) is sealed by the caller.
+// tool of one account. The state is looked up by its hash; SealedState
+// (the state itself, to show its authorization URL again) and Verifier
+// (the PKCE code verifier) are sealed by the caller. ToolVersion and
+// StepIndex are the tool's version and step the state was made for.
 type OAuthState struct {
-	StateHash string `gorm:"primaryKey"`
-	AccountID int64
-	ToolID    int64
-	Verifier  string
-	CreatedAt time.Time
-	ExpiresAt time.Time
-	UsedAt    *time.Time
+	StateHash   string `gorm:"primaryKey"`
+	AccountID   int64
+	ToolID      int64
+	Verifier    string
+	SealedState string
+	ToolVersion int64
+	StepIndex   int
+	CreatedAt   time.Time
+	ExpiresAt   time.Time
+	UsedAt      *time.Time
 }
 
 // TableName is the table of OAuthState.
 func (OAuthState) TableName() string { return "oauth_states" }
 
 // CreateOAuthState stores a new authorization state, and drops the tool's
-// states that expired more than an hour ago (a state is made each time the
-// tool's oauth step is shown, so they must not pile up).
+// states that expired more than an hour ago (a state is made whenever the
+// tool's oauth step is shown with no fresh one to show again, so they must
+// not pile up).
 func (s *Store) CreateOAuthState(ctx context.Context, st *OAuthState) error {
 	db := s.db.WithContext(ctx)
 	if err := db.Where("tool_id = ? AND expires_at < ?", st.ToolID, time.Now().UTC().Add(-time.Hour)).
@@ -48,6 +54,26 @@ func (s *Store) CreateOAuthState(ctx context.Context, st *OAuthState) error {
 	// UTC throughout: SQLite compares these times as text.
 	st.CreatedAt, st.ExpiresAt = st.CreatedAt.UTC(), st.ExpiresAt.UTC()
 	return interpretWrite(db.Create(st).Error)
+}
+
+// FreshOAuthState returns the state to show again for the tool at its
+// version and step: of its states made for them, unused and sealed, the one
+// that expires last, if that is after notBefore. Else it answers
+// ErrNotFound. One indexed read (oauth_states_tool_version_idx); the caller
+// makes a new state only when this finds none.
+//
+// A state consumed by a callback (used_at set) is never returned, nor one
+// of another version: a reset or reconfiguration bumps the tool's version.
+func (s *Store) FreshOAuthState(ctx context.Context, accountID, toolID, toolVersion int64, stepIndex int, notBefore time.Time) (*OAuthState, error) {
+	var st OAuthState
+	err := s.db.WithContext(ctx).
+		Where("tool_id = ? AND tool_version = ? AND step_index = ? AND account_id = ? AND used_at IS NULL AND sealed_state <> '' AND expires_at > ?",
+			toolID, toolVersion, stepIndex, accountID, notBefore.UTC()).
+		Order("expires_at DESC").Limit(1).Take(&st).Error
+	if err != nil {
+		return nil, interpret(err)
+	}
+	return &st, nil
 }
 
 // ConsumeOAuthState marks the state used and returns it. It answers
