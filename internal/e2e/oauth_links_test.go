@@ -8,9 +8,10 @@ import (
 	"github.com/quiverhq/quiver/internal/testserver"
 )
 
-// TestOAuthConnectEndsOtherLinks: each view of a tool's oauth step hands
-// out a new authorization link, good for oauth.DefaultStateTTL. Once one of
-// them connects the tool, the others are void: a second callback neither
+// TestOAuthConnectEndsOtherLinks: a tool's oauth step hands out a new
+// authorization link, good for oauth.DefaultStateTTL, whenever the ones it
+// showed have less than half of that left (oaNewLink). Once one of them
+// connects the tool, the others are void: a second callback neither
 // replaces the fresh grant nor, after that grant was revoked and the tool
 // is back at its oauth step, connects it from a link handed out before
 // the first connection (before, it did). A link from after the revocation
@@ -22,7 +23,7 @@ func TestOAuthConnectEndsOtherLinks(t *testing.T) {
 	id, step := oaCreate(t, srv, srv.Key, "github-mcp")
 	answers := []url.Values{oaAuthorize(t, oaAuthURL(t, step))}
 	for range 2 {
-		answers = append(answers, oaAuthorize(t, oaAuthURL(t, oaStep(t, srv, srv.Key, id))))
+		answers = append(answers, oaAuthorize(t, oaNewLink(t, srv, id)))
 	}
 	if status, body := oaCallback(t, srv, answers[0]); status != 200 {
 		t.Fatalf("first link: %d %s", status, body)

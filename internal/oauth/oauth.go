@@ -13,7 +13,8 @@
 // The connect flow:
 //
 //	GET tool ─▶ oauth step: authorization_url (state → oauth_states, hashed;
-//	            verifier sealed; expires after StateTTL)
+//	            state and verifier sealed; expires after StateTTL; shown
+//	            again while it has half of StateTTL left)
 //	user ─▶ provider ─▶ 302 /api/v1/oauth/callback?code&state
 //	callback ─▶ consume state (conditional UPDATE: once) ─▶ check iss
 //	            (RFC 9207, discovered servers) ─▶ exchange code + verifier
@@ -62,6 +63,7 @@ const (
 type Store interface {
 	GetTool(ctx context.Context, accountID, id int64) (*store.Tool, error)
 	CreateOAuthState(ctx context.Context, st *store.OAuthState) error
+	FreshOAuthState(ctx context.Context, accountID, toolID, toolVersion int64, stepIndex int, notBefore time.Time) (*store.OAuthState, error)
 	ConsumeOAuthState(ctx context.Context, stateHash string, now time.Time) (*store.OAuthState, error)
 	DeleteUnusedOAuthStates(ctx context.Context, toolID int64) error
 	LockTool(ctx context.Context, accountID, id int64, fn func(t *store.Tool, save store.SaveToolFunc) error) error
@@ -238,29 +240,69 @@ func (f *Flow) provider(t *store.Tool, e *catalog.Entry) (*provider, error) {
 	return p, nil
 }
 
-// AuthorizationURL starts an authorization of t at its provider: a new
-// single-use state bound to t and its account, expiring after StateTTL, and
-// a PKCE (S256) verifier kept sealed beside it.
+// AuthorizationURL is the link that starts an authorization of t at its
+// provider: bound to a single-use state of t and its account, expiring
+// after StateTTL, with a PKCE (S256) verifier kept sealed beside it.
+//
+// A read of the tool shows the link of a state it showed before when one is
+// still fresh (FreshOAuthState: unused, made for t's version and step, with
+// at least half of StateTTL left), rebuilt from the state and verifier kept
+// sealed with it, so the same state gives the same URL. Only when there is
+// none does it store a new state. A client polling the tool while a person
+// authorizes (as SDKs do) reads one row per poll instead of writing one, and
+// the person gets the link the poll shows. Half the TTL is the rule because
+// a link shown is followed at once or not at all: the person it was shown
+// to has at least StateTTL/2 (five minutes by default) to sign in and
+// consent, enough for a provider's login, while a link is handed out for
+// at most StateTTL/2, so a tool polled throughout makes two states per TTL.
+// A link shown once stays good for its whole TTL, though reads have
+// moved on to a newer one.
 func (f *Flow) AuthorizationURL(ctx context.Context, t *store.Tool, e *catalog.Entry, _ *catalog.Step) (string, error) {
 	p, err := f.provider(t, e)
 	if err != nil {
 		return "", err
 	}
-	state, err := randomState()
+	now := time.Now()
+	state, verifier, err := f.freshState(ctx, t, now)
 	if err != nil {
 		return "", err
 	}
-	verifier := oauth2.GenerateVerifier()
-	now := time.Now()
-	err = f.opts.Store.CreateOAuthState(ctx, &store.OAuthState{
-		StateHash: hashState(state), AccountID: t.AccountID, ToolID: t.ID,
-		Verifier: f.opts.Box.Seal([]byte(verifier)), CreatedAt: now, ExpiresAt: now.Add(f.opts.StateTTL),
-	})
-	if err != nil {
-		return "", fmt.Errorf("oauth: store state: %w", err)
+	if state == "" {
+		if state, err = randomState(); err != nil {
+			return "", err
+		}
+		verifier = oauth2.GenerateVerifier()
+		err = f.opts.Store.CreateOAuthState(ctx, &store.OAuthState{
+			StateHash: hashState(state), AccountID: t.AccountID, ToolID: t.ID,
+			Verifier: f.opts.Box.Seal([]byte(verifier)), SealedState: f.opts.Box.Seal([]byte(state)),
+			ToolVersion: t.Version, StepIndex: t.StepIndex, CreatedAt: now, ExpiresAt: now.Add(f.opts.StateTTL),
+		})
+		if err != nil {
+			return "", fmt.Errorf("oauth: store state: %w", err)
+		}
 	}
 	opts := append([]oauth2.AuthCodeOption{oauth2.S256ChallengeOption(verifier)}, p.authParams...)
 	return p.cfg.AuthCodeURL(state, opts...), nil
+}
+
+// freshState returns the state and verifier of t's state to show again
+// (see AuthorizationURL), or "" when there is none. A state whose sealed
+// parts cannot be opened (sealed with another key) or do not match its
+// hash is not shown again.
+func (f *Flow) freshState(ctx context.Context, t *store.Tool, now time.Time) (state, verifier string, err error) {
+	st, err := f.opts.Store.FreshOAuthState(ctx, t.AccountID, t.ID, t.Version, t.StepIndex, now.Add(f.opts.StateTTL/2))
+	if errors.Is(err, store.ErrNotFound) {
+		return "", "", nil
+	}
+	if err != nil {
+		return "", "", fmt.Errorf("oauth: read state: %w", err)
+	}
+	s, err1 := f.opts.Box.Open(st.SealedState)
+	v, err2 := f.opts.Box.Open(st.Verifier)
+	if err1 != nil || err2 != nil || hashState(string(s)) != st.StateHash {
+		return "", "", nil
+	}
+	return string(s), string(v), nil
 }
 
 func randomState() (string, error) {

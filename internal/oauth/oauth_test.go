@@ -382,3 +382,43 @@ func TestTokenRequestNotRedirected(t *testing.T) {
 		}
 	}
 }
+
+// An authorization URL is shown again while its state is fresh, for the
+// tool's version and step it was made for; a state whose sealed parts do
+// not open (another key) is not, and a new one is made.
+func TestAuthorizationURLShownAgain(t *testing.T) {
+	s := newSetup(t, "http://127.0.0.1:1/token", &toolconfig.Token{AccessToken: "x"})
+	ctx := context.Background()
+	e, steps, err := s.tools.Entry(s.tool)
+	if err != nil {
+		t.Fatal(err)
+	}
+	url := func(tool *store.Tool) string {
+		t.Helper()
+		u, err := s.flow.AuthorizationURL(ctx, tool, e, &steps[0])
+		if err != nil {
+			t.Fatal(err)
+		}
+		return u
+	}
+	first := url(s.tool)
+	if again := url(s.tool); again != first {
+		t.Fatalf("shown again: %s, want %s", again, first)
+	}
+	next := *s.tool
+	next.Version++
+	other := url(&next)
+	if other == first {
+		t.Fatal("another version of the tool was shown the link of the one before")
+	}
+	if n, _ := s.st.CountOAuthStates(ctx, s.tool.ID); n != 2 {
+		t.Fatalf("%d states, want 2", n)
+	}
+	if err := s.st.DB().Model(&store.OAuthState{}).Where("tool_id = ?", s.tool.ID).
+		Update("sealed_state", s.box.Seal([]byte("not the state"))).Error; err != nil {
+		t.Fatal(err)
+	}
+	if u := url(&next); u == other {
+		t.Fatal("a state whose sealed state does not match its hash was shown again")
+	}
+}
