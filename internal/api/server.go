@@ -285,14 +285,18 @@ func (s *Server) recover(c *gin.Context) {
 	c.Next()
 }
 
-// readyz answers whether the database and Redis answer. The answer names
+// readyz answers whether the database and Redis answer, and 503 at once
+// when the server is stopping (ErrShuttingDown). The answer names
 // what is down; why (addresses, users, driver messages) goes to the log
 // only, since the endpoint needs no key.
 func (s *Server) readyz(c *gin.Context) {
 	ctx, cancel := context.WithTimeout(c.Request.Context(), 2*time.Second)
 	defer cancel()
 	if s.Ready != nil {
-		if err := s.Ready(ctx); err != nil {
+		if err := s.Ready(ctx); errors.Is(err, ErrShuttingDown) {
+			c.JSON(http.StatusServiceUnavailable, gin.H{"error": problem.Unavailable, "message": "Not ready: shutting down."})
+			return
+		} else if err != nil {
 			s.log.WarnContext(ctx, "not ready", "error", err)
 			what := "a dependency does not answer"
 			var down *NotReady
@@ -308,6 +312,11 @@ func (s *Server) readyz(c *gin.Context) {
 	}
 	c.JSON(200, gin.H{"status": "ready"})
 }
+
+// ErrShuttingDown is Deps.Ready's answer once the server is stopping:
+// /readyz answers 503, so that a load balancer sends new requests
+// elsewhere, and logs nothing, as the stop was logged once.
+var ErrShuttingDown = errors.New("shutting down")
 
 // NotReady is a readiness check's error: the components that did not
 // answer, and why.

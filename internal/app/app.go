@@ -16,6 +16,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/gin-gonic/gin"
@@ -57,6 +58,9 @@ type App struct {
 	mcp      *mcp.Connector
 	agentMCP *mcpserver.Server
 	closers  []func()
+	// stopping is set when Serve's context ends: from then on Ready
+	// answers api.ErrShuttingDown, and /readyz 503.
+	stopping atomic.Bool
 }
 
 // OpenStore opens the configured database without migrating.
@@ -289,8 +293,12 @@ func checkOAuthProviders(cat *catalog.Catalog, clients map[string]config.OAuthCl
 	return errors.Join(errs...)
 }
 
-// Ready reports whether the database and Redis (if configured) answer.
+// Ready reports whether the database and Redis (if configured) answer;
+// once the server is stopping, it is api.ErrShuttingDown without asking them.
 func (a *App) Ready(ctx context.Context) error {
+	if a.stopping.Load() {
+		return api.ErrShuttingDown
+	}
 	var dbErr, redisErr error
 	var wg sync.WaitGroup
 	wg.Go(func() { dbErr = a.Store.Ready(ctx) })
@@ -341,8 +349,8 @@ func (a *App) RunBackground(ctx context.Context) {
 	<-done
 }
 
-// Serve listens on cfg.Addr until ctx ends, then shuts down gracefully:
-// in-flight calls finish and are recorded. ready, if set, runs once the
+// Serve listens on cfg.Addr until ctx ends, then shuts down gracefully
+// (see shutdown): in-flight calls finish and are recorded. ready, if set, runs once the
 // addresses are bound (the API's, and the profiles' if set) and before
 // anything is served; its error stops Serve.
 func (a *App) Serve(ctx context.Context, ready func(addr string) error) error {
@@ -373,17 +381,7 @@ func (a *App) Serve(ctx context.Context, ready func(addr string) error) error {
 	select {
 	case err = <-errc:
 	case <-ctx.Done():
-		// Every request ends within its bound (a call's lease, ten seconds
-		// more for the rest: a database that stalls ends there with 503),
-		// so a drain a second longer lets each one answer: none is cut off.
-		drain := a.Config.RequestTimeout() + time.Second
-		a.Logger.Info("shutting down: no new connections; finishing the requests in flight", "drain", drain.String())
-		sctx, cancel := context.WithTimeout(context.Background(), drain)
-		err = srv.Shutdown(sctx)
-		cancel()
-		if errors.Is(err, context.DeadlineExceeded) {
-			err = fmt.Errorf("shutdown: requests were still running after %s, and were cut off", drain)
-		}
+		err = a.shutdown(srv, errc)
 	}
 	stopBg()
 	<-bgDone
@@ -392,6 +390,44 @@ func (a *App) Serve(ctx context.Context, ready func(addr string) error) error {
 	}
 	if err == nil {
 		a.Logger.Info("stopped")
+	}
+	return err
+}
+
+// shutdown stops srv. Readiness turns 503 at once, so that a load
+// balancer stops sending new requests here; for QUIVER_SHUTDOWN_DELAY,
+// the time its probes take to see that, srv goes on serving them, each
+// answer closing its connection so that its client reconnects through the
+// balancer. Then srv stops accepting and drains the requests in flight. A
+// second signal ends the process at any point of it (cmd/quiver). Serve's
+// error, should it end during the delay, is returned after the drain.
+func (a *App) shutdown(srv *httpserver.Server, errc <-chan error) error {
+	a.stopping.Store(true)
+	delay := a.Config.ShutdownDelay
+	a.Logger.Info("shutting down: not ready (/readyz answers 503); serving new requests for the shutdown delay", "delay", delay.String())
+	var serveErr error
+	if delay > 0 {
+		srv.CloseAfterEachAnswer()
+		t := time.NewTimer(delay)
+		select {
+		case <-t.C:
+		case serveErr = <-errc:
+			t.Stop()
+		}
+	}
+	// Every request ends within its bound (a call's lease, ten seconds
+	// more for the rest: a database that stalls ends there with 503), so a
+	// drain a second longer lets each one answer: none is cut off.
+	drain := a.Config.RequestTimeout() + time.Second
+	a.Logger.Info("shutting down: no new connections; finishing the requests in flight", "drain", drain.String(), "after_delay", delay.String())
+	sctx, cancel := context.WithTimeout(context.Background(), drain)
+	err := srv.Shutdown(sctx)
+	cancel()
+	if errors.Is(err, context.DeadlineExceeded) {
+		return fmt.Errorf("shutdown: requests were still running after %s, and were cut off", drain)
+	}
+	if serveErr != nil {
+		return serveErr
 	}
 	return err
 }
