@@ -46,7 +46,8 @@ func main() {
 	if len(os.Args) == 2 && os.Args[1] == "serve" {
 		reexecServe()
 	}
-	// The first signal drains; a second one ends the process at once, as
+	// The first signal stops serve (readiness off, QUIVER_SHUTDOWN_DELAY,
+	// then the drain: app.Serve); a second one ends the process at once, as
 	// an operator expects, and says so. One channel, with room for both,
 	// takes them from the start: a second signal sent right behind the
 	// first is not lost while the first is being handled. SIGHUP (the

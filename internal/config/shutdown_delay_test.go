@@ -12,8 +12,8 @@ import (
 func TestShutdownDelay(t *testing.T) {
 	for v, want := range map[string]time.Duration{"": 0, " ": 0, "0": 0, "1s": time.Second, " 15s ": 15 * time.Second, "5m": MaxShutdownDelay} {
 		c, err := parse(map[string]string{"QUIVER_SHUTDOWN_DELAY": v})
-		if err != nil || c.ShutdownDelay != want {
-			t.Errorf("QUIVER_SHUTDOWN_DELAY=%q: %v, %v; want %v", v, c, err, want)
+		if err != nil || c.ShutdownDelay != want || len(c.Unread) != 0 {
+			t.Errorf("QUIVER_SHUTDOWN_DELAY=%q: %v, %v; want %v, and the variable read", v, c, err, want)
 		}
 	}
 	for v, says := range map[string]string{
