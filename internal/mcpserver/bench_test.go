@@ -20,7 +20,9 @@ import (
 // the endpoint itself costs a call, allocations included. unknown is a
 // name of the listed tool that its connector does not list either: the
 // SDK's unknown tool, after a re-list that finds nothing (relist.go);
-// typed is an action listed with an output schema (typedResult).
+// typed is an action listed with an output schema (typedResult);
+// stateless is fast under protocol 2026-07-28, whose _meta every request
+// carries (fastmeta.go).
 //
 //	go test -run '^$' -bench ToolsCallListed -benchmem ./internal/mcpserver
 func BenchmarkToolsCallListed(b *testing.B) {
@@ -34,7 +36,7 @@ func BenchmarkToolsCallListed(b *testing.B) {
 		return &calls.Response{Status: 200, Body: body}, nil
 	})
 	gin.SetMode(gin.ReleaseMode)
-	for _, path := range []string{"fast", "sdk", "unknown", "typed"} {
+	for _, path := range []string{"fast", "stateless", "sdk", "unknown", "typed"} {
 		name, want := "My_Mail__read", `"quiver/call_id"`
 		switch path {
 		case "unknown":
@@ -43,6 +45,9 @@ func BenchmarkToolsCallListed(b *testing.B) {
 			name, want = "My_Mail__count", `"structuredContent":{"n":1}`
 		}
 		msg := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"` + name + `","arguments":{"q":"x"}}}`
+		if path == "stateless" {
+			msg = `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"` + name + `","arguments":{"q":"x"},` + newMeta + `}}`
+		}
 		b.Run(path, func(b *testing.B) {
 			s := New(Options{Agents: f, Tools: f, Actions: listing{f}, Calls: eng, ListTTL: time.Hour})
 			s.sdkOnly = path == "sdk"
@@ -53,6 +58,11 @@ func BenchmarkToolsCallListed(b *testing.B) {
 				req := httptest.NewRequest("POST", "/api/v1/agents/7/mcp", strings.NewReader(msg))
 				req.Header.Set("Content-Type", "application/json")
 				req.Header.Set("Accept", "application/json, text/event-stream")
+				if path == "stateless" {
+					for k, v := range newHeaders {
+						req.Header.Set(k, v)
+					}
+				}
 				w := httptest.NewRecorder()
 				r.ServeHTTP(w, req)
 				if w.Code != http.StatusOK || !strings.Contains(w.Body.String(), want) {

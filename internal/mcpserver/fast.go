@@ -96,7 +96,7 @@ func (s *Server) fastCall(w http.ResponseWriter, r *http.Request, ts *toolset, b
 	if s.sdkOnly || !ok {
 		return false
 	}
-	req, ok := parseCall(body, version)
+	req, ok := parseCall(body, version, &s.metas)
 	if !ok {
 		return false
 	}
@@ -151,8 +151,9 @@ func appendResponseHead(dst []byte, id jsonrpc.ID) []byte {
 
 // parseCall decodes a body that is one tools/call request the fast path
 // takes, under the Mcp-Protocol-Version header version. Anything it is not
-// sure the SDK reads the same way is refused.
-func parseCall(body []byte, version string) (*fastRequest, bool) {
+// sure the SDK reads the same way is refused. metas holds the _meta values
+// accepted before under protocolStateless, which are not checked again.
+func parseCall(body []byte, version string, metas *metaSet) (*fastRequest, bool) {
 	// The SDK refuses nesting deeper than 1000 and reads its JSON with
 	// another decoder; keep to plain, valid UTF-8 objects.
 	if !utf8.Valid(body) || tooDeep(body, 1000) {
@@ -209,6 +210,10 @@ func parseCall(body []byte, version string) (*fastRequest, bool) {
 		return nil, false // arguments not an object: screen's -32602
 	}
 	req := &fastRequest{id: id, name: name, arguments: params.arguments}
+	if version == protocolStateless && params.meta != nil && metas.has(params.meta) {
+		req.stateless = true
+		return req, true
+	}
 	var meta map[string]json.RawMessage
 	if raw := params.meta; raw != nil {
 		// The SDK reads _meta as a map[string]any and refuses the call when
@@ -232,6 +237,7 @@ func parseCall(body []byte, version string) (*fastRequest, bool) {
 			return nil, false
 		}
 		req.stateless = true
+		metas.add(params.meta)
 	default:
 		return nil, false
 	}

@@ -222,6 +222,8 @@ type Server struct {
 	sdkOnly bool
 	// fastCalls counts the tools/call requests the fast path answered.
 	fastCalls atomic.Int64
+	// metas are the _meta values the fast path accepted (fastmeta.go).
+	metas metaSet
 }
 
 type serverKey struct{}
