@@ -421,6 +421,9 @@ func errorStatus(resp *jsonrpc.Response, stateless bool) int {
 
 // jsonContent is the SDK's Content-Type check.
 func jsonContent(v string) bool {
+	if v == "application/json" {
+		return true // what clients send, read without ParseMediaType's map
+	}
 	mt, _, err := mime.ParseMediaType(v)
 	return err == nil && mt == "application/json"
 }
@@ -428,6 +431,9 @@ func jsonContent(v string) bool {
 // acceptsBoth is the SDK's Accept check (streamableAccepts): the client
 // takes both JSON and an event stream.
 func acceptsBoth(values []string) bool {
+	if len(values) == 1 && values[0] == "application/json, text/event-stream" {
+		return true // what the SDKs send, read without splitting
+	}
 	var jsonOK, streamOK bool
 	for _, value := range values {
 		for _, raw := range strings.Split(value, ",") {

@@ -69,3 +69,32 @@ func TestParseCallRemembersMeta(t *testing.T) {
 		t.Errorf("a _meta over %d bytes: taken %v, remembered %v; want taken and not remembered", maxMetaLen, ok, fresh.has([]byte(long)))
 	}
 }
+
+// TestHeaderChecks pins the SDK's Content-Type and Accept checks, the
+// common values that skip parsing included.
+func TestHeaderChecks(t *testing.T) {
+	for v, want := range map[string]bool{
+		"application/json": true, "application/json; charset=utf-8": true, "Application/JSON": true,
+		"text/plain": false, "": false, "application/jsonx": false,
+	} {
+		if got := jsonContent(v); got != want {
+			t.Errorf("jsonContent(%q) = %v, want %v", v, got, want)
+		}
+	}
+	for _, c := range []struct {
+		values []string
+		want   bool
+	}{
+		{[]string{"application/json, text/event-stream"}, true},
+		{[]string{"text/event-stream, application/json"}, true},
+		{[]string{"application/json", "text/event-stream"}, true},
+		{[]string{"*/*"}, true},
+		{[]string{"application/json"}, false},
+		{[]string{"application/json, text/event-stream", "x"}, true},
+		{nil, false},
+	} {
+		if got := acceptsBoth(c.values); got != c.want {
+			t.Errorf("acceptsBoth(%q) = %v, want %v", c.values, got, c.want)
+		}
+	}
+}
