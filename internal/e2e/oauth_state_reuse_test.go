@@ -3,6 +3,7 @@ package e2e
 import (
 	"fmt"
 	"net/url"
+	"strings"
 	"testing"
 	"time"
 
@@ -104,6 +105,10 @@ func TestOAuthStepReadsShowOneLink(t *testing.T) {
 			}
 			if u := oaAuthURL(t, r.JSON()["next_configuration_step"].(map[string]any)); u != fourth || get() != fourth {
 				t.Fatalf("after the reset: %s, then %s", u, fourth)
+			}
+			// Nor does such a link, followed, connect the tool as it is now.
+			if status, body := oaCallback(t, srv, oaAuthorize(t, third)); status != 409 || !strings.Contains(body, "out of date") || oaConfigured(t, srv, srv.Key, id) {
+				t.Fatalf("callback of a link from before the reset: %d %s", status, body)
 			}
 
 			// The link shown again completes the flow: same state, and the

@@ -73,6 +73,14 @@ func (f *Flow) Callback(ctx context.Context, q url.Values) *Outcome {
 		return out(&Outcome{Status: http.StatusNotFound, Reason: "tool_gone", Title: "The tool is gone",
 			Message: "The tool this authorization was for no longer exists."})
 	}
+	if st.ToolVersion != 0 && st.ToolVersion != t.Version {
+		// A link of the configuration before a reset or another change:
+		// its state outlived the change's purge only by racing it (a read
+		// on another replica storing it just after), and the tool waits,
+		// if at all, for an authorization of what it is now.
+		return out(&Outcome{Status: http.StatusConflict, Reason: "stale_link", Title: "This link is out of date",
+			Message: "The tool was reconfigured after this link was made, so Quiver did not use it. Start the connection again from Quiver."})
+	}
 	e, steps, err := f.opts.Tools.Entry(t)
 	if err != nil || toolconfig.State(t.State) != toolconfig.AwaitingAuthorization || t.StepIndex >= len(steps) {
 		return out(&Outcome{Status: http.StatusConflict, Reason: "not_waiting", Title: "Nothing to connect",
