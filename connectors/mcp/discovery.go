@@ -83,9 +83,10 @@ func (c *Connector) list(ctx context.Context, t *connectors.Tool, key slotKey) (
 		if errors.Is(err, errTooManyTools) {
 			return nil, connectors.Errorf(connectors.KindUnreachable, err, "the MCP server at %s %v", tgt.host, err)
 		}
-		if errors.Is(listCtx.Err(), context.DeadlineExceeded) {
-			// Before sessionGone: a request the deadline stopped before it
-			// left says nothing about the session.
+		if listCtx.Err() != nil {
+			// Before sessionGone: a request the deadline, or the end of
+			// the caller's context, stopped before it left says nothing
+			// about the session.
 			limit := ""
 			if ctx.Err() == nil {
 				limit = " (" + c.opts.DiscoveryTimeout.String() + ")"
