@@ -192,6 +192,7 @@ func New(opts *Options) *Connector {
 
 // Close ends every pooled session and waits for them to close.
 func (c *Connector) Close() error {
+	c.discovery.stop()
 	c.pool.close()
 	c.transport.CloseIdleConnections()
 	c.h1.close()

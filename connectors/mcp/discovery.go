@@ -39,8 +39,10 @@ var errTooManyTools = errors.New("lists more tools than Quiver takes")
 // cached per (tool ID, Version) for DiscoveryTTL or until the server says
 // its tool list changed, or may have said so unheard (its session lost, its
 // standalone stream reopened: pool.lost, roundTripper.reopened), or read
-// again for a call naming an action missing from it (RelistActions). An
-// action is retryable when its tool is annotated read-only or idempotent.
+// again for a call naming an action missing from it (RelistActions). A list
+// past DiscoveryTTL is served as it was, for up to maxStaleTTLs more, while
+// it is read again in the background (discovery_stale.go). An action is
+// retryable when its tool is annotated read-only or idempotent.
 //
 // Listing, every page and the one retry together, is bounded by
 // DiscoveryTimeout once a session is open (opening one is bounded by
@@ -48,7 +50,10 @@ var errTooManyTools = errors.New("lists more tools than Quiver takes")
 // is KindUnreachable, since tools/list changes nothing on the server.
 func (c *Connector) Actions(ctx context.Context, t *connectors.Tool) ([]connectors.Action, error) {
 	key := slotKey{t.ID, t.Version}
-	if actions, ok := c.discovery.get(key); ok {
+	if actions, fresh, ok := c.discovery.lookup(key); ok {
+		if !fresh {
+			c.revalidate(ctx, t, key)
+		}
 		return actions, nil
 	}
 	return c.list(ctx, t, key)
@@ -76,9 +81,7 @@ func (c *Connector) list(ctx context.Context, t *connectors.Tool, key slotKey) (
 		tools, st, err := c.listTools(listCtx, s.sess)
 		c.pool.release(s)
 		if err == nil {
-			actions := toActions(tools)
-			c.discovery.put(key, gen, actions)
-			return actions, nil
+			return c.discovery.put(key, gen, toActions(tools)), nil
 		}
 		if errors.Is(err, errTooManyTools) {
 			return nil, connectors.Errorf(connectors.KindUnreachable, err, "the MCP server at %s %v", tgt.host, err)
@@ -106,9 +109,15 @@ func (c *Connector) list(ctx context.Context, t *connectors.Tool, key slotKey) (
 }
 
 // CachedActions implements connectors.ActionsAtHand: the actions Actions
-// has cached for t, if any.
+// has cached for t, if any, a list past DiscoveryTTL among them, which it
+// has read again in the background as Actions does.
 func (c *Connector) CachedActions(t *connectors.Tool) ([]connectors.Action, bool) {
-	return c.discovery.get(slotKey{t.ID, t.Version})
+	key := slotKey{t.ID, t.Version}
+	actions, fresh, ok := c.discovery.lookup(key)
+	if ok && !fresh {
+		c.revalidate(context.Background(), t, key)
+	}
+	return actions, ok
 }
 
 // listTools reads every page of tools/list. On failure it returns what the
@@ -235,6 +244,13 @@ type discovery struct {
 	entries map[slotKey]cached
 	gens    map[slotKey]uint64
 	relists map[slotKey]*relisting
+
+	// The background listings of stale lists (discovery_stale.go), which
+	// stop ends: bgCtx is their parent, stopped (under mu) refuses new ones.
+	bg       sync.WaitGroup
+	bgCtx    context.Context
+	bgCancel context.CancelFunc
+	stopped  bool
 }
 
 // cached is one list, read ttl before it expires.
@@ -244,8 +260,10 @@ type cached struct {
 }
 
 func newDiscovery(ttl, relistEvery time.Duration) *discovery {
-	return &discovery{ttl: ttl, relistEvery: relistEvery, entries: map[slotKey]cached{}, gens: map[slotKey]uint64{},
+	d := &discovery{ttl: ttl, relistEvery: relistEvery, entries: map[slotKey]cached{}, gens: map[slotKey]uint64{},
 		relists: map[slotKey]*relisting{}}
+	d.bgCtx, d.bgCancel = context.WithCancel(context.Background())
+	return d
 }
 
 func (d *discovery) clock() time.Time {
@@ -255,14 +273,30 @@ func (d *discovery) clock() time.Time {
 	return time.Now()
 }
 
-func (d *discovery) get(key slotKey) ([]connectors.Action, bool) {
+// lookup returns key's list when it may be served (ok): fresh, or past
+// its expiry by no more than staleFor (fresh false: the caller has it read
+// again, revalidate).
+func (d *discovery) lookup(key slotKey) (actions []connectors.Action, fresh, ok bool) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	e, ok := d.entries[key]
-	if !ok || d.clock().After(e.expires) {
-		return nil, false
+	if !ok {
+		return nil, false, false
 	}
-	return e.actions, true
+	now := d.clock()
+	if !now.After(e.expires) {
+		return e.actions, true, true
+	}
+	if now.After(e.expires.Add(d.staleFor())) {
+		return nil, false, false
+	}
+	return e.actions, false, true
+}
+
+// get is lookup without telling fresh from stale.
+func (d *discovery) get(key slotKey) ([]connectors.Action, bool) {
+	actions, _, ok := d.lookup(key)
+	return actions, ok
 }
 
 func (d *discovery) generation(key slotKey) uint64 {
@@ -271,25 +305,32 @@ func (d *discovery) generation(key slotKey) uint64 {
 	return d.gens[key]
 }
 
-// put caches actions unless key was invalidated since gen was read. It drops
-// entries of the tool's older versions and expired ones.
-func (d *discovery) put(key slotKey, gen uint64, actions []connectors.Action) {
+// put caches actions unless key was invalidated since gen was read, and
+// returns the list to answer with: the one cached already when actions say
+// the same (sameActions), so that what compares lists by their slice (the
+// agent endpoint's builds) sees no change, else actions. It drops entries
+// of the tool's older versions and those too old to serve.
+func (d *discovery) put(key slotKey, gen uint64, actions []connectors.Action) []connectors.Action {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if d.gens[key] != gen {
-		return
+		return actions
 	}
 	now := d.clock()
+	if e, ok := d.entries[key]; ok && sameActions(e.actions, actions) {
+		actions = e.actions
+	}
 	for k, e := range d.entries {
 		if k.id == key.id && k.version < key.version {
 			delete(d.entries, k)
 			delete(d.gens, k)
-		} else if now.After(e.expires) {
+		} else if now.After(e.expires.Add(d.staleFor())) {
 			delete(d.entries, k)
 		}
 	}
 	d.pruneRelistsLocked(key, now)
 	d.entries[key] = cached{actions: actions, expires: now.Add(d.ttl)}
+	return actions
 }
 
 func (d *discovery) invalidate(key slotKey) {
