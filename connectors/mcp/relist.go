@@ -39,8 +39,10 @@ package mcp
 // make that wait longer for little saved. A re-list that failed counts
 // against the limit too: a server that is down is not asked once per call.
 //
-// Only the miss path comes here. A call whose action is in the list reads
-// the cache as it did (CachedActions), with no lock or allocation more.
+// The miss path comes here, and so does a list past its TTL, read again in
+// the background while it is still served (discovery_stale.go). A call
+// whose action is in the list reads the cache as it did (CachedActions),
+// with no lock or allocation more.
 
 import (
 	"context"

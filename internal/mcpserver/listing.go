@@ -3,9 +3,10 @@ package mcpserver
 // Listing a tool's actions for a build without holding the build up.
 //
 // A build needs each attached tool's actions. Most come from the
-// connector's cache at once; but when a tool's cached list has run out
-// (the MCP connector's DiscoveryTTL, a tools/list_changed notice, a lost
-// session), its server is asked again, and a slow one (or one that does
+// connector's cache at once (past its DiscoveryTTL the connector serves a
+// list as it was while it reads it again, up to a bound); but when a
+// tool's cached list is gone (a tools/list_changed notice, a lost session,
+// that bound passed), its server is asked again, and a slow one (or one that does
 // not answer, until discoveryWait) held up the build, and with it every
 // request to the agent: tools/call of its other tools, tools/list, ping.
 //
