@@ -64,13 +64,9 @@ func (d *discovery) staleFor() time.Duration { return maxStaleTTLs * d.ttl }
 // re-list of key is running or began less than RelistInterval ago.
 func (c *Connector) revalidate(ctx context.Context, t *connectors.Tool, key slotKey) {
 	d := c.discovery
-	d.mu.Lock()
-	if d.stopped {
-		d.mu.Unlock()
+	if !d.track() {
 		return
 	}
-	d.bg.Add(1)
-	d.mu.Unlock()
 	r, lead := d.relist(key)
 	if !lead {
 		d.bg.Done()
@@ -93,6 +89,18 @@ func (c *Connector) refresh(ctx context.Context, t *connectors.Tool, key slotKey
 			"tool_id", t.ID, "version", t.Version, "error", err)
 	}
 	c.discovery.relisted(r, actions, err)
+}
+
+// track counts one more background listing, which calls bg.Done when it
+// ends; false once stop began, when none may start.
+func (d *discovery) track() bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.stopped {
+		return false
+	}
+	d.bg.Add(1)
+	return true
 }
 
 // stop ends the background listings and waits for them, so that none

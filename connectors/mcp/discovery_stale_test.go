@@ -277,3 +277,35 @@ func TestStaleListListingEndsOnClose(t *testing.T) {
 		t.Fatal("a background listing began after Close")
 	}
 }
+
+// TestRelistEndsOnClose: Close ends a re-list that a call missing an
+// action began, and waits for it, as it does a stale list's, so that none
+// holds a pooled session once the pool closes; and none begins after.
+func TestRelistEndsOnClose(t *testing.T) {
+	t.Parallel()
+	release := make(chan struct{})
+	hold := holdLists(release)
+	_, c, tool, clock := relistSetup(t, mcptest.Options{Wrap: hold.Wrap})
+	t.Cleanup(sync.OnceFunc(func() { close(release) }))
+	clock.advance(c.discovery.relistEvery + time.Millisecond)
+	hold.set(true)
+	c.RelistActions(ctxFor(t, 200*time.Millisecond), tool) // gives up waiting; the re-list goes on
+	if !eventually(t, 5*time.Second, func() bool { return hold.count() == 1 }) {
+		t.Fatal("the list was not read again")
+	}
+	c.Close()
+	key := slotKey{tool.ID, tool.Version}
+	c.discovery.mu.Lock()
+	r := c.discovery.relists[key]
+	c.discovery.mu.Unlock()
+	if r == nil || !r.finished {
+		t.Fatal("Close returned with the re-list under way")
+	}
+	clock.advance(c.discovery.relistEvery + time.Millisecond)
+	if _, err := c.RelistActions(ctxFor(t, 2*time.Second), tool); err == nil {
+		t.Error("a re-list after Close answered no error")
+	}
+	if n := hold.count(); n != 1 {
+		t.Errorf("%d listings reached the server, want 1: one began after Close", n)
+	}
+}

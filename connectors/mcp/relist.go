@@ -85,8 +85,12 @@ func (c *Connector) RelistActions(ctx context.Context, t *connectors.Tool) ([]co
 	if lead {
 		// Detached: the callers that join it must not lose it when the
 		// leader's client goes away. list bounds it (ConnectTimeout,
-		// DiscoveryTimeout).
-		go c.runRelist(context.WithoutCancel(ctx), t, key, r)
+		// DiscoveryTimeout), and the connector's Close ends it.
+		if !c.discovery.track() {
+			c.discovery.relisted(r, nil, connectors.Errorf(connectors.KindUnreachable, nil, "the MCP connector is closing"))
+		} else {
+			go c.runRelist(context.WithoutCancel(ctx), t, key, r)
+		}
 	}
 	select {
 	case <-r.done:
@@ -106,8 +110,12 @@ func (c *Connector) cached(key slotKey) []connectors.Action {
 }
 
 func (c *Connector) runRelist(ctx context.Context, t *connectors.Tool, key slotKey, r *relisting) {
+	defer c.discovery.bg.Done()
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	defer context.AfterFunc(c.discovery.bgCtx, cancel)()
 	actions, err := c.list(ctx, t, key)
-	if err != nil {
+	if err != nil && c.discovery.bgCtx.Err() == nil {
 		c.opts.Logger.InfoContext(ctx, "mcp tool list could not be re-read for a call naming an action not in it",
 			"tool_id", t.ID, "version", t.Version, "error", err)
 	}
