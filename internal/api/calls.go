@@ -29,11 +29,15 @@ func IdempotencyKey(h map[string][]string) (key string, present bool, err error)
 	}
 	k := vs[0]
 	if !calls.ValidKey(k) {
-		return "", true, problem.New(problem.InvalidIdempotencyKey,
-			"The Idempotency-Key must be 1 to 255 printable ASCII characters, without leading or trailing spaces.")
+		return "", true, problem.New(problem.InvalidIdempotencyKey, "%s", invalidKeyMessage)
 	}
 	return k, true, nil
 }
+
+// invalidKeyMessage is the message of a malformed Idempotency-Key, the
+// same whether the HTTP server refused its header line (refusal.go) or
+// this handler refused its value.
+const invalidKeyMessage = "The Idempotency-Key must be 1 to 255 printable ASCII characters, without leading or trailing spaces."
 
 func (s *Server) call(c *gin.Context) {
 	key, hasKey, err := IdempotencyKey(c.Request.Header)

@@ -17,7 +17,7 @@ import (
 func RefusalBody(r httpserver.Refusal) (contentType string, body []byte) {
 	p := &problem.Error{Code: problem.BadRequest, Message: r.Message}
 	if r.Header == "Idempotency-Key" {
-		p = problem.New(problem.InvalidIdempotencyKey, "The Idempotency-Key header must be 1 to 255 printable ASCII characters.")
+		p = problem.New(problem.InvalidIdempotencyKey, "%s", invalidKeyMessage)
 	}
 	b, _ := json.Marshal(envelope(p))
 	return "application/json; charset=utf-8", b

@@ -168,22 +168,25 @@ func fdTestOperations(t *testing.T, c *fdClient) {
 func fdTestMalformedHTTP(t *testing.T, c *fdClient) {
 	host := strings.TrimPrefix(c.srv.URL, "http://")
 	for _, tc := range []struct {
-		name   string
-		req    string
-		status int
-		code   string // bad_request when empty
+		name    string
+		req     string
+		status  int
+		code    string // bad_request when empty
+		message string // when set, the envelope's message
 	}{
-		{"garbage", "HELLO\r\n\r\n", 400, ""},
-		{"no Host", "GET /healthz HTTP/1.1\r\n\r\n", 400, ""},
-		{"unknown expectation", "POST /api/v1/agents/ HTTP/1.1\r\nHost: x\r\nExpect: 200-ok\r\nContent-Length: 2\r\n\r\n{}", 417, ""},
-		{"headers over 1 MiB", "GET /healthz HTTP/1.1\r\nHost: x\r\nX-Big: " + strings.Repeat("a", 1<<20+8192) + "\r\n\r\n", 431, ""},
-		{"HTTP/2 preface", "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n", 505, ""},
+		{"garbage", "HELLO\r\n\r\n", 400, "", ""},
+		{"no Host", "GET /healthz HTTP/1.1\r\n\r\n", 400, "", ""},
+		{"unknown expectation", "POST /api/v1/agents/ HTTP/1.1\r\nHost: x\r\nExpect: 200-ok\r\nContent-Length: 2\r\n\r\n{}", 417, "", ""},
+		{"headers over 1 MiB", "GET /healthz HTTP/1.1\r\nHost: x\r\nX-Big: " + strings.Repeat("a", 1<<20+8192) + "\r\n\r\n", 431, "", ""},
+		{"HTTP/2 preface", "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n", 505, "", ""},
 		// A control character is not allowed in any header value, so HTTP
 		// parsing refuses it; for the key it is still the key's error.
-		{"control character in Idempotency-Key", "POST " + mqCallPath + " HTTP/1.1\r\nHost: x\r\nIdempotency-Key: ab\x7f\r\nContent-Length: 2\r\n\r\n{}", 400, "invalid_idempotency_key"},
-		{"bad escape in the target", "GET /api/v1/agents/%ZZ HTTP/1.1\r\nHost: x\r\n\r\n", 400, ""},
-		{"target without a slash", "GET agents HTTP/1.1\r\nHost: x\r\n\r\n", 400, ""},
-		{"control character in X-API-KEY", "GET /api/v1/agents/ HTTP/1.1\r\nHost: x\r\nX-API-KEY: qv_secret_value\x01\r\n\r\n", 400, ""},
+		{"control character in Idempotency-Key", "POST " + mqCallPath + " HTTP/1.1\r\nHost: x\r\nIdempotency-Key: ab\x7f\r\nContent-Length: 2\r\n\r\n{}", 400, "invalid_idempotency_key",
+			// The handler's own message for a bad key: one wording.
+			"The Idempotency-Key must be 1 to 255 printable ASCII characters, without leading or trailing spaces."},
+		{"bad escape in the target", "GET /api/v1/agents/%ZZ HTTP/1.1\r\nHost: x\r\n\r\n", 400, "", ""},
+		{"target without a slash", "GET agents HTTP/1.1\r\nHost: x\r\n\r\n", 400, "", ""},
+		{"control character in X-API-KEY", "GET /api/v1/agents/ HTTP/1.1\r\nHost: x\r\nX-API-KEY: qv_secret_value\x01\r\n\r\n", 400, "", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			conn, err := net.Dial("tcp", host)
@@ -205,6 +208,9 @@ func fdTestMalformedHTTP(t *testing.T, c *fdClient) {
 			var env map[string]any
 			if err := json.Unmarshal(body, &env); err != nil || env["error"] != code || env["message"] == "" {
 				t.Fatalf("envelope %s (%v), want %s", body, err, code)
+			}
+			if tc.message != "" && env["message"] != tc.message {
+				t.Errorf("message %q, want %q", env["message"], tc.message)
 			}
 			if resp.Header.Get("X-Request-Id") == "" {
 				t.Error("no X-Request-Id")
