@@ -14,7 +14,7 @@ import (
 // TestEgressRefusesThisHostsAddress: a tool URL naming one of the Quiver
 // host's own addresses is refused like a private one, even when the
 // address is public: it would reach every service the host serves on
-// 0.0.0.0 (here a server on :19221), its metrics, its database, its own
+// 0.0.0.0 (here a server on all of them), its metrics, its database, its own
 // API from inside. fetch_page is 422 on url, http-request's base_url 422
 // on base_url, and the server is never reached. Where every address of
 // the host is private or reserved already, the ranges refuse them too.
@@ -35,19 +35,21 @@ func TestEgressRefusesThisHostsAddress(t *testing.T) {
 		t.Skip("this machine has only loopback addresses")
 	}
 	var hits atomic.Int32
-	ln, err := net.Listen("tcp", ":19221")
+	ln, err := net.Listen("tcp", ":0") // every interface, as a host's services listen
+
 	if err != nil {
 		t.Fatal(err)
 	}
 	hs := &http.Server{Handler: http.HandlerFunc(func(http.ResponseWriter, *http.Request) { hits.Add(1) })}
 	go hs.Serve(ln)
 	defer hs.Close()
+	_, port, _ := net.SplitHostPort(ln.Addr().String())
 
 	srv := testserver.Start(t, testserver.Options{Env: map[string]string{"QUIVER_EGRESS_ALLOW_PRIVATE": "false"}})
 	r := srv.Do("POST", "/api/v1/agents/custom-tools/", map[string]any{"mcp_tool": "browser"})
 	browser := int64(r.JSON()["id"].(float64))
 	for _, addr := range own {
-		u := "http://" + net.JoinHostPort(addr.String(), "19221") + "/"
+		u := "http://" + net.JoinHostPort(addr.String(), port) + "/"
 		r := srv.Do("POST", mqCallPath, map[string]any{"tool": browser, "action": "fetch_page", "arguments": map[string]any{"url": u}})
 		fields, _ := r.JSON()["fields"].(map[string]any)
 		if r.Status != 422 || fields["url"] == nil {
