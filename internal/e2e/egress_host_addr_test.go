@@ -36,7 +36,6 @@ func TestEgressRefusesThisHostsAddress(t *testing.T) {
 	}
 	var hits atomic.Int32
 	ln, err := net.Listen("tcp", ":0") // every interface, as a host's services listen
-
 	if err != nil {
 		t.Fatal(err)
 	}
