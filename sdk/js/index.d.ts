@@ -24,11 +24,11 @@ export interface AgentClientOptions {
   baseUrl?: string;
   /**
    * Milliseconds each attempt may take as a whole: connect, send, the whole response (default 60000).
-   * Must be > 0 and <= 2^31-1 (RangeError otherwise). Retries, and a Retry-After of up to 60 s honoured
-   * before each, can make a whole call take longer.
+   * Must be > 0 and <= 2^31-1 (RangeError otherwise, null too: there is no "no timeout"). Retries, and a
+   * Retry-After of up to 60 s honoured before each, can make a whole call take longer.
    */
   timeout?: number;
-  /** How many times a request is retried when retrying is safe (default 2). */
+  /** How many times a request is retried when retrying is safe: an integer >= 0 (default 2; RangeError otherwise, null too). */
   maxRetries?: number;
   /** Extra headers sent with every request; the SDK's own (X-API-KEY, Idempotency-Key, ...) win, whatever the case. */
   defaultHeaders?: Record<string, string>;

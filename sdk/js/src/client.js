@@ -73,6 +73,11 @@ const agentPath = (agentId) => AGENTS + idOf(agentId, "agentId") + "/";
 const isObject = (v) => v !== null && typeof v === "object" && !Array.isArray(v);
 const kind = (v) => (Array.isArray(v) ? "an array" : v === null ? "null" : typeof v);
 
+/** The value given, or the default when it was left out (undefined); null counts as given. */
+function given(value, fallback) {
+  return value === undefined ? fallback : value;
+}
+
 /** A method's options argument: an object, or undefined for none; TypeError otherwise (calls(11) is not calls({ tool: 11 })). */
 function options(params, usage) {
   if (params === undefined) return {};
@@ -132,8 +137,10 @@ export class AgentClient {
     this._transport = new Transport({
       apiKey,
       baseUrl,
-      timeout: options.timeout ?? DEFAULT_TIMEOUT_MS,
-      maxRetries: options.maxRetries ?? options.max_retries ?? DEFAULT_MAX_RETRIES,
+      // Only a missing option takes the default: null is a non-number, refused as one (RangeError), not
+      // "no timeout" (there is none) and not the default.
+      timeout: given(options.timeout, DEFAULT_TIMEOUT_MS),
+      maxRetries: given(options.maxRetries, given(options.max_retries, DEFAULT_MAX_RETRIES)),
       defaultHeaders: options.defaultHeaders,
       fetch: options.fetch,
     });

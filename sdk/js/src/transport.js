@@ -273,7 +273,7 @@ export class Transport {
     }
     for (const [name, value] of Object.entries(headers ?? {})) setHeader(allHeaders, name, value);
     checkHeaders(allHeaders);
-    const effectiveTimeout = checkTimeout(timeout ?? this.timeout);
+    const effectiveTimeout = checkTimeout(timeout === undefined ? this.timeout : timeout); // null is refused
 
     let maybeDone = false; // an earlier attempt may have reached the server, and its answer was lost
     for (let attempt = 0; ; attempt++) {
