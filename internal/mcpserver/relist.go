@@ -37,6 +37,13 @@ package mcpserver
 // headers against the list it had, which lacked the tool, so the call is
 // refused as before and the next one, against the new list, is checked.
 //
+// A {tool} the agent's list left out because its actions could not be
+// listed (its server down when this replica built the list, and never
+// listed here before: toolset.leftOut) is listed for the call instead, as
+// a REST call of it lists it (leftOutCall): the agent, which may have the
+// name from another replica's list, gets REST's answer (tool_unreachable)
+// rather than "unknown tool", and once the server is back the call runs.
+//
 // Nothing tells the client that the list changed: the endpoint is
 // stateless and has no stream to send notifications/tools/list_changed on.
 // Its next tools/list shows the new tools.
@@ -80,6 +87,9 @@ func (s *Server) relisted(ctx context.Context, account, agent int64, req *mcp.Ca
 		}
 	}
 	if part == nil {
+		if t, ok := cur.leftOut[prefix]; ok {
+			return s.leftOutCall(ctx, account, t, req)
+		}
 		return nil
 	}
 	rt, err := s.opts.Tools.Resolve(ctx, account, part.id)
@@ -109,6 +119,35 @@ func (s *Server) relisted(ctx context.Context, account, agent int64, req *mcp.Ca
 		return nil
 	}
 	return s.runRelisted(ctx, ft, req)
+}
+
+// leftOutCall answers a tools/call of a name whose {tool_name} part is a
+// tool the agent's list left out because its actions could not be listed
+// (its server down when the list was built, on this replica): it lists
+// them now, bounded by discoveryWait, as a REST call of the tool does. A
+// failure is what that REST call answers (tool_unreachable, say), as a
+// tool error; a list naming the action runs it as it runs listed. The
+// agent's list shows the tool again once the build tries it anew
+// (retryDiscovery).
+func (s *Server) leftOutCall(ctx context.Context, account int64, t agentTool, req *mcp.CallToolRequest) *mcp.CallToolResult {
+	lctx, cancel := context.WithTimeout(ctx, discoveryWait)
+	_, actions, err := s.opts.Actions.Actions(lctx, account, t.id)
+	cancel()
+	if err != nil {
+		return s.toolError(ctx, calls.ListingProblem(err))
+	}
+	for i, n := range actionNames(t.name, actions) {
+		if n != req.Params.Name {
+			continue
+		}
+		tool, key, err := mcpTool(n, &actions[i])
+		if err != nil {
+			return nil
+		}
+		inv := s.invokeListed(account, t.id, t.base, actions[i].Name, key)
+		return s.runRelisted(ctx, fastTool{invoke: inv, headerBound: headerBound(tool), typed: tool.OutputSchema != nil}, req)
+	}
+	return nil
 }
 
 // runRelisted runs a tool found listed by relisted as its SDK handler

@@ -55,6 +55,11 @@ type toolset struct {
 	title string
 	// attached is every tool attached to the agent, configured or not.
 	attached []int64
+	// leftOut holds, by {tool_name} part, the configured tools srv leaves
+	// out because their actions could not be listed and none were listed
+	// before: a call of one of their names is answered as a REST call of
+	// the tool is (relisted), not as an unknown tool.
+	leftOut map[string]agentTool
 }
 
 // toolsets caches one toolset per agent for ListTTL. Reading an agent costs
@@ -225,6 +230,14 @@ func (s *Server) build(ctx context.Context, ts *toolset, account, agentID int64,
 	// and with it the calls an agent makes by the name it listed before.
 	tools = slices.DeleteFunc(tools, func(t agentTool) bool { return t.actions == nil && t.base == "" })
 	disambiguate(tools)
+	for _, t := range tools {
+		if t.actions == nil && !t.failedAt.IsZero() {
+			if ts.leftOut == nil {
+				ts.leftOut = map[string]agentTool{}
+			}
+			ts.leftOut[t.name] = t
+		}
+	}
 	tools = slices.DeleteFunc(tools, func(t agentTool) bool { return t.actions == nil })
 	if prev != nil && prev.srv != nil && prev.title == ag.Name && sameParts(prev.parts, tools) {
 		// Nothing changed (the connectors handed out the very lists they
