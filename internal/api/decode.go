@@ -161,7 +161,9 @@ func page(c *gin.Context, list string, bad map[string]string) (store.Page, error
 	if bad == nil {
 		bad = map[string]string{}
 	}
-	if v := c.Query("limit"); v != "" {
+	// An empty ?limit= is refused like any value that is not an integer: it is
+	// the default only when it is left out.
+	if v, given := c.GetQuery("limit"); given {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 1 || n > 200 {
 			bad["limit"] = "must be an integer from 1 to 200"
