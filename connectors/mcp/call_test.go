@@ -219,7 +219,7 @@ func TestCallEgressGuard(t *testing.T) {
 	c := setup(t, &Options{AllowPrivate: false})
 	_, err := call(t, c, toolFor(srv, 1, nil), "increment", `{}`)
 	wantKind(t, err, connectors.KindUnreachable)
-	if !strings.Contains(err.Error(), "private or loopback") {
+	if !strings.Contains(err.Error(), "private or reserved address") {
 		t.Errorf("error = %v", err)
 	}
 	if n := srv.Requests(); n != 0 {

@@ -346,8 +346,8 @@ func redact(err error, tgt *target) error { return connectors.HideURLs(err, tgt.
 func blockedWhere(a attemptState, tgt *target, server string) string {
 	var b *egress.BlockedError
 	if a.redirected && errors.As(a.err, &b) {
-		return fmt.Sprintf("%s%s redirected the request to %s, a private or loopback address, which Quiver may not reach",
+		return fmt.Sprintf("%s%s redirected the request to %s, a loopback, link-local, private or reserved address, or one of this host's own, which Quiver may not reach",
 			server, tgt.host, b.Addr)
 	}
-	return fmt.Sprintf("%s%s is on a private or loopback address, which Quiver may not reach", server, tgt.host)
+	return fmt.Sprintf("%s%s is on a loopback, link-local, private or reserved address, or one of this host's own, which Quiver may not reach", server, tgt.host)
 }

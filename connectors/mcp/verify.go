@@ -150,6 +150,11 @@ func connectReason(errs ...error) string {
 			return "timed out"
 		case strings.Contains(s, "certificate"):
 			return "TLS certificate not valid"
+		case strings.Contains(s, "first record does not look like a TLS handshake"),
+			strings.Contains(s, "server gave HTTP response to HTTPS client"):
+			return "the server does not speak TLS on this port (is its URL http://?)"
+		case strings.Contains(s, "tls: "):
+			return "the TLS handshake failed"
 		}
 	}
 	return "the connection failed"

@@ -79,7 +79,7 @@ func TestVerify(t *testing.T) {
 	})
 	t.Run("egress guard", func(t *testing.T) {
 		before := mail.Requests()
-		wantField(t, guarded.Verify(ctx, customEntry, map[string]string{"url": mail.URL}), "url", "private or loopback")
+		wantField(t, guarded.Verify(ctx, customEntry, map[string]string{"url": mail.URL}), "url", "private or reserved address")
 		if mail.Requests() != before {
 			t.Error("the guarded verify reached the server")
 		}
