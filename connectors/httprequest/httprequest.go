@@ -13,6 +13,7 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/quiverhq/quiver/connectors"
@@ -167,7 +168,10 @@ func (c *Connector) Call(ctx context.Context, t *connectors.Tool, action string,
 	isError := resp.StatusCode >= 400
 	if int64(len(data)) > c.maxBytes {
 		out.Error, isError = "response_too_large", true
-	} else {
+		data = nil
+	}
+	data = hideToken(t.Config, out.Headers, data)
+	if out.Error == "" {
 		out.Body, out.BodyEncoding = decodeBody(data, resp.Header.Get("Content-Type"))
 	}
 	content, err := json.Marshal(out)
@@ -175,6 +179,58 @@ func (c *Connector) Call(ctx context.Context, t *connectors.Tool, action string,
 		return connectors.Result{}, connectors.Errorf(connectors.KindOutcomeUnknown, err, "cannot encode the response")
 	}
 	return connectors.Result{Content: content, IsError: isError}, nil
+}
+
+// minHiddenToken is the shortest token masked in a server's answer: a
+// shorter one would garble the words around it more than it hides.
+const minHiddenToken = 4
+
+// hideToken masks the configured token where the server quoted it back, in
+// the headers (in place) and in data, which it returns. Secrets are never
+// returned: an echo endpoint (httpbin's /headers) or a 401 naming the token
+// would otherwise hand it to whoever calls the tool, a read-only key
+// included, and to every replay of the call. A JSON body may carry it
+// escaped, so its JSON-escaped forms are masked too; "****" needs no
+// escaping, so the JSON stays JSON. An answer without the token is only
+// scanned, not copied.
+func hideToken(config map[string]string, headers map[string]string, data []byte) []byte {
+	token := config[ConfigToken]
+	if config[ConfigAuthType] == "none" || len(token) < minHiddenToken {
+		return data
+	}
+	forms := []string{token}
+	if strings.ContainsAny(token, `"\<>&/`) {
+		forms = append(forms, strings.ReplaceAll(token, "/", `\/`))
+		for _, html := range []bool{true, false} {
+			var b bytes.Buffer
+			enc := json.NewEncoder(&b)
+			enc.SetEscapeHTML(html)
+			if enc.Encode(token) == nil {
+				quoted := strings.TrimSuffix(b.String(), "\n")
+				forms = append(forms, quoted[1:len(quoted)-1])
+			}
+		}
+	}
+	found := false
+	for _, f := range forms {
+		if bytes.Contains(data, []byte(f)) {
+			found = true
+		}
+		for _, v := range headers {
+			found = found || strings.Contains(v, f)
+		}
+	}
+	if !found {
+		return data
+	}
+	m := connectors.NewMasker(minHiddenToken, forms...)
+	for name, v := range headers {
+		headers[name] = m.Mask(v)
+	}
+	if data == nil {
+		return nil
+	}
+	return []byte(m.Mask(string(data)))
 }
 
 // body returns the request body and its default content type: a JSON string
