@@ -30,7 +30,10 @@ export interface AgentClientOptions {
   timeout?: number;
   /** How many times a request is retried when retrying is safe: an integer >= 0 (default 2; RangeError otherwise, null too). */
   maxRetries?: number;
-  /** Extra headers sent with every request; the SDK's own (X-API-KEY, Idempotency-Key, ...) win, whatever the case. */
+  /**
+   * Extra headers sent with every request; the SDK's own (X-API-KEY, Idempotency-Key, ...) win, whatever the case.
+   * An Idempotency-Key among them is checked as a call's is, at construction (InvalidIdempotencyKeyError).
+   */
   defaultHeaders?: Record<string, string>;
   /** A fetch implementation (defaults to the global fetch of Node 18+). */
   fetch?: typeof fetch;

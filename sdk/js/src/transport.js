@@ -221,6 +221,10 @@ export class Transport {
     this.timeout = checkTimeout(options.timeout);
     this.maxRetries = options.maxRetries;
     const defaultHeaders = { ...(options.defaultHeaders ?? {}) };
+    for (const [name, value] of Object.entries(defaultHeaders)) {
+      // A default Idempotency-Key is checked as a call's is: HTTP would strip "abc " to another key.
+      if (name.toLowerCase() === "idempotency-key") validateIdempotencyKey(value);
+    }
     Object.defineProperty(this, "defaultHeaders", { value: defaultHeaders, enumerable: false, writable: true });
     this.fetch = options.fetch ?? globalThis.fetch;
     /** Whether the caller gave a fetch: its own limits are then the caller's (see FETCH_OWN_TIMEOUT_MS). */

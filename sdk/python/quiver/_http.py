@@ -154,6 +154,10 @@ class Transport:
         self.initial_retry_delay = initial_retry_delay
         self.max_retry_delay = max_retry_delay
         self.default_headers = dict(default_headers or {})
+        for name, value in self.default_headers.items():
+            # A default Idempotency-Key is checked as a call's is: HTTP would strip "abc " to another key.
+            if isinstance(name, str) and name.lower() == "idempotency-key":
+                validate_idempotency_key(value)
         self.user_agent = f"quiver-python/{__version__} (Python {sys.version_info[0]}.{sys.version_info[1]})"
         self._attempt = threading.local()  # the deadline of this thread's current attempt
         handlers: list = [_NoRedirectHandler(), _DeadlineHTTPHandler(self._attempt)]
