@@ -107,8 +107,8 @@ func (s *Server) invokeAs(account, toolID int64, action, key string, uncountedRe
 		body = append(append(append(body, prefix...), args...), '}')
 		creq.Body = body
 		resp, err := s.opts.Calls.Call(ctx, creq)
-		if key != "" && !creq.HasKey {
-			err = keyRequired(err, key)
+		if key != "" && err != nil {
+			err = keyWorded(err, key, creq.HasKey)
 		}
 		return resp, err
 	}
@@ -164,15 +164,31 @@ func (s *Server) hadBase(ctx context.Context, account, id int64, base string) bo
 	return err != nil || sanitize(resolvedName(rt)) == base
 }
 
-// keyRequired words the engine's idempotency_key_required for MCP, where
-// the key is an argument, not a header.
-func keyRequired(err error, key string) error {
+// keyWorded words the engine's refusals that speak of the Idempotency-Key
+// header and the request body for MCP, where the key is the argument key
+// and the body is the action and its other arguments; hasKey is whether
+// the call carried it. The code, and every other field, stays REST's.
+func keyWorded(err error, key string, hasKey bool) error {
 	p, ok := problem.As(err)
-	if !ok || p.Code != problem.IdempotencyKeyRequired {
+	if !ok {
+		return err
+	}
+	var msg string
+	switch {
+	case p.Code == problem.IdempotencyKeyRequired && !hasKey:
+		msg = "This action is not retryable: pass your unique key for this operation as the " + key + " argument."
+	case p.Code == problem.IdempotencyKeyReused:
+		msg = "This " + key + " was already used for a call with other arguments (or of another action); use a new key for a new operation."
+	case p.Code == problem.RequestInProgress:
+		msg = "A call with this " + key + " is still running; retry after a moment."
+	case p.Code == problem.OutcomeUnknownConflict && p.Status == 0:
+		// The later answers' wording; the first (504) names no header.
+		msg = "The earlier call with this " + key + " was dispatched and its outcome is unknown; it will not be run again. Check the tool, then use a new key for a new operation."
+	default:
 		return err
 	}
 	q := *p
-	q.Message = "This action is not retryable: pass your unique key for this operation as the " + key + " argument."
+	q.Message = msg
 	return &q
 }
 
