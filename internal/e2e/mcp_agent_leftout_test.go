@@ -56,6 +56,11 @@ func TestMCPAgentLeftOutToolAnswersAsREST(t *testing.T) {
 	if env := mqEnvelope(t, res); env["error"] != "tool_unreachable" || env["message"] != rest.JSON()["message"] {
 		t.Fatalf("tools/call while the server is down: %v, want REST's %s", env, rest.Body)
 	}
+	// Without structured content: the action's output schema, if it has
+	// one, is not known here, and clients check one even on an error.
+	if res.StructuredContent != nil {
+		t.Errorf("the refusal carries structured content %v", res.StructuredContent)
+	}
 	// Without its key it is refused as a listed action is, nothing sent.
 	res, err = cs.CallTool(context.Background(), &sdk.CallToolParams{Name: "flaky__increment", Arguments: map[string]any{}})
 	if err != nil {

@@ -134,7 +134,11 @@ func (s *Server) leftOutCall(ctx context.Context, account int64, t agentTool, re
 	_, actions, err := s.opts.Actions.Actions(lctx, account, t.id)
 	cancel()
 	if err != nil {
-		return s.toolError(ctx, calls.ListingProblem(err))
+		// Answered as for an action listed with an output schema, with no
+		// structured content: the action may have one in the list the
+		// agent has from elsewhere, and a client checks it even on an
+		// error (typedResult).
+		return s.answer(ctx, nil, calls.ListingProblem(err), true)
 	}
 	for i, n := range actionNames(t.name, actions) {
 		if n != req.Params.Name {
