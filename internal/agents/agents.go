@@ -79,6 +79,16 @@ func view(a *store.Agent) *Agent {
 		CreatedAt: a.CreatedAt.UTC().Truncate(time.Second), UpdatedAt: a.UpdatedAt.UTC().Truncate(time.Second)}
 }
 
+// OneLine is the message for a name holding a control character. A name is
+// a label shown on one line (the agent MCP server's title, a tool list), as
+// an account's name is; a goal may run over several lines.
+const OneLine = "must be one line of text, without control characters"
+
+// HasControl reports whether s holds a C0 control character or DEL.
+func HasControl(s string) bool {
+	return strings.ContainsFunc(s, func(r rune) bool { return r < 0x20 || r == 0x7f })
+}
+
 func notFound(id int64) *problem.Error {
 	return problem.New(problem.NotFound, "No agent with ID %d.", id)
 }
@@ -95,6 +105,8 @@ func (s *Service) Check(ctx context.Context, accountID int64, in Input, creating
 			bad["name"] = "must not be empty"
 		case utf8.RuneCountInString(n) > MaxNameLen:
 			bad["name"] = fmt.Sprintf("must be at most %d characters", MaxNameLen)
+		case HasControl(n):
+			bad["name"] = OneLine
 		}
 		*in.Name = n
 	} else if creating {

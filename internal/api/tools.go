@@ -10,6 +10,7 @@ import (
 
 	"github.com/quiverhq/quiver/catalog"
 	"github.com/quiverhq/quiver/connectors"
+	"github.com/quiverhq/quiver/internal/agents"
 	"github.com/quiverhq/quiver/internal/calls"
 )
 
@@ -36,8 +37,11 @@ func (s *Server) createTool(c *gin.Context) {
 	}
 	f.get("name", &label, "a string")
 	label = strings.TrimSpace(label) // counted as kept, as an agent's name is
-	if utf8.RuneCountInString(label) > 200 {
+	switch {
+	case utf8.RuneCountInString(label) > 200:
 		f.bad["name"] = "must be at most 200 characters"
+	case agents.HasControl(label):
+		f.bad["name"] = agents.OneLine
 	}
 	if err := f.err(); err != nil {
 		s.writeError(c, err)
