@@ -119,8 +119,11 @@ func TestMCPAgentNameStaysWhileUnconfigured(t *testing.T) {
 	if _, ok := names[secondName]; !ok {
 		t.Fatalf("the other tool lost its name %s: %v", secondName, mqaSorted(names))
 	}
-	if b := call("http-request__get"); !bytes.Contains(b, []byte("http-request__get")) {
-		t.Fatalf("a call by the reset tool's name: %s, want it refused naming the tool", b)
+	// Refused as REST refuses a call of the reset tool: tool_not_configured
+	// with the step to take, not an unknown tool.
+	if b := call("http-request__get"); !bytes.Contains(b, []byte(`tool_not_configured`)) || !bytes.Contains(b, []byte(`next_configuration_step`)) ||
+		!bytes.Contains(b, []byte(`"isError":true`)) {
+		t.Fatalf("a call by the reset tool's name: %s, want the tool error tool_not_configured", b)
 	}
 	call(secondName)
 	if older.count("/named") != 1 || newer.count("/named") != 2 {

@@ -37,12 +37,14 @@ package mcpserver
 // headers against the list it had, which lacked the tool, so the call is
 // refused as before and the next one, against the new list, is checked.
 //
-// A {tool} the agent's list left out because its actions could not be
-// listed (its server down when this replica built the list, and never
-// listed here before: toolset.leftOut) is listed for the call instead, as
-// a REST call of it lists it (leftOutCall): the agent, which may have the
-// name from another replica's list, gets REST's answer (tool_unreachable)
-// rather than "unknown tool", and once the server is back the call runs.
+// A {tool} the agent's list left out because it needs configuration, or
+// because its actions could not be listed (its server down when this
+// replica built the list, and never listed here before: toolset.leftOut),
+// is listed for the call instead, as a REST call of it lists it
+// (leftOutCall): the agent, which may have the name from an earlier list
+// or another replica's, gets REST's answer (tool_not_configured with the
+// step to take, tool_unreachable) rather than "unknown tool", and once the
+// tool is configured or its server back the call runs.
 //
 // Nothing tells the client that the list changed: the endpoint is
 // stateless and has no stream to send notifications/tools/list_changed on.

@@ -55,10 +55,11 @@ type toolset struct {
 	title string
 	// attached is every tool attached to the agent, configured or not.
 	attached []int64
-	// leftOut holds, by {tool_name} part, the configured tools srv leaves
-	// out because their actions could not be listed and none were listed
-	// before: a call of one of their names is answered as a REST call of
-	// the tool is (relisted), not as an unknown tool.
+	// leftOut holds, by {tool_name} part, the tools srv leaves out because
+	// they need configuration, or because their actions could not be
+	// listed and none were listed before: a call of one of their names is
+	// answered as a REST call of the tool is (relisted: tool_not_configured,
+	// tool_unreachable), not as an unknown tool.
 	leftOut map[string]agentTool
 }
 
@@ -181,6 +182,9 @@ type agentTool struct {
 	// failedAt is when listing its actions last failed, if the latest
 	// attempt did.
 	failedAt time.Time
+	// unconfigured is set for a tool that needs configuration (first, or
+	// again after a reset or a revoked grant): unlisted, but named.
+	unconfigured bool
 }
 
 // discoveryWait bounds how long a build waits for one tool's actions, and
@@ -231,7 +235,7 @@ func (s *Server) build(ctx context.Context, ts *toolset, account, agentID int64,
 	tools = slices.DeleteFunc(tools, func(t agentTool) bool { return t.actions == nil && t.base == "" })
 	disambiguate(tools)
 	for _, t := range tools {
-		if t.actions == nil && !t.failedAt.IsZero() {
+		if t.actions == nil && (!t.failedAt.IsZero() || t.unconfigured) {
 			if ts.leftOut == nil {
 				ts.leftOut = map[string]agentTool{}
 			}
@@ -374,7 +378,7 @@ func (s *Server) discover(ctx context.Context, account, id int64, last []connect
 		// take while it is being reconfigured (disambiguate).
 		var nc *toolconfig.UnconfiguredError
 		if errors.As(err, &nc) {
-			return agentTool{id: id, base: sanitize(nc.Name)}
+			return agentTool{id: id, base: sanitize(nc.Name), unconfigured: true}
 		}
 		return agentTool{id: id}
 	}

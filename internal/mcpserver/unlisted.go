@@ -27,9 +27,10 @@ package mcpserver
 //
 // Nothing new is run from here that REST would not run: the call carries the
 // key, and the engine reserves a key it has no row for only after finding the
-// tool and action configured. A key of another account is not found, so its
-// name stays unknown. A key whose row expired is new again, and its name
-// unknown.
+// tool and action configured. A key of another account is not found, so the
+// call goes on as one with no key used: to a re-list (relist.go), which
+// answers a tool still attached but not configured as REST does, else an
+// unknown tool. So does a key whose row expired, which is new again.
 
 import (
 	"cmp"
