@@ -1,7 +1,9 @@
 package connectors
 
 import (
+	"bytes"
 	"cmp"
+	"encoding/json"
 	"net/url"
 	"slices"
 	"strings"
@@ -44,6 +46,36 @@ func NewMasker(min int, secrets ...string) Masker {
 		pairs = append(pairs, v, "****")
 	}
 	return Masker{strings.NewReplacer(pairs...)}
+}
+
+// JSONForms returns s and the other forms it takes inside a JSON string:
+// escaped as encoding/json escapes it, with and without HTML escaping, and
+// with '/' written `\/`. A JSON document masked of them all stays JSON,
+// since "****" needs no escaping.
+func JSONForms(s string) []string {
+	forms := []string{s}
+	if !strings.ContainsAny(s, `"\<>&/`) && !hasControl(s) {
+		return forms
+	}
+	if strings.Contains(s, "/") {
+		forms = append(forms, strings.ReplaceAll(s, "/", `\/`))
+	}
+	for _, html := range []bool{true, false} {
+		var b bytes.Buffer
+		enc := json.NewEncoder(&b)
+		enc.SetEscapeHTML(html)
+		if enc.Encode(s) == nil {
+			quoted := strings.TrimSuffix(b.String(), "\n")
+			if q := quoted[1 : len(quoted)-1]; !slices.Contains(forms, q) {
+				forms = append(forms, q)
+			}
+		}
+	}
+	return forms
+}
+
+func hasControl(s string) bool {
+	return strings.IndexFunc(s, func(r rune) bool { return r < 0x20 || r == 0x2028 || r == 0x2029 }) >= 0
 }
 
 // Mask returns s with the secrets masked.

@@ -43,7 +43,7 @@ func (c *Connector) Call(ctx context.Context, t *connectors.Tool, action string,
 		c.pool.release(s)
 		st := a.snapshot()
 		if err == nil {
-			return res, nil
+			return tgt.hideEchoed(res), nil
 		}
 		var mapped *connectors.Error
 		if errors.As(err, &mapped) {

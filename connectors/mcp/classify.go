@@ -323,15 +323,7 @@ func (t *target) hide(s string) string {
 	if t == nil || s == "" {
 		return s
 	}
-	secrets := connectors.HiddenURLParts(t.endpoint)
-	if _, tok, ok := strings.Cut(t.auth, " "); ok {
-		secrets = append(secrets, tok)
-	} else {
-		secrets = append(secrets, t.auth)
-	}
-	for _, v := range t.headers {
-		secrets = append(secrets, v)
-	}
+	secrets := append(connectors.HiddenURLParts(t.endpoint), t.credentials()...)
 	return connectors.NewMasker(minHidden, secrets...).Mask(s)
 }
 
