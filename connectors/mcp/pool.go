@@ -30,6 +30,7 @@ type slot struct {
 	lastUsed time.Time
 	retired  bool // takes no new users; closed when inflight reaches 0
 	closed   bool
+	refused  bool // the server refused our credentials on the session's own requests
 }
 
 // pool keeps live sessions per (tool ID, Version); see the package doc.
@@ -107,7 +108,12 @@ func (p *pool) connect(s *slot, tgt *target) {
 	a := &attempt{}
 	toolsChanged := func() { p.c.discovery.invalidate(key) }
 	replaced := func() { p.retire(s, "replaced by the server") }
-	sess, err := p.c.dial(withAttempt(ctx, a), tgt, toolsChanged, replaced)
+	refused := func() {
+		p.mu.Lock()
+		s.refused = true
+		p.mu.Unlock()
+	}
+	sess, err := p.c.dial(withAttempt(ctx, a), tgt, toolsChanged, replaced, refused)
 	p.mu.Lock()
 	if err != nil {
 		s.err = handshakeFailure(classify(a.snapshot(), err, tgt), tgt)
@@ -133,15 +139,21 @@ func (p *pool) connect(s *slot, tgt *target) {
 	p.c.opts.Logger.Debug("mcp session opened", "tool_id", key.id, "version", key.version,
 		"host", tgt.host, "stateful", sess.ID() != "")
 	// A session the server or the network ended is replaced on next use.
+	// One the SDK ended after the server refused our credentials is only
+	// retired: nothing says the server's tools changed, and the caller
+	// that met the refusal reads the cached list beside it (RelistActions).
 	go func() {
 		sess.Wait()
 		p.mu.Lock()
-		ours := s.retired // we closed it
+		ours, refused := s.retired, s.refused // ours: we closed it
 		p.mu.Unlock()
-		if ours {
-			return
+		switch {
+		case ours:
+		case refused:
+			p.retire(s, "credentials refused")
+		default:
+			p.lost(s, "ended")
 		}
-		p.lost(s, "ended")
 	}()
 }
 
@@ -270,14 +282,15 @@ func (p *pool) close() {
 // dial opens an initialized session with the server of tgt. onToolsChanged
 // runs when the server says its tool list changed, or could not have (its
 // standalone stream reopened), onReplaced when it names another session
-// than ours in a response (either may be nil).
-func (c *Connector) dial(ctx context.Context, tgt *target, onToolsChanged, onReplaced func()) (*mcp.ClientSession, error) {
+// than ours in a response, onRefused when it answers 401 or 403 (any may be
+// nil).
+func (c *Connector) dial(ctx context.Context, tgt *target, onToolsChanged, onReplaced, onRefused func()) (*mcp.ClientSession, error) {
 	if onReplaced == nil {
 		onReplaced = func() {}
 	}
 	httpClient := c.client(c.transport, tgt)
-	httpClient.Transport.(*roundTripper).replaced = onReplaced
-	httpClient.Transport.(*roundTripper).reopened = onToolsChanged
+	rt := httpClient.Transport.(*roundTripper)
+	rt.replaced, rt.reopened, rt.refused = onReplaced, onToolsChanged, onRefused
 	opts := &mcp.ClientOptions{Capabilities: &mcp.ClientCapabilities{}}
 	if onToolsChanged != nil {
 		opts.ToolListChangedHandler = func(context.Context, *mcp.ToolListChangedRequest) { onToolsChanged() }

@@ -237,7 +237,7 @@ func TestRelistRefusedToken(t *testing.T) {
 	actions, err := c.RelistActions(ctxFor(t, 10*time.Second), tool)
 	wantKind(t, err, connectors.KindUpstreamAuth)
 	if !has(actions, "increment") || has(actions, "added") {
-		t.Fatal("a refused re-list did not give the cached list")
+		t.Fatalf("a refused re-list did not give the cached list: %v, %d actions", err, len(actions))
 	}
 	// The refused token again: limited, as any re-list.
 	if actions, err := c.RelistActions(ctxFor(t, 10*time.Second), tool); err != nil || has(actions, "added") {

@@ -93,7 +93,12 @@ type roundTripper struct {
 	// ends its stream on purpose for the client to poll it (SEP-1699) does
 	// so with event IDs, so polling is no reason to list again.
 	reopened func()
-	streams  atomic.Int32
+	// refused, set on the SDK session's own client only, is told of a 401
+	// or 403 answer before the SDK reads it: the SDK may then end the
+	// session, and that end is our credentials', not the server's news
+	// (pool.connect).
+	refused func()
+	streams atomic.Int32
 }
 
 // client is an HTTP client over base through tgt's roundTripper: every
@@ -131,6 +136,9 @@ func (rt *roundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	if rt.replaced != nil {
 		rt.checkSession(req, resp)
+	}
+	if rt.refused != nil && (resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden) {
+		rt.refused()
 	}
 	ungzip(resp)
 	// Every body is capped, whatever its status and whoever reads it: the

@@ -47,7 +47,7 @@ func (c *Connector) Verify(ctx context.Context, entry *catalog.Entry, config map
 	ctx, cancel := context.WithTimeout(ctx, c.opts.ConnectTimeout)
 	defer cancel()
 	a := &attempt{}
-	sess, err := c.dial(withAttempt(ctx, a), tgt, nil, nil)
+	sess, err := c.dial(withAttempt(ctx, a), tgt, nil, nil, nil)
 	if err != nil {
 		st := a.snapshot()
 		if (entry == nil || entry.MCPURL == "") && st.err == nil && legacyStatus(st.status) && c.legacySSE(ctx, tgt) {
