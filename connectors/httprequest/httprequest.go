@@ -198,19 +198,7 @@ func hideToken(config map[string]string, headers map[string]string, data []byte)
 	if config[ConfigAuthType] == "none" || len(token) < minHiddenToken {
 		return data
 	}
-	forms := []string{token}
-	if strings.ContainsAny(token, `"\<>&/`) {
-		forms = append(forms, strings.ReplaceAll(token, "/", `\/`))
-		for _, html := range []bool{true, false} {
-			var b bytes.Buffer
-			enc := json.NewEncoder(&b)
-			enc.SetEscapeHTML(html)
-			if enc.Encode(token) == nil {
-				quoted := strings.TrimSuffix(b.String(), "\n")
-				forms = append(forms, quoted[1:len(quoted)-1])
-			}
-		}
-	}
+	forms := connectors.JSONForms(token)
 	found := false
 	for _, f := range forms {
 		if bytes.Contains(data, []byte(f)) {
