@@ -50,15 +50,17 @@ func NewMasker(min int, secrets ...string) Masker {
 
 // JSONForms returns s and the other forms it takes inside a JSON string:
 // escaped as encoding/json escapes it, with and without HTML escaping, and
-// with '/' written `\/`. A JSON document masked of them all stays JSON,
-// since "****" needs no escaping.
+// each of those with '/' written `\/`. A JSON document masked of them all
+// stays JSON, since "****" needs no escaping.
 func JSONForms(s string) []string {
 	forms := []string{s}
 	if !strings.ContainsAny(s, `"\<>&/`) && !hasControl(s) {
 		return forms
 	}
-	if strings.Contains(s, "/") {
-		forms = append(forms, strings.ReplaceAll(s, "/", `\/`))
+	add := func(f string) {
+		if !slices.Contains(forms, f) {
+			forms = append(forms, f)
+		}
 	}
 	for _, html := range []bool{true, false} {
 		var b bytes.Buffer
@@ -66,9 +68,13 @@ func JSONForms(s string) []string {
 		enc.SetEscapeHTML(html)
 		if enc.Encode(s) == nil {
 			quoted := strings.TrimSuffix(b.String(), "\n")
-			if q := quoted[1 : len(quoted)-1]; !slices.Contains(forms, q) {
-				forms = append(forms, q)
-			}
+			add(quoted[1 : len(quoted)-1])
+		}
+	}
+	// Encoders that escape '/' too (PHP's, by default).
+	for _, f := range forms {
+		if strings.Contains(f, "/") {
+			add(strings.ReplaceAll(f, "/", `\/`))
 		}
 	}
 	return forms
