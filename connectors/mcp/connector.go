@@ -207,6 +207,7 @@ type target struct {
 	auth     string            // the Authorization header value, or ""
 	headers  map[string]string // extra headers, canonical names
 	bearer   bool              // a bearer token was configured (not an OAuth token)
+	echo     echoForms         // the credentials' forms a result may quote (hideEchoed)
 }
 
 // forbiddenHeader reports whether a header may not be set by a tool's
@@ -267,6 +268,7 @@ func resolveTarget(entry *catalog.Entry, config map[string]string, accessToken s
 			t.headers[canon] = value
 		}
 	}
+	t.echo = newEchoForms(t.credentials())
 	return t, nil
 }
 

@@ -71,3 +71,23 @@ func TestEchoedCredentialsAreMasked(t *testing.T) {
 		t.Fatalf("a tool without credentials: %s, %v", res.Content, err)
 	}
 }
+
+// TestHideEchoedCostsNothingWithoutAnEcho: a result that quotes none of a
+// tool's credentials is scanned without an allocation, as every call's
+// result is: the credentials' masked forms are worked out once, with the
+// target, not per call.
+func TestHideEchoedCostsNothingWithoutAnEcho(t *testing.T) {
+	headers, _ := json.Marshal(map[string]string{"X-Api-Key": `k/"quoted"<&>`})
+	tgt, err := resolveTarget(customEntry, map[string]string{"url": "https://mcp.example.com/mcp",
+		"bearer_token": "tok-echo-123456", "headers": string(headers)}, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := connectors.Result{Content: json.RawMessage(`{"result":"nothing secret here"}`)}
+	if n := testing.AllocsPerRun(100, func() { tgt.hideEchoed(res) }); n != 0 {
+		t.Errorf("hideEchoed of a result without credentials: %v allocations, want 0", n)
+	}
+	if got := tgt.hideEchoed(connectors.Result{Content: json.RawMessage(`"tok-echo-123456 k\/\"quoted\"\u003c\u0026\u003e"`)}); string(got.Content) != `"**** ****"` {
+		t.Errorf("hideEchoed of a result quoting both: %s, want both masked", got.Content)
+	}
+}
