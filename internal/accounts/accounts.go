@@ -49,6 +49,7 @@ type Service struct {
 	store Store
 	ttl   time.Duration
 	log   *slog.Logger
+	now   func() time.Time // time.Now; a test's clock
 	mu    sync.Mutex
 	cache map[string]cachedKey // by key hash
 	// refused holds the hashes of well-formed keys the store did not
@@ -107,7 +108,7 @@ func New(s Store, ttl time.Duration, log *slog.Logger) *Service {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Service{store: s, ttl: ttl, log: log, cache: map[string]cachedKey{}, refused: map[string]time.Time{}}
+	return &Service{store: s, ttl: ttl, log: log, now: time.Now, cache: map[string]cachedKey{}, refused: map[string]time.Time{}}
 }
 
 // Hash returns the stored form of a key.
@@ -186,7 +187,7 @@ func (s *Service) Principal(ctx context.Context, key string) (Principal, error) 
 		return Principal{}, ErrUnknownKey
 	}
 	h := Hash(key)
-	now := time.Now()
+	now := s.now()
 	s.mu.Lock()
 	c, ok := s.cache[h]
 	until, refused := s.refused[h]
