@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 )
 
 // statelessCall is a 2026-07-28 tools/call whose _meta is meta.
@@ -67,6 +68,29 @@ func TestParseCallRemembersMeta(t *testing.T) {
 	var fresh metaSet
 	if _, ok := parseCall(statelessCall(long), protocolStateless, &fresh); !ok || fresh.has([]byte(long)) {
 		t.Errorf("a _meta over %d bytes: taken %v, remembered %v; want taken and not remembered", maxMetaLen, ok, fresh.has([]byte(long)))
+	}
+}
+
+// TestFullMetaSetTakesNoLock: once the set is full, a call whose _meta
+// is new (a client whose _meta differs on every request) costs the set one
+// map lookup, as the doc says: it does not queue on the lock that adding
+// takes.
+func TestFullMetaSetTakesNoLock(t *testing.T) {
+	var metas metaSet
+	for i := 0; i < maxMetas; i++ {
+		metas.add([]byte(clientMeta(fmt.Sprint("client-", i))))
+	}
+	metas.mu.Lock()
+	defer metas.mu.Unlock()
+	done := make(chan struct{})
+	go func() {
+		metas.add([]byte(clientMeta("one more")))
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		t.Fatal("add on a full set waited for the lock")
 	}
 }
 
