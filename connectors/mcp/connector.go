@@ -190,7 +190,9 @@ func New(opts *Options) *Connector {
 	return c
 }
 
-// Close ends every pooled session and waits for them to close.
+// Close ends the background listings (a stale list's, a call's re-list)
+// and waits for them, so that none holds a session past it, then ends
+// every pooled session and waits for them to close.
 func (c *Connector) Close() error {
 	c.discovery.stop()
 	c.pool.close()
