@@ -21,7 +21,9 @@ import (
 // fields are REST's; REST's own wording is unchanged.
 func TestMCPAgentKeyRefusalsNameTheArgument(t *testing.T) {
 	srv := testserver.Start(t, testserver.Options{Postgres: true})
-	counter := mcptest.Start(t, mcptest.Counter, mcptest.Options{SlowDelay: 2 * time.Second})
+	// Slow enough that the second call lands while the first runs, on a
+	// loaded machine too.
+	counter := mcptest.Start(t, mcptest.Counter, mcptest.Options{SlowDelay: 4 * time.Second})
 	tool := mqConnect(t, srv, "words", map[string]any{"url": counter.URL})
 	r := srv.Do("POST", "/api/v1/agents/", map[string]any{"name": "words", "tools": []int64{tool}})
 	if r.Status != 201 {
