@@ -190,12 +190,15 @@ func (s *Service) Principal(ctx context.Context, key string) (Principal, error) 
 	now := s.now()
 	s.mu.Lock()
 	c, ok := s.cache[h]
-	until, refused := s.refused[h]
+	var until time.Time
+	if !ok || !now.Before(c.expires) {
+		until = s.refused[h] // a key in use is not looked for here
+	}
 	s.mu.Unlock()
 	if ok && now.Before(c.expires) {
 		return c.principal, nil
 	}
-	if refused && now.Before(until) {
+	if now.Before(until) {
 		return Principal{}, ErrUnknownKey
 	}
 	id, scope, err := s.store.KeyByHash(ctx, h)
