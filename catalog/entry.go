@@ -203,3 +203,14 @@ type Annotations struct {
 	DestructiveHint *bool  `yaml:"destructiveHint,omitempty" json:"destructiveHint,omitempty"`
 	OpenWorldHint   *bool  `yaml:"openWorldHint,omitempty" json:"openWorldHint,omitempty"`
 }
+
+// Equal reports whether a and b say the same, a hint left out differing
+// from one given as false; two nil Annotations are equal.
+func (a *Annotations) Equal(b *Annotations) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	same := func(x, y *bool) bool { return (x == nil) == (y == nil) && (x == nil || *x == *y) }
+	return a.Title == b.Title && same(a.ReadOnlyHint, b.ReadOnlyHint) && same(a.IdempotentHint, b.IdempotentHint) &&
+		same(a.DestructiveHint, b.DestructiveHint) && same(a.OpenWorldHint, b.OpenWorldHint)
+}

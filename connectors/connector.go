@@ -5,6 +5,7 @@
 package connectors
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -41,6 +42,14 @@ type Action struct {
 	// structured result, when the tool declares one (an MCP tool's
 	// outputSchema); nil otherwise.
 	OutputSchema json.RawMessage `json:"output_schema,omitempty"`
+}
+
+// Equal reports whether a and b say the same in every field: a list read
+// again that equals the one before changes nothing that was built on it.
+func (a Action) Equal(b Action) bool {
+	return a.Name == b.Name && a.Description == b.Description && a.Retryable == b.Retryable &&
+		bytes.Equal(a.InputSchema, b.InputSchema) && bytes.Equal(a.OutputSchema, b.OutputSchema) &&
+		a.Annotations.Equal(b.Annotations)
 }
 
 // EntryActions returns the actions of a catalog entry whose actions are fixed

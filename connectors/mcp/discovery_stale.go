@@ -34,12 +34,10 @@ package mcp
 // stream).
 
 import (
-	"bytes"
 	"context"
 	"slices"
 	"time"
 
-	"github.com/quiverhq/quiver/catalog"
 	"github.com/quiverhq/quiver/connectors"
 )
 
@@ -116,24 +114,5 @@ func (d *discovery) stop() {
 // sameActions reports whether two lists say the same in everything an
 // action holds.
 func sameActions(a, b []connectors.Action) bool {
-	return slices.EqualFunc(a, b, func(x, y connectors.Action) bool {
-		return x.Name == y.Name && x.Description == y.Description && x.Retryable == y.Retryable &&
-			bytes.Equal(x.InputSchema, y.InputSchema) && bytes.Equal(x.OutputSchema, y.OutputSchema) &&
-			sameAnnotations(x.Annotations, y.Annotations)
-	})
-}
-
-func sameAnnotations(a, b *catalog.Annotations) bool {
-	if a == nil || b == nil {
-		return a == b
-	}
-	return a.Title == b.Title && sameHint(a.ReadOnlyHint, b.ReadOnlyHint) && sameHint(a.IdempotentHint, b.IdempotentHint) &&
-		sameHint(a.DestructiveHint, b.DestructiveHint) && sameHint(a.OpenWorldHint, b.OpenWorldHint)
-}
-
-func sameHint(a, b *bool) bool {
-	if a == nil || b == nil {
-		return a == b
-	}
-	return *a == *b
+	return slices.EqualFunc(a, b, connectors.Action.Equal)
 }

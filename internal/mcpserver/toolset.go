@@ -1,7 +1,6 @@
 package mcpserver
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"slices"
@@ -11,7 +10,6 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/quiverhq/quiver/catalog"
 	"github.com/quiverhq/quiver/connectors"
 )
 
@@ -298,26 +296,11 @@ func equalParts(a, b []agentTool) bool {
 	}
 	for i := range a {
 		x, y := a[i], b[i]
-		if x.id != y.id || x.name != y.name || x.base != y.base || !slices.EqualFunc(x.actions, y.actions, equalAction) {
+		if x.id != y.id || x.name != y.name || x.base != y.base || !slices.EqualFunc(x.actions, y.actions, connectors.Action.Equal) {
 			return false
 		}
 	}
 	return true
-}
-
-func equalAction(a, b connectors.Action) bool {
-	return a.Name == b.Name && a.Description == b.Description && a.Retryable == b.Retryable &&
-		bytes.Equal(a.InputSchema, b.InputSchema) && bytes.Equal(a.OutputSchema, b.OutputSchema) &&
-		equalAnnotations(a.Annotations, b.Annotations)
-}
-
-func equalAnnotations(a, b *catalog.Annotations) bool {
-	if a == nil || b == nil {
-		return a == b
-	}
-	same := func(x, y *bool) bool { return (x == nil) == (y == nil) && (x == nil || *x == *y) }
-	return a.Title == b.Title && same(a.ReadOnlyHint, b.ReadOnlyHint) && same(a.IdempotentHint, b.IdempotentHint) &&
-		same(a.DestructiveHint, b.DestructiveHint) && same(a.OpenWorldHint, b.OpenWorldHint)
 }
 
 // private marks every cacheable result (tools/list's among them) as the
