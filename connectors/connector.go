@@ -33,7 +33,10 @@ type Tool struct {
 
 // Action is one action a tool offers.
 type Action struct {
-	Name        string               `json:"name"`
+	Name string `json:"name"`
+	// Title is a name for people (an MCP tool's title), when the tool
+	// gives one.
+	Title       string               `json:"title,omitempty"`
 	Description string               `json:"description"`
 	InputSchema json.RawMessage      `json:"input_schema"`
 	Retryable   bool                 `json:"retryable"`
@@ -47,7 +50,7 @@ type Action struct {
 // Equal reports whether a and b say the same in every field: a list read
 // again that equals the one before changes nothing that was built on it.
 func (a Action) Equal(b Action) bool {
-	return a.Name == b.Name && a.Description == b.Description && a.Retryable == b.Retryable &&
+	return a.Name == b.Name && a.Title == b.Title && a.Description == b.Description && a.Retryable == b.Retryable &&
 		bytes.Equal(a.InputSchema, b.InputSchema) && bytes.Equal(a.OutputSchema, b.OutputSchema) &&
 		a.Annotations.Equal(b.Annotations)
 }

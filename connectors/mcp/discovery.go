@@ -180,7 +180,7 @@ func toActions(tools []*mcp.Tool) []connectors.Action {
 		if err != nil || string(schema) == "null" {
 			schema = json.RawMessage(`{"type":"object"}`)
 		}
-		a := connectors.Action{Name: tool.Name, Description: tool.Description, InputSchema: schema,
+		a := connectors.Action{Name: tool.Name, Title: tool.Title, Description: tool.Description, InputSchema: schema,
 			OutputSchema: outputSchema(tool.OutputSchema)}
 		if ann := tool.Annotations; ann != nil {
 			a.Annotations = &catalog.Annotations{

@@ -90,3 +90,25 @@ func TestMCPAgentKeyRefusalsNameTheArgument(t *testing.T) {
 		t.Errorf("drop_after_act ran %d times, want 1", n)
 	}
 }
+
+// TestMCPActionTitle: an MCP tool's title, its name for people, shows in
+// its action (REST) and in the agent's tools/list.
+func TestMCPActionTitle(t *testing.T) {
+	srv := testserver.Start(t, testserver.Options{})
+	counter := mcptest.Start(t, mcptest.Counter, mcptest.Options{})
+	tool := mqConnect(t, srv, "titled", map[string]any{"url": counter.URL})
+	r := srv.Do("GET", fmt.Sprintf("/api/v1/agents/custom-tools/%d/actions/", tool), nil)
+	var titles = map[string]any{}
+	for _, a := range r.JSON()["actions"].([]any) {
+		m := a.(map[string]any)
+		titles[m["name"].(string)] = m["title"]
+	}
+	if titles["read_count"] != "Read the count" || titles["increment"] != nil {
+		t.Fatalf("titles %v, want read_count's and no other", titles)
+	}
+	r = srv.Do("POST", "/api/v1/agents/", map[string]any{"name": "titles", "tools": []int64{tool}})
+	names := mqToolNames(t, mqaSession(t, srv, srv.URL+fmt.Sprintf("/api/v1/agents/%d/mcp", int64(r.JSON()["id"].(float64)))))
+	if got := names["titled__read_count"]; got == nil || got.Title != "Read the count" || names["titled__increment"].Title != "" {
+		t.Fatalf("the agent lists %+v", got)
+	}
+}

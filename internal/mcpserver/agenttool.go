@@ -7,6 +7,7 @@ package mcpserver
 // cache of builds, are toolset.go's.
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -173,7 +174,7 @@ func mcpTool(name string, a *connectors.Action) (t *mcp.Tool, key string, err er
 		schema["required"] = req
 		desc = strings.TrimSpace(desc + "\n\nNot safe to retry blindly: pass a unique " + key + "; retrying with the same key never runs it twice.")
 	}
-	t = &mcp.Tool{Name: name, Description: desc, InputSchema: schema}
+	t = &mcp.Tool{Name: name, Title: a.Title, Description: desc, InputSchema: schema}
 	if len(a.OutputSchema) > 0 {
 		var out map[string]any
 		if json.Unmarshal(a.OutputSchema, &out) == nil && out != nil {
@@ -181,7 +182,7 @@ func mcpTool(name string, a *connectors.Action) (t *mcp.Tool, key string, err er
 		}
 	}
 	if an := a.Annotations; an != nil {
-		t.Title = an.Title
+		t.Title = cmp.Or(a.Title, an.Title) // MCP's order: the tool's title, then its annotations'
 		t.Annotations = &mcp.ToolAnnotations{Title: an.Title, DestructiveHint: an.DestructiveHint, OpenWorldHint: an.OpenWorldHint}
 		if an.ReadOnlyHint != nil {
 			t.Annotations.ReadOnlyHint = *an.ReadOnlyHint

@@ -22,7 +22,7 @@ func (s *Server) addCounterTools(srv *mcp.Server) {
 		InputSchema: object(nil), Annotations: compose()}, func(map[string]any) (*mcp.CallToolResult, error) {
 		return jsonText(map[string]int{"count": s.Calls("increment") + 1}), nil
 	})
-	s.add(srv, &mcp.Tool{Name: "read_count", Description: "Reads how often increment ran.",
+	s.add(srv, &mcp.Tool{Name: "read_count", Title: "Read the count", Description: "Reads how often increment ran.",
 		InputSchema: object(nil), Annotations: readOnly()}, func(map[string]any) (*mcp.CallToolResult, error) {
 		return jsonText(map[string]int{"count": s.Calls("increment")}), nil
 	})
