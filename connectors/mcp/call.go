@@ -53,7 +53,7 @@ func (c *Connector) Call(ctx context.Context, t *connectors.Tool, action string,
 			return tooLarge(c.opts.MaxResponseBytes), nil
 		}
 		if sessionGone(st) {
-			c.pool.lost(s, "session gone")
+			c.pool.lost(ctx, s, "session gone")
 			if try == 0 {
 				continue
 			}
@@ -66,19 +66,19 @@ func (c *Connector) Call(ctx context.Context, t *connectors.Tool, action string,
 			// transport did (a server that speaks only HTTP/2, say). Nothing
 			// was sent: this call, and the session's next, go through the SDK.
 			s.fast.Store(nil)
-			c.opts.Logger.Debug("mcp fast path off for a session", "tool_id", t.ID, "error", st.err)
+			c.opts.Logger.DebugContext(ctx, "mcp fast path off for a session", "tool_id", t.ID, "error", redact(st.err, tgt))
 			continue
 		}
-		return connectors.Result{}, c.failed(s, st, err, tgt)
+		return connectors.Result{}, c.failed(ctx, s, st, err, tgt)
 	}
 }
 
 // failed classifies a request on s that failed for good. A server that
 // refused the credentials retires s: the next user connects afresh.
-func (c *Connector) failed(s *slot, st attemptState, err error, tgt *target) *connectors.Error {
+func (c *Connector) failed(ctx context.Context, s *slot, st attemptState, err error, tgt *target) *connectors.Error {
 	cerr := classify(st, err, tgt)
 	if cerr.Kind == connectors.KindUpstreamAuth {
-		c.pool.retire(s, "credentials refused")
+		c.pool.retire(ctx, s, "credentials refused")
 	}
 	return cerr
 }

@@ -98,13 +98,13 @@ func (c *Connector) list(ctx context.Context, t *connectors.Tool, key slotKey) (
 				"the MCP server at %s did not list its tools in time%s", tgt.host, limit)
 		}
 		if sessionGone(st) {
-			c.pool.lost(s, "session gone")
+			c.pool.lost(ctx, s, "session gone")
 			gen = c.discovery.generation(key) // the listing on the new session is current
 			if try == 0 {
 				continue
 			}
 		}
-		return nil, c.failed(s, st, err, tgt)
+		return nil, c.failed(ctx, s, st, err, tgt)
 	}
 }
 

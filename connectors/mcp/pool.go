@@ -9,6 +9,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/quiverhq/quiver/connectors"
+	"github.com/quiverhq/quiver/internal/logging"
 )
 
 // slotKey names the session of one configuration of one tool.
@@ -66,7 +67,7 @@ func (p *pool) acquire(ctx context.Context, t *connectors.Tool, tgt *target) (*s
 		p.latest[t.ID] = t.Version
 		for k, s := range p.slots {
 			if k.id == t.ID && k.version < t.Version {
-				p.retireLocked(s, "reconfigured")
+				p.retireLocked(ctx, s, "reconfigured")
 			}
 		}
 	}
@@ -74,14 +75,14 @@ func (p *pool) acquire(ctx context.Context, t *connectors.Tool, tgt *target) (*s
 	if s == nil {
 		s = &slot{key: key, ready: make(chan struct{})}
 		p.slots[key] = s
-		go p.connect(s, tgt)
+		go p.connect(s, tgt, logging.RequestID(ctx))
 	}
 	s.inflight++
 	s.lastUsed = time.Now()
 	if t.Version < p.latest[t.ID] {
 		// A call made with an older configuration still runs with it, on a
 		// session that closes after it.
-		p.retireLocked(s, "reconfigured")
+		p.retireLocked(ctx, s, "reconfigured")
 	}
 	p.mu.Unlock()
 
@@ -100,14 +101,17 @@ func (p *pool) acquire(ctx context.Context, t *connectors.Tool, tgt *target) (*s
 }
 
 // connect opens s's session on a context of its own, so that one caller
-// giving up does not fail the others waiting.
-func (p *pool) connect(s *slot, tgt *target) {
+// giving up does not fail the others waiting. Its lines carry rid, the ID
+// of the request that asked for the session, and come before that request
+// learns the outcome.
+func (p *pool) connect(s *slot, tgt *target, rid string) {
+	lctx := logging.WithRequestID(context.Background(), rid)
 	ctx, cancel := context.WithTimeout(context.Background(), p.c.opts.ConnectTimeout)
 	defer cancel()
 	key := s.key
 	a := &attempt{}
 	toolsChanged := func() { p.c.discovery.invalidate(key) }
-	replaced := func() { p.retire(s, "replaced by the server") }
+	replaced := func() { p.retire(context.Background(), s, "replaced by the server") }
 	refused := func() {
 		p.mu.Lock()
 		s.refused = true
@@ -122,9 +126,9 @@ func (p *pool) connect(s *slot, tgt *target) {
 		}
 		s.closed = true
 		p.mu.Unlock()
-		close(s.ready)
-		p.c.opts.Logger.Debug("mcp session failed to open", "tool_id", key.id, "version", key.version,
+		p.c.opts.Logger.DebugContext(lctx, "mcp session failed to open", "tool_id", key.id, "version", key.version,
 			"host", tgt.host, "kind", connectors.KindOf(s.err))
+		close(s.ready)
 		return
 	}
 	s.sess = sess
@@ -135,9 +139,9 @@ func (p *pool) connect(s *slot, tgt *target) {
 		s.fast.Store(newFastSession(sess, client, tgt.endpoint, p.c.opts.MaxResponseBytes, toolsChanged))
 	}
 	p.mu.Unlock()
-	close(s.ready)
-	p.c.opts.Logger.Debug("mcp session opened", "tool_id", key.id, "version", key.version,
+	p.c.opts.Logger.DebugContext(lctx, "mcp session opened", "tool_id", key.id, "version", key.version,
 		"host", tgt.host, "stateful", sess.ID() != "")
+	close(s.ready)
 	// A session the server or the network ended is replaced on next use.
 	// One the SDK ended after the server refused our credentials is only
 	// retired: nothing says the server's tools changed, and the caller
@@ -150,9 +154,9 @@ func (p *pool) connect(s *slot, tgt *target) {
 		switch {
 		case ours:
 		case refused:
-			p.retire(s, "credentials refused")
+			p.retire(context.Background(), s, "credentials refused")
 		default:
-			p.lost(s, "ended")
+			p.lost(context.Background(), s, "ended")
 		}
 	}()
 }
@@ -161,9 +165,9 @@ func (p *pool) connect(s *slot, tgt *target) {
 // tool's cached actions: a notice that its tool list changed goes out on
 // the session's standalone stream, so one sent meanwhile (the server
 // restarted, perhaps with other tools) never came.
-func (p *pool) lost(s *slot, reason string) {
+func (p *pool) lost(ctx context.Context, s *slot, reason string) {
 	p.c.discovery.invalidate(s.key)
-	p.retire(s, reason)
+	p.retire(ctx, s, reason)
 }
 
 // handshakeFailure is the error of a session that failed to open. Opening
@@ -189,20 +193,21 @@ func (p *pool) release(s *slot) {
 	}
 }
 
-// retire stops handing s out; it closes once its calls returned.
-func (p *pool) retire(s *slot, reason string) {
+// retire stops handing s out; it closes once its calls returned. ctx is
+// that of the request that retires it, if one does, for its log line.
+func (p *pool) retire(ctx context.Context, s *slot, reason string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.retireLocked(s, reason)
+	p.retireLocked(ctx, s, reason)
 }
 
-func (p *pool) retireLocked(s *slot, reason string) {
+func (p *pool) retireLocked(ctx context.Context, s *slot, reason string) {
 	if p.slots[s.key] == s {
 		delete(p.slots, s.key)
 	}
 	if !s.retired {
 		s.retired = true
-		p.c.opts.Logger.Debug("mcp session retired", "tool_id", s.key.id, "version", s.key.version, "reason", reason)
+		p.c.opts.Logger.DebugContext(ctx, "mcp session retired", "tool_id", s.key.id, "version", s.key.version, "reason", reason)
 	}
 	if s.inflight == 0 {
 		p.closeLocked(s)
@@ -254,7 +259,7 @@ func (p *pool) reap() {
 			p.mu.Lock()
 			for _, s := range p.slots {
 				if s.inflight == 0 && now.Sub(s.lastUsed) >= p.c.opts.IdleTimeout {
-					p.retireLocked(s, "idle")
+					p.retireLocked(context.Background(), s, "idle")
 				}
 			}
 			p.mu.Unlock()
@@ -273,7 +278,7 @@ func (p *pool) close() {
 	p.done = true
 	close(p.stop)
 	for _, s := range p.slots {
-		p.retireLocked(s, "connector closed")
+		p.retireLocked(context.Background(), s, "connector closed")
 	}
 	p.mu.Unlock()
 	p.wg.Wait()
