@@ -25,6 +25,10 @@ const (
 	MaxBytes   = 64 << 20
 )
 
+// evictSample is how many outcomes a put over a bound looks at to choose
+// the one it drops.
+const evictSample = 16
+
 type memKey struct {
 	account int64
 	key     string
@@ -112,13 +116,21 @@ func (m *Memory) putLocked(k memKey, e *Entry, expires, now time.Time) {
 		return
 	}
 	m.dropLocked(k)
-	// Over a bound, drop expired outcomes first, then any (map order is
-	// random enough for a cache whose misses only cost a database read).
+	// Over a bound, drop an outcome among the first evictSample the map
+	// hands out (its order is random enough for a cache whose misses only
+	// cost a database read): an expired one if there is one, else the one
+	// that expires first. Looking further would scan the whole map, under
+	// the lock every call takes, on every put once the cache is full of
+	// live outcomes, as it is on a replica that ran MaxEntries keyed calls
+	// within the key TTL.
 	for len(m.outcomes) >= MaxEntries || m.bytes+len(e.Body) > MaxBytes {
-		victim, found := memKey{}, false
+		victim, found, seen := memKey{}, false, 0
+		var soonest time.Time
 		for vk, o := range m.outcomes {
-			victim, found = vk, true
-			if !now.Before(o.expires) {
+			if !found || o.expires.Before(soonest) {
+				victim, found, soonest = vk, true, o.expires
+			}
+			if seen++; !now.Before(o.expires) || seen == evictSample {
 				break
 			}
 		}
