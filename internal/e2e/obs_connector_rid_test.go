@@ -75,3 +75,38 @@ func TestObsConnectorLinesCarryTheRequestID(t *testing.T) {
 	}
 	check("after reconfiguring", "rid-obs-conn-2", "mcp session retired")
 }
+
+// TestObsConflictsCountIdempotencyConflictsOnly: quiver_call_conflicts_total
+// says what it counts. A call of a tool still being configured is a 409
+// (tool_not_configured) that is no Idempotency-Key conflict: it moves no
+// call series, only the HTTP one, and the metric's help says so. Before, the
+// help said "409 answers of the call endpoint", which that one is.
+func TestObsConflictsCountIdempotencyConflictsOnly(t *testing.T) {
+	srv := testserver.Start(t, testserver.Options{})
+	r := srv.Do("POST", "/api/v1/agents/custom-tools/", map[string]any{"mcp_tool": "http-request"})
+	if r.Status != 201 {
+		t.Fatalf("create: %d %s", r.Status, r.Body)
+	}
+	id := int64(r.JSON()["id"].(float64))
+	const http409 = `quiver_http_requests_total{method="POST",route="/api/v1/agents/custom-tools/call",status="409"}`
+	before := obsMetrics(t, srv)
+	obsDelta(t, srv, "tool_not_configured", map[string]float64{}, func() {
+		r := srv.Do("POST", "/api/v1/agents/custom-tools/call/", map[string]any{"tool": id, "action": "post", "arguments": map[string]any{"path": "/"}},
+			"Idempotency-Key", "obs-not-configured")
+		if r.Status != 409 || r.JSON()["error"] != "tool_not_configured" {
+			t.Fatalf("call: %d %s", r.Status, r.Body)
+		}
+	})
+	if got := obsMetrics(t, srv)[http409] - before[http409]; got != 1 {
+		t.Errorf("%s moved by %v, want 1", http409, got)
+	}
+	help := ""
+	for _, l := range strings.Split(string(srv.Do("GET", "/metrics", nil).Body), "\n") {
+		if strings.HasPrefix(l, "# HELP quiver_call_conflicts_total ") {
+			help = l
+		}
+	}
+	if !strings.Contains(help, "Idempotency-Key conflicts") || !strings.Contains(help, "tool_not_configured is none") {
+		t.Errorf("the conflicts metric's help does not say what it counts: %q", help)
+	}
+}

@@ -51,7 +51,7 @@ func New() *Metrics {
 			Name: "quiver_call_replays_total", Help: "Stored call outcomes replayed for a retried Idempotency-Key.",
 		}),
 		Conflicts: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "quiver_call_conflicts_total", Help: "409 answers of the call endpoint by kind.",
+			Name: "quiver_call_conflicts_total", Help: "Idempotency-Key conflicts the call endpoint answered 409, by kind (a 409 tool_not_configured is none: it counts only in quiver_http_requests_total).",
 		}, []string{"kind"}),
 		InProgress: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "quiver_calls_in_progress", Help: "Tool calls dispatched and not yet finished on this replica.",
