@@ -164,12 +164,47 @@ func connectReason(errs ...error) string {
 // Bearer challenge in WWW-Authenticate headers (RFC 9728 §5.1).
 func resourceMetadata(h http.Header) (metadata, scope string) {
 	for _, v := range h.Values("WWW-Authenticate") {
-		params := authParams(v)
-		if m := params["resource_metadata"]; m != "" {
-			return m, params["scope"]
+		for _, c := range challenges(v) {
+			params := authParams(c)
+			if m := params["resource_metadata"]; m != "" {
+				return m, params["scope"]
+			}
 		}
 	}
 	return "", ""
+}
+
+// challenges splits a WWW-Authenticate value into its challenges, since one
+// value may carry several (RFC 9110 §11.6.1): `DPoP algs="ES256", Bearer
+// resource_metadata="…"`. A comma outside quotes ends a challenge when what
+// follows it starts with an auth-scheme, a token not followed by "=".
+func challenges(v string) []string {
+	var out []string
+	start, quoted := 0, false
+	for i := 0; i < len(v); i++ {
+		switch c := v[i]; {
+		case quoted && c == '\\':
+			i++
+		case c == '"':
+			quoted = !quoted
+		case c == ',' && !quoted && startsChallenge(v[i+1:]):
+			out = append(out, v[start:i])
+			start = i + 1
+		}
+	}
+	return append(out, v[start:])
+}
+
+// startsChallenge reports whether s, what follows a comma in a
+// WWW-Authenticate value, starts with an auth-scheme rather than an
+// auth-param (name "=" value).
+func startsChallenge(s string) bool {
+	s = strings.TrimLeft(s, " \t,")
+	end := strings.IndexAny(s, " \t=,")
+	if end < 0 {
+		return s != ""
+	}
+	return end > 0 && !strings.HasPrefix(strings.TrimLeft(s[end:], " \t"), "=")
 }
 
 // authParams parses the auth-params of a challenge such as
