@@ -17,6 +17,9 @@ type Memory struct {
 	locks    map[memKey]memLock
 	bytes    int
 	now      func() time.Time
+	// examined counts the outcomes puts over a bound looked at to choose
+	// one to drop (a test reads it).
+	examined int
 }
 
 // Bounds of Memory.
@@ -130,6 +133,7 @@ func (m *Memory) putLocked(k memKey, e *Entry, expires, now time.Time) {
 			if !found || o.expires.Before(soonest) {
 				victim, found, soonest = vk, true, o.expires
 			}
+			m.examined++
 			if seen++; !now.Before(o.expires) || seen == evictSample {
 				break
 			}
