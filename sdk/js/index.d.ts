@@ -218,6 +218,8 @@ export class Tool extends QuiverObject {
 
 export class Action extends QuiverObject {
   name: string;
+  /** A name for people (an MCP tool's title); present only when the tool gives one. */
+  title?: string;
   description: string;
   input_schema: Record<string, unknown>;
   readonly inputSchema: Record<string, unknown>;

@@ -141,7 +141,8 @@ class Action(QuiverObject):
     """An action a tool can run; ``retryable`` actions may be called without an idempotency key.
 
     ``output_schema`` (the JSON Schema of the action's structured result) is present only when the tool
-    declares one: read it with ``action.get("output_schema")``.
+    declares one: read it with ``action.get("output_schema")``. So is ``title``, a name for people (an MCP
+    tool's title): ``action.get("title")``.
     """
 
     __slots__ = ()
