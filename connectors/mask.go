@@ -140,3 +140,50 @@ func HiddenURLParts(raw string) []string {
 	}
 	return out
 }
+
+// Echo finds secrets a server quoted back in its answer (an echo endpoint,
+// a 401 naming the token), in every form a JSON document may hold them
+// (JSONForms), and masks them there. Make one per set of secrets; Quotes
+// scans without allocating, so an answer without them costs a scan only.
+type Echo struct {
+	text  []string
+	bytes [][]byte
+}
+
+// NewEcho finds each secret at least min bytes long.
+func NewEcho(min int, secrets ...string) Echo {
+	var e Echo
+	for _, s := range secrets {
+		if len(s) >= min {
+			e.text = append(e.text, JSONForms(s)...)
+		}
+	}
+	for _, s := range e.text {
+		e.bytes = append(e.bytes, []byte(s))
+	}
+	return e
+}
+
+// Quotes reports whether b holds any of the secrets.
+func (e Echo) Quotes(b []byte) bool {
+	for _, f := range e.bytes {
+		if bytes.Contains(b, f) {
+			return true
+		}
+	}
+	return false
+}
+
+// QuotedIn reports whether s holds any of the secrets.
+func (e Echo) QuotedIn(s string) bool {
+	for _, f := range e.text {
+		if strings.Contains(s, f) {
+			return true
+		}
+	}
+	return false
+}
+
+// Masker masks the secrets in every form Quotes finds (min is 0: each form
+// was measured as its secret was).
+func (e Echo) Masker() Masker { return NewMasker(0, e.text...) }

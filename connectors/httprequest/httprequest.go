@@ -13,7 +13,6 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
-	"strings"
 	"time"
 
 	"github.com/quiverhq/quiver/connectors"
@@ -198,20 +197,15 @@ func hideToken(config map[string]string, headers map[string]string, data []byte)
 	if config[ConfigAuthType] == "none" || len(token) < minHiddenToken {
 		return data
 	}
-	forms := connectors.JSONForms(token)
-	found := false
-	for _, f := range forms {
-		if bytes.Contains(data, []byte(f)) {
-			found = true
-		}
-		for _, v := range headers {
-			found = found || strings.Contains(v, f)
-		}
+	echo := connectors.NewEcho(minHiddenToken, token)
+	found := echo.Quotes(data)
+	for _, v := range headers {
+		found = found || echo.QuotedIn(v)
 	}
 	if !found {
 		return data
 	}
-	m := connectors.NewMasker(minHiddenToken, forms...)
+	m := echo.Masker()
 	for name, v := range headers {
 		headers[name] = m.Mask(v)
 	}

@@ -209,7 +209,7 @@ type target struct {
 	auth     string            // the Authorization header value, or ""
 	headers  map[string]string // extra headers, canonical names
 	bearer   bool              // a bearer token was configured (not an OAuth token)
-	echo     echoForms         // the credentials' forms a result may quote (hideEchoed)
+	echo     connectors.Echo   // the credentials, to find in results (hideEchoed)
 }
 
 // forbiddenHeader reports whether a header may not be set by a tool's
@@ -270,7 +270,7 @@ func resolveTarget(entry *catalog.Entry, config map[string]string, accessToken s
 			t.headers[canon] = value
 		}
 	}
-	t.echo = newEchoForms(t.credentials())
+	t.echo = connectors.NewEcho(minHidden, t.credentials()...)
 	return t, nil
 }
 
