@@ -138,6 +138,18 @@ func keyName(props map[string]any, required []any) string {
 	return name
 }
 
+// listedTool is action a of agent tool t, listed as name: the MCP tool the
+// agent sees, and what a call of it runs (invokeListed). A build lists
+// every action so; a call of a tool the build left out lists its one.
+func (s *Server) listedTool(account int64, t agentTool, name string, a *connectors.Action) (*mcp.Tool, fastTool, error) {
+	tool, key, err := mcpTool(name, a)
+	if err != nil {
+		return nil, fastTool{}, err
+	}
+	inv := s.invokeListed(account, t.id, t.base, a.Name, key)
+	return tool, fastTool{invoke: inv, headerBound: headerBound(tool), typed: tool.OutputSchema != nil}, nil
+}
+
 // mcpTool makes the MCP tool of an action. A non-retryable action's schema
 // gains the required key argument, named key (keyName); a retryable action's
 // key is "".

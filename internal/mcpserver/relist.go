@@ -146,12 +146,11 @@ func (s *Server) leftOutCall(ctx context.Context, account int64, t agentTool, re
 		if n != req.Params.Name {
 			continue
 		}
-		tool, key, err := mcpTool(n, &actions[i])
+		_, ft, err := s.listedTool(account, t, n, &actions[i])
 		if err != nil {
 			return nil
 		}
-		inv := s.invokeListed(account, t.id, t.base, actions[i].Name, key)
-		return s.runRelisted(ctx, fastTool{invoke: inv, headerBound: headerBound(tool), typed: tool.OutputSchema != nil}, req)
+		return s.runRelisted(ctx, ft, req)
 	}
 	return nil
 }

@@ -250,15 +250,13 @@ func (s *Server) build(ctx context.Context, ts *toolset, account, agentID int64,
 					"agent", agentID, "tool", t.id, "action", a.Name)
 				continue
 			}
-			tool, key, err := mcpTool(name, a)
+			tool, ft, err := s.listedTool(account, t, name, a)
 			if err != nil {
 				s.log.WarnContext(ctx, "mcp: action left out", "agent", agentID, "tool", t.id, "action", a.Name, "error", err)
 				continue
 			}
-			inv := s.invokeListed(account, t.id, t.base, a.Name, key)
-			typed := tool.OutputSchema != nil
-			srv.AddTool(tool, s.handle(inv, typed))
-			fast[name] = fastTool{invoke: inv, headerBound: headerBound(tool), typed: typed}
+			srv.AddTool(tool, s.handle(ft.invoke, ft.typed))
+			fast[name] = ft
 		}
 	}
 	implJSON, err := json.Marshal(impl)
