@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -224,6 +225,9 @@ func (s *Service) Update(ctx context.Context, accountID, id int64, in Input) (*A
 	if err := s.Check(ctx, accountID, in, false); err != nil {
 		return nil, err
 	}
+	if unchanged(current, in) {
+		return current, nil // the values it has already: nothing written, updated_at kept
+	}
 	a, err := s.store.UpdateAgent(ctx, accountID, id, store.AgentUpdate{Name: in.Name, Goal: in.Goal, Status: in.Status, Tools: in.Tools})
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, notFound(id)
@@ -232,6 +236,15 @@ func (s *Service) Update(ctx context.Context, accountID, id int64, in Input) (*A
 		return nil, toolsGone(err)
 	}
 	return view(a), nil
+}
+
+// unchanged reports whether every field in gives (checked, so a name is
+// trimmed) holds the value a already has.
+func unchanged(a *Agent, in Input) bool {
+	return (in.Name == nil || *in.Name == a.Name) &&
+		(in.Goal == nil || *in.Goal == a.Goal) &&
+		(in.Status == nil || Status(*in.Status) == a.Status) &&
+		(in.Tools == nil || slices.Equal(*in.Tools, a.Tools))
 }
 
 // Delete removes the account's agent.

@@ -138,8 +138,9 @@ func fdTestDetach(t *testing.T, c *fdClient) {
 	time.Sleep(1100 * time.Millisecond) // updated_at shows whole seconds
 	c.ok(204, "DELETE", fdPath("/api/v1/agents/custom-tools/%d/", gone), nil)
 	c.ok(200, "PATCH", fdPath("/api/v1/agents/%d/", a4), map[string]any{}) // changes nothing, so updated_at stays
+	c.ok(200, "PATCH", fdPath("/api/v1/agents/%d/", a4), map[string]any{"name": " four ", "status": "draft", "tools": []int64{keep}})
 	if !updated(a1).After(before1) || !updated(a4).Equal(before4) {
-		t.Errorf("updated_at after the detach: agent one %v (was %v), agent four %v (was %v); want one later, four unchanged",
+		t.Errorf("updated_at after the detach: agent one %v (was %v), agent four %v (was %v); want one later, four unchanged (its PATCHes gave the values it had)",
 			updated(a1), before1, updated(a4), before4)
 	}
 	for id, want := range map[int64][]int64{a1: {keep}, a2: {keep}, a3: {}} {
