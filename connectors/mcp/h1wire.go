@@ -288,8 +288,8 @@ func parseHead(head []byte, req *http.Request) (*http.Response, bool) {
 	for i := 0; rest != ""; i++ {
 		line, rest, _ = strings.Cut(rest, "\r\n")
 		k, v, ok := strings.Cut(line, ":")
-		if !ok || !plainKey(k) || strings.ContainsAny(v, "\r\n") {
-			return nil, false // a folded line, a bare CR or LF, a malformed name
+		if !ok || !plainKey(k) || !fieldValue(v) {
+			return nil, false // a folded line, a control byte, a malformed name
 		}
 		k = headerKey(k)
 		values[i] = strings.Trim(v, " \t")
@@ -334,6 +334,18 @@ func parseHead(head []byte, req *http.Request) (*http.Response, bool) {
 }
 
 var chunkedOnly = []string{"chunked"}
+
+// fieldValue reports whether v has only the bytes ReadResponse takes in a
+// header value (RFC 9110's field-vchar, SP and HTAB): no control byte, a
+// bare CR or LF among them, and no DEL, which ReadResponse refuses.
+func fieldValue(v string) bool {
+	for i := 0; i < len(v); i++ {
+		if c := v[i]; c < ' ' && c != '\t' || c == 0x7f {
+			return false
+		}
+	}
+	return true
+}
 
 // headerKey is k in http.Header's canonical form, a constant for the
 // headers a server usually sends.
@@ -412,8 +424,31 @@ func (b *h1Chunked) trailer() error {
 		}
 		return err
 	}
+	// As net/http's body.readTrailer: a trailer must end in a CRLF CRLF
+	// within the reader's buffer (ReadMIMEHeader alone would take a bare
+	// LF for the blank line, leaving bytes that ReadResponse refuses).
+	if !upcomingDoubleCRLF(b.r) {
+		return errors.New("http: suspiciously long trailer after chunked body")
+	}
 	_, err = textproto.NewReader(b.r).ReadMIMEHeader()
+	if err == io.EOF {
+		err = io.ErrUnexpectedEOF
+	}
 	return err
+}
+
+// upcomingDoubleCRLF is net/http's seeUpcomingDoubleCRLF: whether a CRLF
+// CRLF comes up within br's buffer.
+func upcomingDoubleCRLF(br *bufio.Reader) bool {
+	for n := 4; ; n++ {
+		buf, err := br.Peek(n)
+		if bytes.HasSuffix(buf, []byte("\r\n\r\n")) {
+			return true
+		}
+		if err != nil {
+			return false
+		}
+	}
 }
 
 func (b *h1Chunked) Close() error { return nil }

@@ -1,0 +1,134 @@
+package mcp
+
+import (
+	"bufio"
+	"io"
+	"net/http"
+	"reflect"
+	"strings"
+	"testing"
+	"testing/iotest"
+)
+
+// FuzzReadResponseAsNetHTTP: whatever bytes a server sends, a response
+// readResponse takes reads as http.ReadResponse reads it (status, header,
+// length, body and whether the body ends in an error), and leaves the
+// reader where ReadResponse's body leaves it (after a body read to its
+// end: a body that fails closes the connection); one it leaves is
+// ReadResponse's, untouched. The bytes come all at once or one at a time.
+func FuzzReadResponseAsNetHTTP(f *testing.F) {
+	for _, s := range []string{
+		"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 7\r\n\r\n{\"a\":1}",
+		"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n6\r\ndata: \r\n3\r\n{}\n\r\n0\r\n\r\n",
+		"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2;ext=1\r\nab\r\n0;x\r\nX-T: 1\r\nX-U: 2\r\n\r\n",
+		"HTTP/1.1 200 OK\r\nTransfer-Encoding: Chunked\r\n\r\n0\r\n\r\n",
+		"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n",
+		"HTTP/1.1 200 OK\r\nTransfer-Encoding: identity\r\nContent-Length: 1\r\n\r\nx",
+		"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked \r\n\r\n0\r\n\r\n",
+		"HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip, chunked\r\n\r\n0\r\n\r\n",
+		"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nffffffffffffffffff\r\nx\r\n0\r\n\r\n",
+		"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n1\r\nxx\r\n0\r\n\r\n",
+		"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n1\nx\n0\n\n",
+		// Found by fuzzing: a trailer that ends in a bare LF (ReadResponse
+		// wants a CRLF CRLF ahead), and control bytes in a value.
+		"HTTP/1.1 200 \r\nTrAnsfer-EnCoding:Chunked\r\n\r\n0\r\n\n0",
+		"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n0\r\nX-T: 1\n\n",
+		"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 2\r\nmcp-session-id: s\r\n\r\n{}",
+		"HTTP/1.1 200 OK\r\nSet-Cookie: a\r\nContent-Length: 0\r\nset-cookie: b\r\n\r\n",
+		"HTTP/1.1 200 OK\r\nKeep-Alive:  timeout=5 \t\r\nX-Empty:\r\nContent-Length: 1\r\n\r\nx",
+		"HTTP/1.1 200 OK\r\nConnection: keep-alive, close\r\nContent-Length: 1\r\n\r\nx",
+		"HTTP/1.1 200 OK\r\nConnection: close\r\nConnection: upgrade\r\nContent-Length: 1\r\n\r\nx",
+		"HTTP/1.1 401 Unauthorized\r\nWWW-Authenticate: Bearer\r\nContent-Length: 3\r\n\r\nno\n",
+		"HTTP/1.1 200\r\nContent-Length: 0\r\n\r\n",
+		"HTTP/1.1 200 \r\nContent-Length: 0\r\n\r\n",
+		"HTTP/1.1  200 OK\r\nContent-Length: 0\r\n\r\n",
+		"HTTP/1.1 200  OK\r\nContent-Length: 0\r\n\r\n",
+		"HTTP/1.1 299 Fine Thanks\r\nContent-Length: 0\r\n\r\n",
+		"HTTP/1.1 0200 OK\r\nContent-Length: 0\r\n\r\n",
+		"HTTP/1.1 +20 OK\r\nContent-Length: 0\r\n\r\n",
+		"HTTP/1.1 200 OK\r\nContent-Length: 99\r\nTransfer-Encoding: chunked\r\n\r\n1\r\nx\r\n0\r\n\r\n",
+		"HTTP/1.1 200 OK\nContent-Length: 2\n\n{}",
+		"HTTP/1.1 200 OK\r\nX-A: 1\r\n  more\r\nContent-Length: 0\r\n\r\n",
+		"HTTP/1.1 204 No Content\r\nX-A: 1\r\n\r\n",
+		"HTTP/1.0 200 OK\r\nContent-Length: 1\r\n\r\nx",
+		"HTTP/1.1 103 Early Hints\r\nLink: </a>\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n",
+		"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 1\r\n\r\nx",
+		"HTTP/1.1 200 OK\r\nPragma: no-cache\r\nContent-Length: 0\r\n\r\n",
+		"HTTP/1.1 200 OK\r\nContent-Length: 1\r\nContent-Length: 1\r\n\r\nx",
+		"HTTP/1.1 200 OK\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\nxx",
+		"HTTP/1.1 200 OK\r\nContent-Length: 1, 1\r\n\r\nx",
+		"HTTP/1.1 200 OK\r\nContent-Length: +1\r\n\r\nx",
+		"HTTP/1.1 200 OK\r\nContent-Length: 01\r\n\r\nx",
+		"HTTP/1.1 200 OK\r\nContent-Length: 9223372036854775807\r\n\r\nx",
+		"HTTP/1.1 200 OK\r\nContent-Length: 9223372036854775808\r\n\r\nx",
+		"HTTP/1.1 200 OK\r\nContent-Length: 99999999999999999999\r\n\r\nx",
+		"HTTP/1.1 200 OK\r\nContent-Length:\r\n\r\nx",
+		"HTTP/1.1 200 OK\r\nContent-Length : 1\r\n\r\nx",
+		"HTTP/1.1 200 OK\r\n Content-Length: 1\r\n\r\nx",
+		"HTTP/1.1 200 OK\r\nContent-Length: 1\r\nTrailer: X-T\r\n\r\nx",
+		"HTTP/1.1 200 OK\r\nX-Bin: \x01\x7f\xff\r\nContent-Length: 0\r\n\r\n",
+		"HTTP/1.1 200 OK\r\nX-A: a\rb\r\nContent-Length: 0\r\n\r\n",
+		"HTTP/1.1 200 OK\r\n\r\n",
+		"HTTP/1.1 2x0 OK\r\nContent-Length: 0\r\n\r\n",
+		"HTTP/1.1 600 Big\r\nContent-Length: 0\r\n\r\n",
+		"HTTP/1.1 999 Big\r\nContent-Length: 0\r\n\r\n",
+		"HTTP/1.1 200 OK\r\nContent-Len",
+		"HTTP/1.1 200 OK\r\nContent-Length: 9\r\n\r\nabc",
+		"",
+	} {
+		f.Add([]byte(s), false)
+		f.Add([]byte(s+"HTTP/1.1 204 No Content\r\n\r\n"), true)
+	}
+	req, _ := http.NewRequest(http.MethodPost, "http://127.0.0.1/mcp", nil)
+	f.Fuzz(func(t *testing.T, raw []byte, oneByte bool) {
+		if len(raw) > 64<<10 {
+			return
+		}
+		ours, ok, oursLeft := readFuzzed(req, raw, oneByte, true)
+		if !ok {
+			return // left to ReadResponse, or refused
+		}
+		theirs, _, theirsLeft := readFuzzed(req, raw, oneByte, false)
+		if ours.BodyErr && theirs.BodyErr {
+			// A body that fails closes its connection: what is left of
+			// it is never read.
+			oursLeft, theirsLeft = "", ""
+		}
+		if !reflect.DeepEqual(ours, theirs) || oursLeft != theirsLeft {
+			t.Fatalf("%q\nours:       %+v, left %q\nnet/http's: %+v, left %q", raw, ours, oursLeft, theirs, theirsLeft)
+		}
+	})
+}
+
+// readFuzzed reads raw's first final response as h1Transport does (ours:
+// ok tells whether readResponse took a head of it) or with ReadResponse
+// alone, and what is left after its body.
+func readFuzzed(req *http.Request, raw []byte, oneByte, ours bool) (readReply, bool, string) {
+	var r io.Reader = strings.NewReader(string(raw))
+	if oneByte {
+		r = iotest.OneByteReader(r)
+	}
+	br := bufio.NewReaderSize(r, 16<<10)
+	took := false
+	for {
+		var resp *http.Response
+		var err error
+		if ours {
+			resp, err = readResponse(br, req)
+			took = took || resp != nil
+		}
+		if resp == nil && err == nil {
+			resp, err = http.ReadResponse(br, req)
+		}
+		if err != nil {
+			return readReply{Err: true}, false, ""
+		}
+		if resp.StatusCode >= 100 && resp.StatusCode < 200 && resp.StatusCode != http.StatusSwitchingProtocols {
+			continue
+		}
+		body, err := io.ReadAll(resp.Body)
+		left, _ := io.ReadAll(br)
+		return readReply{resp.Status, resp.StatusCode, resp.Header, resp.ContentLength, resp.TransferEncoding,
+			resp.Close, string(body), false, err != nil}, took, string(left)
+	}
+}
