@@ -16,25 +16,45 @@ import (
 )
 
 // OAuthRequiredError is returned by Verify when the server refused a request
-// without credentials and pointed at its OAuth protected-resource metadata
-// (RFC 9728): the tool needs an OAuth step, not a corrected field.
+// without credentials with 401: the tool may need an OAuth step, not a
+// corrected field. The server either pointed at its OAuth protected-resource
+// metadata (RFC 9728 §5.1: ResourceMetadataURL is set) or named none, and
+// then its metadata may still be at the RFC 9728 §3 well-known URIs of its
+// URL, as the MCP authorization spec has clients look; when it is at
+// neither, the 401 was a plain refusal and Refusal, which the error unwraps
+// to, is the answer.
 type OAuthRequiredError struct {
 	// ResourceMetadataURL is the resource_metadata URL from the server's
-	// WWW-Authenticate header.
+	// WWW-Authenticate header, or "" when it gave none.
 	ResourceMetadataURL string
 	// Scope is the scope the header asked for, if any.
 	Scope string
+	// Refusal is the field error the 401 is when no metadata is found;
+	// set only when ResourceMetadataURL is "".
+	Refusal *connectors.FieldError
 }
 
 func (e *OAuthRequiredError) Error() string {
+	if e.ResourceMetadataURL == "" {
+		return "the MCP server requires credentials and named no OAuth resource metadata"
+	}
 	return "the MCP server requires OAuth authorization (resource metadata at " + e.ResourceMetadataURL + ")"
+}
+
+// Unwrap returns Refusal, so that a caller that does not look for the
+// metadata at the well-known URIs gets the field error as before.
+func (e *OAuthRequiredError) Unwrap() error {
+	if e.Refusal == nil {
+		return nil
+	}
+	return e.Refusal
 }
 
 // Verify connects to the MCP server named by entry (hosted) or config["url"],
 // initializes a session and lists its tools, so that a configuration step is
 // accepted only when it works. A problem is a *connectors.FieldError on
 // "url", "bearer_token" or "headers", or an *OAuthRequiredError when the
-// server wants OAuth and no credentials were given.
+// server refused with 401 and no credentials were given.
 func (c *Connector) Verify(ctx context.Context, entry *catalog.Entry, config map[string]string) error {
 	tgt, err := resolveTarget(entry, config, "")
 	if err != nil {
@@ -86,7 +106,8 @@ func verifyError(a attemptState, err error, tgt *target, entry *catalog.Entry) e
 	}
 	switch {
 	case a.status == http.StatusUnauthorized || a.status == http.StatusForbidden:
-		if tgt.auth == "" && len(tgt.headers) == 0 && a.status == http.StatusUnauthorized {
+		anonymous := tgt.auth == "" && len(tgt.headers) == 0
+		if anonymous && a.status == http.StatusUnauthorized {
 			if meta, scope := resourceMetadata(a.header); meta != "" {
 				return &OAuthRequiredError{ResourceMetadataURL: meta, Scope: scope}
 			}
@@ -98,13 +119,20 @@ func verifyError(a attemptState, err error, tgt *target, entry *catalog.Entry) e
 		// The server's own words, when it gave any, after ours: alone they
 		// may be a bare code ("invalid_token").
 		msg := fmt.Sprintf("The server refused these credentials (HTTP %d)", a.status)
-		if tgt.auth == "" && len(tgt.headers) == 0 {
+		if anonymous {
 			msg = fmt.Sprintf("The server requires credentials (HTTP %d)", a.status)
 		}
 		if said := refusalMessage(a, tgt); said != http.StatusText(a.status) {
 			msg += ": " + strings.TrimRight(said, ".")
 		}
-		return &connectors.FieldError{Field: field, Message: msg + "."}
+		fe := &connectors.FieldError{Field: field, Message: msg + "."}
+		if anonymous && a.status == http.StatusUnauthorized {
+			// No pointer to metadata: it may be at the well-known URIs
+			// (the MCP authorization spec's second way), and the
+			// refusal stands when it is not.
+			return &OAuthRequiredError{Scope: bearerScope(a.header), Refusal: fe}
+		}
+		return fe
 	case !a.started || (a.err != nil && egress.IsConnectFailure(a.err)):
 		if a.err != nil && egress.IsBlocked(a.err) {
 			urlField.Message = blockedWhere(a, tgt, "") + "."
@@ -172,6 +200,22 @@ func resourceMetadata(h http.Header) (metadata, scope string) {
 		}
 	}
 	return "", ""
+}
+
+// bearerScope returns the scope parameter of a Bearer challenge in
+// WWW-Authenticate headers (RFC 6750 §3), if any.
+func bearerScope(h http.Header) string {
+	for _, v := range h.Values("WWW-Authenticate") {
+		for _, c := range challenges(v) {
+			scheme, _, _ := strings.Cut(strings.TrimSpace(c), " ")
+			if strings.EqualFold(scheme, "Bearer") {
+				if s := authParams(c)["scope"]; s != "" {
+					return s
+				}
+			}
+		}
+	}
+	return ""
 }
 
 // challenges splits a WWW-Authenticate value into its challenges, since one

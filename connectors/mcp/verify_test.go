@@ -120,6 +120,43 @@ func TestVerify(t *testing.T) {
 			t.Fatal(err)
 		}
 	})
+	t.Run("oauth maybe, metadata not named", func(t *testing.T) {
+		// A 401 without resource_metadata, to a request without
+		// credentials: the metadata may be at the well-known URIs, and
+		// the refusal it unwraps to is the answer when it is not.
+		for name, challenge := range map[string]string{"none": "", "bare": "Bearer", "realm": `Bearer realm="mail", scope="read write"`} {
+			bare := interceptedServer(t, func(w http.ResponseWriter, _ *http.Request, _ http.Handler) {
+				if challenge != "" {
+					w.Header().Set("WWW-Authenticate", challenge)
+				}
+				w.WriteHeader(http.StatusUnauthorized)
+			})
+			err := c.Verify(ctx, customEntry, map[string]string{"url": bare.URL + "/mcp"})
+			var oe *OAuthRequiredError
+			if !errors.As(err, &oe) || oe.ResourceMetadataURL != "" || oe.Refusal == nil {
+				t.Fatalf("%s: error = %v (%T), want an *OAuthRequiredError with a refusal and no metadata URL", name, err, err)
+			}
+			if want := map[string]string{"realm": "read write"}[name]; oe.Scope != want {
+				t.Errorf("%s: scope = %q, want %q", name, oe.Scope, want)
+			}
+			wantField(t, err, "bearer_token", "The server requires credentials (HTTP 401).")
+			// With a token given, a refusal is the token's alone.
+			err = c.Verify(ctx, customEntry, map[string]string{"url": bare.URL + "/mcp", "bearer_token": "bad"})
+			if errors.As(err, &oe) {
+				t.Errorf("%s: a refused token is an *OAuthRequiredError", name)
+			}
+			wantField(t, err, "bearer_token", "refused these credentials")
+		}
+		// A 403 is a refusal, not a question of OAuth.
+		forbidden := interceptedServer(t, func(w http.ResponseWriter, _ *http.Request, _ http.Handler) {
+			w.Header().Set("WWW-Authenticate", "Bearer")
+			w.WriteHeader(http.StatusForbidden)
+		})
+		var oe *OAuthRequiredError
+		if err := c.Verify(ctx, customEntry, map[string]string{"url": forbidden.URL + "/mcp"}); errors.As(err, &oe) {
+			t.Errorf("a 403 is an *OAuthRequiredError")
+		}
+	})
 	t.Run("rate limited", func(t *testing.T) {
 		// Not the URL's fault: the field says to send it again, and when.
 		limited := interceptedServer(t, func(w http.ResponseWriter, _ *http.Request, _ http.Handler) {

@@ -3,6 +3,8 @@ package oauth
 // Discovery of an OAuth-protected MCP server from its URL alone:
 //
 //	server: 401 WWW-Authenticate: Bearer resource_metadata="…"
+//	  (or a 401 naming none: the RFC 9728 §3 well-known URIs of the
+//	  server's URL, path-inserted first, then the root)
 //	  ─▶ GET resource metadata (RFC 9728): resource, authorization_servers
 //	  ─▶ GET authorization server metadata (RFC 8414
 //	     /.well-known/oauth-authorization-server, then OpenID discovery)
@@ -51,12 +53,23 @@ type serverMetadata struct {
 }
 
 // Discover finds the OAuth provider of an MCP server that refused an
-// unauthenticated request with a pointer to its resource metadata; see
-// toolconfig.Discoverer.
+// unauthenticated request, from the resource metadata it pointed at or,
+// when it named none, from the metadata at its well-known URIs; see
+// toolconfig.Discoverer. A refusal that named none is not handled (ok
+// false) unless one of them serves usable metadata: it is then the plain
+// refusal it looked like.
 func (f *Flow) Discover(ctx context.Context, verifyErr error, serverURL string) (*toolconfig.DiscoveredOAuth, bool, error) {
 	var oe *mcp.OAuthRequiredError
 	if !errors.As(verifyErr, &oe) {
 		return nil, false, nil
+	}
+	if oe.ResourceMetadataURL == "" {
+		rm := f.wellKnownMetadata(ctx, serverURL)
+		if rm == nil {
+			return nil, false, nil
+		}
+		d, err := f.discoverFrom(ctx, rm, oe.Scope, serverURL)
+		return d, true, err
 	}
 	d, err := f.discover(ctx, oe.ResourceMetadataURL, oe.Scope, serverURL)
 	return d, true, err
@@ -67,12 +80,62 @@ func (f *Flow) discover(ctx context.Context, metadataURL, scope, serverURL strin
 	if err := f.getJSON(ctx, metadataURL, &rm); err != nil {
 		return nil, fmt.Errorf("its protected-resource metadata: %w", err)
 	}
+	if err := rm.check(serverURL); err != nil {
+		return nil, err
+	}
+	return f.discoverFrom(ctx, &rm, scope, serverURL)
+}
+
+// check reports why rm cannot serve the server at serverURL, if it cannot.
+func (rm *resourceMetadata) check(serverURL string) error {
 	if rm.Resource != "" && !sameOrigin(rm.Resource, serverURL) {
-		return nil, errors.New("its protected-resource metadata names another resource")
+		return errors.New("its protected-resource metadata names another resource")
 	}
 	if len(rm.AuthorizationServers) == 0 {
-		return nil, errors.New("its protected-resource metadata names no authorization server")
+		return errors.New("its protected-resource metadata names no authorization server")
 	}
+	return nil
+}
+
+// wellKnownMetadata returns the protected-resource metadata of the server
+// at serverURL found at its well-known URIs (wellKnownResourceURIs), the
+// first that serves a document rm.check accepts, or nil. A document that
+// is missing, unreadable or another resource's is passed over without a
+// word: the server named no metadata, so its 401 stands as it was.
+func (f *Flow) wellKnownMetadata(ctx context.Context, serverURL string) *resourceMetadata {
+	for _, u := range wellKnownResourceURIs(serverURL) {
+		var rm resourceMetadata
+		if f.getJSON(ctx, u, &rm) == nil && rm.check(serverURL) == nil {
+			return &rm
+		}
+		if ctx.Err() != nil {
+			return nil
+		}
+	}
+	return nil
+}
+
+// wellKnownResourceURIs are where RFC 9728 §3.1 puts the protected-resource
+// metadata of the server at serverURL, in the order the MCP authorization
+// spec has a client try them: with the URL's path inserted after the
+// well-known prefix (https://h/.well-known/oauth-protected-resource/mcp for
+// https://h/mcp), then at the root. The query is left out: a resource
+// identifier has none (RFC 8707), and it may hold a key.
+func wellKnownResourceURIs(serverURL string) []string {
+	u, err := url.Parse(serverURL)
+	if err != nil || !httpURL(serverURL) {
+		return nil
+	}
+	root := u.Scheme + "://" + u.Host + "/.well-known/oauth-protected-resource"
+	if path := strings.TrimRight(u.EscapedPath(), "/"); path != "" {
+		return []string{root + path, root}
+	}
+	return []string{root}
+}
+
+// discoverFrom goes on from protected-resource metadata rm that check
+// accepted for the server at serverURL.
+func (f *Flow) discoverFrom(ctx context.Context, rm *resourceMetadata, scope, serverURL string) (*toolconfig.DiscoveredOAuth, error) {
 	issuer := rm.AuthorizationServers[0]
 	sm, err := f.serverMetadata(ctx, issuer)
 	if err != nil {

@@ -318,15 +318,17 @@ func (s *Service) verify(ctx context.Context, e *catalog.Entry, plain, secret ma
 	defer cancel()
 	config := flatten(plain, secret)
 	err := v.Verify(ctx, e, config)
-	var fe *connectors.FieldError
-	switch {
-	case err == nil:
+	if err == nil {
 		return nil
-	case errors.As(err, &fe):
-		return problem.Validation("The tool refused this configuration.", map[string]string{fe.Field: fe.Message})
 	}
+	// Discovery first: a 401 that names no OAuth metadata is a field
+	// error too, the one to give when none is found at its well-known
+	// URIs (mcp.OAuthRequiredError).
 	if handled, derr := s.discover(ctx, err, config["url"], plain); handled {
 		return derr
+	}
+	if fe := (*connectors.FieldError)(nil); errors.As(err, &fe) {
+		return problem.Validation("The tool refused this configuration.", map[string]string{fe.Field: fe.Message})
 	}
 	s.opts.Logger.WarnContext(ctx, "verify failed", "catalog", e.Name, "error", err)
 	return problem.Validation("The tool could not be verified with this configuration.", map[string]string{"user_response": err.Error()})
