@@ -96,10 +96,126 @@ func newFastSession(sess *mcp.ClientSession, client *http.Client, endpoint strin
 
 // wireMessage is one JSON-RPC message as received.
 type wireMessage struct {
-	ID     json.RawMessage `json:"id"`
-	Method string          `json:"method"`
-	Result json.RawMessage `json:"result"`
-	Error  *jsonrpc.Error  `json:"error"`
+	JSONRPC string          `json:"jsonrpc"`
+	ID      json.RawMessage `json:"id"`
+	Method  string          `json:"method"`
+	Result  json.RawMessage `json:"result"`
+	Error   *jsonrpc.Error  `json:"error"`
+	// request is set when the message has a method member, even "" or
+	// null: the SDK reads it as a request then, never as an answer.
+	request bool
+}
+
+// decodeMessage decodes the first JSON value of data as the SDK's client
+// reads a message (jsonrpc.DecodeMessage). The usual message is decoded
+// once here; one the SDK might read otherwise goes to DecodeMessage
+// itself, errors and all: a version other than "2.0", an error member
+// (whose fields encoding/json would match in any case), a top-level key
+// spelt other than as the SDK's decoder matches it (encoding/json would
+// take "ID" or "Result" too; an escape or a byte past ASCII is not looked
+// into), an answer without an ID or an ID the SDK does not take, nesting
+// past the SDK's bound (internal/json.checkMaxDepth).
+func decodeMessage(data []byte, m *wireMessage) error {
+	method, plain := scanMessage(data)
+	if plain && decodeFirst(data, m) == nil && m.JSONRPC == "2.0" && m.Error == nil && plainID(m.ID, method) {
+		m.request = method
+		return nil
+	}
+	msg, err := jsonrpc.DecodeMessage(data)
+	if err != nil {
+		return err
+	}
+	*m = wireMessage{JSONRPC: "2.0"}
+	var id jsonrpc.ID
+	switch msg := msg.(type) {
+	case *jsonrpc.Request:
+		m.Method, m.request, id = msg.Method, true, msg.ID
+	case *jsonrpc.Response:
+		m.Result, id = msg.Result, msg.ID
+		if msg.Error != nil && !errors.As(msg.Error, &m.Error) {
+			m.Error = &jsonrpc.Error{Message: msg.Error.Error()}
+		}
+	}
+	if id.IsValid() {
+		m.ID, _ = json.Marshal(id.Raw())
+	}
+	return nil
+}
+
+// plainID reports whether an ID as decoded is one the SDK reads as it is
+// written: a number a float64 holds, a string without escapes, or (for a
+// request, a notification then) none.
+func plainID(raw json.RawMessage, request bool) bool {
+	switch {
+	case len(raw) == 0 || string(raw) == "null":
+		return request
+	case raw[0] == '"':
+		return bytes.IndexByte(raw, '\\') < 0
+	case raw[0] == '-' || '0' <= raw[0] && raw[0] <= '9':
+		_, err := strconv.ParseFloat(string(raw), 64)
+		return err == nil
+	}
+	return false
+}
+
+// scanMessage looks over data, whose first JSON value is a message: method
+// is set if that object has a "method" key, and plain is false if one of
+// its keys has an escape or a byte past ASCII or matches a member of
+// wireMessage only when case is ignored, or if data nests deeper than the
+// SDK reads (which it checks over all of data). Strings are skipped with
+// IndexByte: an answer is mostly the text of its content.
+func scanMessage(data []byte) (method, plain bool) {
+	depth, done, key := 0, false, false
+	for i := 0; i < len(data); i++ {
+		switch c := data[i]; c {
+		case '"':
+			end := i + 1
+			for {
+				j := bytes.IndexByte(data[end:], '"')
+				if j < 0 {
+					return method, true // cut off: the decoder says what is wrong
+				}
+				end += j
+				n := 0
+				for n < end-i-1 && data[end-1-n] == '\\' {
+					n++
+				}
+				if n%2 == 0 {
+					break
+				}
+				end++
+			}
+			if key && depth == 1 && !done {
+				k := data[i+1 : end]
+				for _, b := range k {
+					if b == '\\' || b >= 0x80 {
+						return method, false
+					}
+				}
+				for _, name := range [...]string{"jsonrpc", "id", "method", "result", "error"} {
+					if len(k) == len(name) && string(k) != name && bytes.EqualFold(k, []byte(name)) {
+						return method, false
+					}
+				}
+				method = method || string(k) == "method"
+			}
+			key, i = false, end
+		case '{', '[':
+			if depth++; depth > 1000 {
+				return method, false
+			}
+			key = c == '{' && depth == 1
+		case '}', ']':
+			if depth > 0 {
+				if depth--; depth == 0 {
+					done = true
+				}
+			}
+		case ',':
+			key = depth == 1
+		}
+	}
+	return method, true
 }
 
 // call sends tools/call and returns the raw result. Its errors are for
@@ -170,7 +286,10 @@ func (f *fastSession) answer(ctx context.Context, resp *http.Response, id int64)
 		}
 		return nil, fmt.Errorf("tools/call: HTTP %d", resp.StatusCode)
 	}
-	ct, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
+	ct, _, err := mime.ParseMediaType(resp.Header.Get("Content-Type"))
+	if err != nil {
+		ct = "" // as the SDK's baseMediaType: a bad parameter spoils the type too
+	}
 	switch ct {
 	case "application/json":
 		data, err := io.ReadAll(resp.Body)
@@ -178,8 +297,11 @@ func (f *fastSession) answer(ctx context.Context, resp *http.Response, id int64)
 			return nil, err
 		}
 		var m wireMessage
-		if err := decodeFirst(data, &m); err != nil {
+		if err := decodeMessage(data, &m); err != nil {
 			return nil, fmt.Errorf("tools/call: the answer is not JSON-RPC: %w", err)
+		}
+		if m.request {
+			return nil, fmt.Errorf("tools/call: the answer is a request (%q), not an answer", m.Method)
 		}
 		if !sameID(m.ID, id) {
 			return nil, fmt.Errorf("tools/call: the answer is for another request (id %s)", m.ID)
@@ -188,7 +310,7 @@ func (f *fastSession) answer(ctx context.Context, resp *http.Response, id int64)
 	case "text/event-stream":
 		return f.stream(ctx, resp.Body, id)
 	}
-	return nil, fmt.Errorf("tools/call: unsupported content type %q", ct)
+	return nil, fmt.Errorf("tools/call: unsupported content type %q", resp.Header.Get("Content-Type"))
 }
 
 func (m *wireMessage) outcome() (json.RawMessage, error) {
@@ -293,8 +415,10 @@ func (f *fastSession) resume(ctx context.Context, lastID string) (io.ReadCloser,
 // messages; done is set once the answer to id came. It reads the format as
 // the SDK does (mcp/event.go): a field's value is trimmed of white space,
 // an event whose data is empty (a "priming" event, which servers send to
-// give the stream an ID to resume from) is not a message, and an event the
-// stream ends in without its closing blank line still counts. It is more
+// give the stream an ID to resume from) is not a message, but one whose
+// data is two empty lines is (and fails to decode), a line without a colon
+// fails the call, and an event the stream ends in without its closing
+// blank line still counts. It is more
 // lenient than the SDK in two ways, each of which would otherwise make a
 // call that ran an unknown outcome: a lone CR ends a line, and a byte order
 // mark at the start is ignored.
@@ -310,7 +434,7 @@ func (f *fastSession) events(body io.Reader, id int64, lastID *string) (result j
 	// end handles the event read so far and starts the next.
 	end := func() (json.RawMessage, bool, error) {
 		defer func() { data, hasData, event = data[:0], false, "" }()
-		if hasData && (event == "" || event == "message") && len(bytes.TrimSpace(data)) > 0 {
+		if hasData && (event == "" || event == "message") && len(data) > 0 {
 			return f.message(data, id)
 		}
 		return nil, false, nil
@@ -326,7 +450,12 @@ func (f *fastSession) events(body io.Reader, id int64, lastID *string) (result j
 			}
 			continue
 		}
-		field, value, _ := bytes.Cut(line, []byte{':'})
+		field, value, ok := bytes.Cut(line, []byte{':'})
+		if !ok {
+			// The SDK fails the call on it (errMalformedEvent), and does
+			// not resume the stream.
+			return nil, true, fmt.Errorf("tools/call: a malformed line in the event stream: %.64q", line)
+		}
 		value = bytes.TrimSpace(value)
 		switch string(field) {
 		case "data":
@@ -400,11 +529,11 @@ var scanBufs = sync.Pool{New: func() any { b := make([]byte, 4096); return &b }}
 // message handles one message of a call's stream.
 func (f *fastSession) message(data []byte, id int64) (json.RawMessage, bool, error) {
 	var m wireMessage
-	if err := decodeFirst(data, &m); err != nil {
+	if err := decodeMessage(data, &m); err != nil {
 		return nil, true, fmt.Errorf("tools/call: an event is not JSON-RPC: %w", err)
 	}
 	switch {
-	case m.Method == "" && sameID(m.ID, id):
+	case !m.request && sameID(m.ID, id):
 		result, err := m.outcome()
 		return result, true, err
 	case m.Method == "notifications/tools/list_changed":
