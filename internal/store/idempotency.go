@@ -157,7 +157,12 @@ func rebind(d Dialect, q string) string {
 // With r.ToolVersion set, a key that is free while the tool is deleted or
 // at another version is ErrToolChanged, and nothing is written. An error
 // with ErrInterrupted means the insert may have been written.
+//
+// An insert whose session Postgres ended is sent once more, on another
+// session: the first may have been written all the same, so a row holding
+// r's lease token (unique to the call) is r's own, created by this Reserve.
 func (s *Store) Reserve(ctx context.Context, r *IdemRecord, lease, ttl time.Duration) (*IdemRecord, error) {
+	resent := false
 	for attempt := 0; ; attempt++ {
 		var created int64
 		err := s.sql.QueryRowContext(ctx, s.idem.reserve,
@@ -168,10 +173,20 @@ func (s *Store) Reserve(ctx context.Context, r *IdemRecord, lease, ttl time.Dura
 			r.State, r.CreatedAt = IdemDispatched, created
 			return nil, nil
 		}
+		if sessionEnded(err) && !resent {
+			resent = true
+			attempt--
+			continue
+		}
 		if !errors.Is(err, sql.ErrNoRows) {
 			return nil, interpretWrite(err)
 		}
 		existing, err := s.GetIdem(ctx, r.AccountID, r.Key)
+		if err == nil && resent && existing.State == IdemDispatched && r.LeaseToken != nil && existing.LeaseToken != nil &&
+			*existing.LeaseToken == *r.LeaseToken {
+			r.State, r.CreatedAt = IdemDispatched, existing.CreatedAt
+			return nil, nil // the insert that lost its session was written
+		}
 		if err == ErrNotFound && r.ToolVersion != 0 {
 			if changed, terr := s.toolChanged(ctx, r); terr != nil || changed {
 				return nil, cmp.Or(terr, ErrToolChanged)
@@ -206,12 +221,19 @@ func (s *Store) toolChanged(ctx context.Context, r *IdemRecord) (bool, error) {
 	return version != r.ToolVersion, nil
 }
 
-// GetIdem reads one key with the database clock.
+// GetIdem reads one key with the database clock. A read whose session
+// Postgres ended runs once more, on another.
 func (s *Store) GetIdem(ctx context.Context, accountID int64, key string) (*IdemRecord, error) {
 	var r IdemRecord
-	err := s.sql.QueryRowContext(ctx, s.idem.get, accountID, key).Scan(
-		&r.AccountID, &r.Key, &r.Fingerprint, &r.State, &r.LeaseToken, &r.LeaseExpiresAt, &r.ToolID, &r.Action, &r.ReadOnly,
-		&r.CallID, &r.StatusCode, &r.ContentType, &r.Response, &r.CreatedAt, &r.ExpiresAt, &r.NowMS)
+	get := func() error {
+		return s.sql.QueryRowContext(ctx, s.idem.get, accountID, key).Scan(
+			&r.AccountID, &r.Key, &r.Fingerprint, &r.State, &r.LeaseToken, &r.LeaseExpiresAt, &r.ToolID, &r.Action, &r.ReadOnly,
+			&r.CallID, &r.StatusCode, &r.ContentType, &r.Response, &r.CreatedAt, &r.ExpiresAt, &r.NowMS)
+	}
+	err := get()
+	if sessionEnded(err) {
+		err = get()
+	}
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, ErrNotFound
 	}

@@ -98,7 +98,8 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 		// context and a bound.
 		pgcfg := *gcfg
 		pgcfg.DisableAutomaticPing = true
-		db, err := gorm.Open(postgres.New(postgres.Config{DSN: opts.DatabaseURL}), &pgcfg)
+		ended := &endedSessions{}
+		db, err := gorm.Open(postgres.New(postgres.Config{DSN: opts.DatabaseURL, OptionOpenDB: ended.options()}), &pgcfg)
 		if err != nil {
 			return nil, hidePassword(fmt.Errorf("store: open postgres: %w", err), opts.DatabaseURL)
 		}
@@ -223,7 +224,12 @@ func (s *Store) Ready(ctx context.Context) error {
 		return s.Ping(ctx)
 	}
 	var ro string
-	if err := s.sql.QueryRowContext(ctx, "SELECT current_setting('transaction_read_only')").Scan(&ro); err != nil {
+	const q = "SELECT current_setting('transaction_read_only')"
+	err := s.sql.QueryRowContext(ctx, q).Scan(&ro)
+	if sessionEnded(err) {
+		err = s.sql.QueryRowContext(ctx, q).Scan(&ro)
+	}
+	if err != nil {
 		return interpret(err)
 	}
 	if ro == "on" {

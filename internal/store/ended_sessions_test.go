@@ -1,0 +1,161 @@
+package store_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"gorm.io/gorm"
+
+	"github.com/quiverhq/quiver/internal/store"
+	"github.com/quiverhq/quiver/internal/testdb"
+)
+
+// Postgres ending every session of the pool at once (pg_terminate_backend,
+// a failover, a pooler restarted) leaves the pool's idle connections dead
+// without knowing it: each would fail the next statement sent on it with
+// FATAL 57P01, and the call endpoint would answer 503 while the database is
+// up. The statement that meets the first of them runs again on a new
+// session (the readiness check, a read, a reservation), and every statement
+// after it finds a live session.
+func TestStatementsAfterPostgresEndedThePoolsSessions(t *testing.T) {
+	ctx := context.Background()
+	dbURL := testdb.Postgres(t, "ended")
+	const sessions = 4
+	s, err := store.Open(ctx, store.Options{DatabaseURL: dbURL, MaxConns: sessions})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	if _, err := s.MigrateUp(ctx); err != nil {
+		t.Fatal(err)
+	}
+	acct, err := s.EnsureAccount(ctx, "ended")
+	if err != nil {
+		t.Fatal(err)
+	}
+	endAll := func(step string) { t.Helper(); endSessions(t, s, dbURL, sessions) }
+	n := 0
+	reserve := func() error {
+		n++
+		key, tok := fmt.Sprint("ended-", n), fmt.Sprint("lease-ended-", n)
+		rec := &store.IdemRecord{AccountID: acct.ID, Key: key, Fingerprint: []byte{1}, LeaseToken: &tok, ToolID: 1, Action: "a", CallID: key}
+		if ex, err := s.Reserve(ctx, rec, time.Minute, time.Hour); err != nil || ex != nil {
+			return fmt.Errorf("reserve: %+v, %w", ex, err)
+		}
+		got, err := s.GetIdem(ctx, acct.ID, key)
+		if err != nil || got.State != store.IdemDispatched || *got.LeaseToken != tok {
+			return fmt.Errorf("the reserved row: %+v, %w", got, err)
+		}
+		return nil
+	}
+	statements := []struct {
+		name string
+		run  func() error
+	}{
+		{"the readiness check", func() error { return s.Ready(ctx) }},
+		{"a read", func() error {
+			if _, err := s.GetIdem(ctx, acct.ID, "none"); !errors.Is(err, store.ErrNotFound) {
+				return fmt.Errorf("read: %w", err)
+			}
+			return nil
+		}},
+		{"a reservation", reserve},
+	}
+	for _, first := range statements {
+		endAll(first.name)
+		if err := first.run(); err != nil {
+			t.Fatalf("%s first after the sessions ended: %v", first.name, err)
+		}
+		for _, st := range statements {
+			if err := st.run(); err != nil {
+				t.Fatalf("%s after %s: %v", st.name, first.name, err)
+			}
+		}
+	}
+}
+
+// A reservation whose insert lost its session may have been written all
+// the same: sent again, it finds a row holding its own lease token and
+// takes it as its own, not as another call's (the call would answer
+// request_in_progress to itself, and its key end as outcome_unknown with
+// the tool never run). A row written before with the same token stands in
+// for that insert here; another call's token still finds the key taken.
+func TestReservationSentAgainKnowsItsOwnRow(t *testing.T) {
+	ctx := context.Background()
+	dbURL := testdb.Postgres(t, "ownrow")
+	s, err := store.Open(ctx, store.Options{DatabaseURL: dbURL, MaxConns: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	if _, err := s.MigrateUp(ctx); err != nil {
+		t.Fatal(err)
+	}
+	acct, err := s.EnsureAccount(ctx, "ownrow")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := func(tok string) *store.IdemRecord {
+		return &store.IdemRecord{AccountID: acct.ID, Key: "written", Fingerprint: []byte{1}, LeaseToken: &tok, ToolID: 1, Action: "a", CallID: "c-" + tok}
+	}
+	if ex, err := s.Reserve(ctx, rec("mine"), time.Minute, time.Hour); err != nil || ex != nil {
+		t.Fatalf("reserve: %+v, %v", ex, err)
+	}
+	endSessions(t, s, dbURL, 1)
+	if ex, err := s.Reserve(ctx, rec("mine"), time.Minute, time.Hour); err != nil || ex != nil {
+		t.Fatalf("the reservation sent again after its session ended: %+v, %v; want its own row taken as created", ex, err)
+	}
+	if ex, err := s.Reserve(ctx, rec("theirs"), time.Minute, time.Hour); err != nil || ex == nil || *ex.LeaseToken != "mine" {
+		t.Fatalf("another call's reservation: %+v, %v; want the key taken", ex, err)
+	}
+}
+
+// endSessions opens every one of the pool's sessions and uses each twice,
+// so that none is new or idle long enough for pgx to ping it before its
+// next use, then has Postgres end them all, and waits until they are gone.
+func endSessions(t *testing.T, s *store.Store, dbURL string, sessions int) {
+	t.Helper()
+	ctx := context.Background()
+	for range 2 {
+		var txs []*gorm.DB
+		for range sessions {
+			tx := s.DB().Begin()
+			if err := tx.Exec("SELECT 1").Error; err != nil {
+				t.Fatalf("open a session: %v", err)
+			}
+			txs = append(txs, tx)
+		}
+		for _, tx := range txs {
+			if err := tx.Commit().Error; err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	u, _ := url.Parse(dbURL)
+	name := strings.TrimPrefix(u.Path, "/")
+	admin, err := pgx.Connect(ctx, testdb.AdminURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close(ctx)
+	if _, err := admin.Exec(ctx, `SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1`, name); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		var n int
+		err := admin.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity WHERE datname = $1`, name).Scan(&n)
+		if err == nil && n == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the sessions did not end: %d left, %v", n, err)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}

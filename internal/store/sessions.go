@@ -1,0 +1,78 @@
+package store
+
+// Sessions Postgres ended. When Postgres ends the pool's sessions at once
+// (pg_terminate_backend, a fast shutdown or failover, a pooler restarted),
+// each idle connection holds an unread FATAL and does not know it is dead.
+// pgx pings a connection before reusing it only after a second idle, so
+// under load every one of them would be handed to a statement, fail it,
+// and answer 503 while the database is up. Instead, the first FATAL of
+// the kind is noted, and every connection idle since before it is pinged
+// before its next use (one round trip each, only after such an event), so
+// database/sql drops the dead ones and opens new sessions. The statement
+// that met the FATAL runs once more where that is safe (sessionEnded).
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/stdlib"
+)
+
+// endedSessions notes when Postgres last ended a session of the pool.
+type endedSessions struct {
+	at atomic.Int64 // unix nanoseconds; 0: never
+}
+
+// pgxIdlePing is how long a connection may sit idle before pgx pings it
+// on reuse, as pgx does by default.
+const pgxIdlePing = time.Second
+
+// options are the pool's pgx options: note every session Postgres ends,
+// and ping each connection idle since before the last one.
+func (e *endedSessions) options() []stdlib.OptionOpenDB {
+	return []stdlib.OptionOpenDB{
+		stdlib.OptionBeforeConnect(func(_ context.Context, c *pgx.ConnConfig) error {
+			next := c.OnPgError
+			c.OnPgError = func(pc *pgconn.PgConn, pe *pgconn.PgError) bool {
+				if endsSession(pe) {
+					e.at.Store(time.Now().UnixNano())
+				}
+				if next == nil {
+					return !strings.EqualFold(pe.Severity, "FATAL") // pgx's default: close on FATAL
+				}
+				return next(pc, pe)
+			}
+			return nil
+		}),
+		stdlib.OptionShouldPing(func(_ context.Context, p stdlib.ShouldPingParams) bool {
+			if p.IdleDuration > pgxIdlePing {
+				return true
+			}
+			at := e.at.Load()
+			return at != 0 && time.Now().Add(-p.IdleDuration).UnixNano() <= at
+		}),
+	}
+}
+
+// endsSession reports whether pe is Postgres ending the session it came
+// on for an operator's reason (class 57P: a terminated backend, a shutdown,
+// a crash of another backend, a server still starting): others of the pool
+// are likely gone too.
+func endsSession(pe *pgconn.PgError) bool {
+	return strings.EqualFold(pe.Severity, "FATAL") && strings.HasPrefix(pe.Code, "57P")
+}
+
+// sessionEnded reports whether err is a statement's session ended by
+// Postgres (endsSession): the statement was never run or was rolled back
+// with its session, bar a write whose commit was written just before (a
+// write repeated on that account must be one that recognises its own).
+// The pool has noted it, so a repeat runs on another session.
+func sessionEnded(err error) bool {
+	var pe *pgconn.PgError
+	return err != nil && errors.As(err, &pe) && endsSession(pe)
+}
