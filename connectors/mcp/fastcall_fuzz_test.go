@@ -15,7 +15,8 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// FuzzFastCallAnswerAsSDK: a tools/call answer (any Content-Type and body)
+// FuzzFastCallAnswerAsSDK: a tools/call answer (any 2xx status, session ID,
+// Content-Type and body)
 // that the fast path reads as a result, the SDK's client reads as the same
 // result, and does not fail on. Both talk to cannedServer, a round tripper
 // in this process, which writes @ID@ in the answer as the ID each side
@@ -71,16 +72,21 @@ func FuzzFastCallAnswerAsSDK(f *testing.F) {
 		{ev, "data: {\"jsonrpc\":\"2.0\",\"Method\":\"notifications/message\"}\n\ndata: " + answer + "\n\n"},
 		{js, `{"jsonrpc":"2.0","id":@ID@,"reſult":{"content":[]}}`},
 	} {
-		f.Add(c[0], []byte(c[1]))
+		f.Add(uint8(0), "", c[0], []byte(c[1]))
 	}
+	f.Add(uint8(1), canned, js, []byte(answer))
+	f.Add(uint8(2), "", ev, []byte("data: "+answer+"\n\n"))
+	f.Add(uint8(3), "other", js, []byte(answer))
+	f.Add(uint8(0), "other", ev, []byte("data: "+answer+"\n\n"))
 	srv := &cannedServer{}
 	client := &http.Client{Transport: srv}
-	f.Fuzz(func(t *testing.T, contentType string, body []byte) {
+	f.Fuzz(func(t *testing.T, status uint8, session, contentType string, body []byte) {
 		if len(body) > 16<<10 {
 			return
 		}
-		srv.set(contentType, body)
-		fs := &fastSession{client: client, endpoint: "http://mcp.test/mcp", version: "2025-06-18", maxBytes: 1 << 20}
+		srv.set(200+int(status%4), session, contentType, body)
+		fs := &fastSession{client: client, endpoint: "http://mcp.test/mcp", version: "2025-06-18", maxBytes: 1 << 20,
+			sessionID: canned, sessionValue: []string{canned}, versionValue: []string{"2025-06-18"}}
 		fs.ids.Store(1 << 40)
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
@@ -140,24 +146,29 @@ func sdkCall(ctx context.Context, client *http.Client) (*mcp.CallToolResult, err
 }
 
 // cannedServer is an MCP server as a round tripper: initialize is answered
-// with a stateless session, tools/call with the answer set, with @ID@ as
+// with session canned, tools/call with the status, session ID (none if
+// empty) and answer set, with @ID@ as
 // the request's ID, another request with method not found, a notification
 // or reply with 202, and GET (a resumption) with 405.
 type cannedServer struct {
-	mu          sync.Mutex
-	contentType string
-	body        []byte
+	mu                   sync.Mutex
+	status               int
+	session, contentType string
+	body                 []byte
 }
 
-func (s *cannedServer) set(contentType string, body []byte) {
+// canned is cannedServer's session ID.
+const canned = "canned-1"
+
+func (s *cannedServer) set(status int, session, contentType string, body []byte) {
 	s.mu.Lock()
-	s.contentType, s.body = contentType, body
+	s.status, s.session, s.contentType, s.body = status, session, contentType, body
 	s.mu.Unlock()
 }
 
 func (s *cannedServer) RoundTrip(req *http.Request) (*http.Response, error) {
 	reply := func(code int, contentType, body string) *http.Response {
-		h := http.Header{}
+		h := http.Header{"Mcp-Session-Id": {canned}}
 		if contentType != "" {
 			h.Set("Content-Type", contentType)
 		}
@@ -184,9 +195,13 @@ func (s *cannedServer) RoundTrip(req *http.Request) (*http.Response, error) {
 			`,"result":{"protocolVersion":"2025-06-18","capabilities":{"tools":{}},"serverInfo":{"name":"canned","version":"1"}}}`), nil
 	case "tools/call":
 		s.mu.Lock()
-		ct, body := s.contentType, string(s.body)
+		status, session, ct, body := s.status, s.session, s.contentType, string(s.body)
 		s.mu.Unlock()
-		return reply(http.StatusOK, ct, strings.ReplaceAll(body, "@ID@", string(m.ID))), nil
+		resp := reply(status, ct, strings.ReplaceAll(body, "@ID@", string(m.ID)))
+		if resp.Header.Del("Mcp-Session-Id"); session != "" {
+			resp.Header.Set("Mcp-Session-Id", session)
+		}
+		return resp, nil
 	case "":
 	default:
 		if len(m.ID) > 0 { // server/discover, which an older server does not know
