@@ -286,10 +286,6 @@ func (f *fastSession) answer(ctx context.Context, resp *http.Response, id int64)
 		}
 		return nil, fmt.Errorf("tools/call: HTTP %d", resp.StatusCode)
 	}
-	if vv := resp.Header["Mcp-Session-Id"]; f.sessionID != "" && len(vv) > 0 && vv[0] != "" && vv[0] != f.sessionID {
-		// The SDK fails the call (and the session): "mismatching session IDs".
-		return nil, fmt.Errorf("tools/call: the answer is for another session (%.64q)", vv[0])
-	}
 	ct, _, err := mime.ParseMediaType(resp.Header.Get("Content-Type"))
 	if err != nil {
 		ct = "" // as the SDK's baseMediaType: a bad parameter spoils the type too

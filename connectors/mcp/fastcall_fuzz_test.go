@@ -123,6 +123,20 @@ func FuzzFastCallAnswerAsSDK(f *testing.F) {
 	})
 }
 
+// keptSession takes a session ID other than the request's off a response,
+// as roundTripper.checkSession does.
+type keptSession struct{ rt http.RoundTripper }
+
+func (k keptSession) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp, err := k.rt.RoundTrip(req)
+	if err == nil {
+		if got, sent := resp.Header[sessionHeader], req.Header[sessionHeader]; len(got) > 0 && len(sent) > 0 && got[0] != sent[0] {
+			delete(resp.Header, sessionHeader)
+		}
+	}
+	return resp, err
+}
+
 // loneCR reports whether b has a CR not followed by an LF.
 func loneCR(b []byte) bool {
 	for i, c := range b {
@@ -133,10 +147,14 @@ func loneCR(b []byte) bool {
 	return false
 }
 
-// sdkCall calls "act" through a new SDK client session over client.
+// sdkCall calls "act" through a new SDK client session over client, whose
+// answers naming another session lose that header first, as the SDK's
+// sessions get them from Quiver's round tripper (checkSession: the answer
+// counts and the session is retired; TestSessionReplacedByTheServer).
 func sdkCall(ctx context.Context, client *http.Client) (*mcp.CallToolResult, error) {
 	c := mcp.NewClient(&mcp.Implementation{Name: "fuzz", Version: "1"}, nil)
-	cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: "http://mcp.test/mcp", HTTPClient: client,
+	sessions := &http.Client{Transport: keptSession{client.Transport}}
+	cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: "http://mcp.test/mcp", HTTPClient: sessions,
 		MaxRetries: -1, DisableStandaloneSSE: true}, nil)
 	if err != nil {
 		return nil, err
