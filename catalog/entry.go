@@ -174,6 +174,11 @@ type OAuthProvider struct {
 	// its RFC 8414 name: client_secret_post (the default: id and secret in
 	// the form) or client_secret_basic (HTTP Basic).
 	TokenAuth string `yaml:"token_auth,omitempty"`
+	// RevocationURL is the provider's RFC 7009 token revocation endpoint,
+	// where a disconnected tool's tokens are revoked; empty when it has
+	// none (a provider with another way of revoking, as GitHub's and
+	// Slack's APIs, has none here).
+	RevocationURL string `yaml:"revocation_url,omitempty"`
 }
 
 // The client authentication methods at a token endpoint (RFC 8414's

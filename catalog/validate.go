@@ -314,6 +314,9 @@ func (v *validator) oauth(e *Entry) {
 	if !isHTTPS(p.TokenURL) {
 		v.add("oauth.token_url", "%q is not an https URL", p.TokenURL)
 	}
+	if p.RevocationURL != "" && !isHTTPS(p.RevocationURL) {
+		v.add("oauth.revocation_url", "%q is not an https URL", p.RevocationURL)
+	}
 	switch p.TokenAuth {
 	case "", TokenAuthPost, TokenAuthBasic:
 	default:

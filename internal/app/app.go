@@ -211,8 +211,8 @@ func New(ctx context.Context, cfg *config.Config, logger *slog.Logger) (*App, er
 		if c.ClientID != "" {
 			clients[name] = oauth.Client{ID: c.ClientID, Secret: c.ClientSecret}
 		}
-		if c.AuthURL != "" || c.TokenURL != "" || c.TokenAuth != "" {
-			endpoints[name] = oauth.Endpoint{AuthURL: c.AuthURL, TokenURL: c.TokenURL, TokenAuth: c.TokenAuth}
+		if c.AuthURL != "" || c.TokenURL != "" || c.RevocationURL != "" || c.TokenAuth != "" {
+			endpoints[name] = oauth.Endpoint{AuthURL: c.AuthURL, TokenURL: c.TokenURL, RevocationURL: c.RevocationURL, TokenAuth: c.TokenAuth}
 		}
 	}
 	a.OAuth = oauth.New(oauth.Options{

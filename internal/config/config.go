@@ -79,7 +79,7 @@ type Config struct {
 	// OAuthClients maps a provider name (lower case) to the platform's OAuth
 	// app, from QUIVER_OAUTH_<PROVIDER>_CLIENT_ID / _CLIENT_SECRET, and to
 	// endpoint overrides from QUIVER_OAUTH_<PROVIDER>_AUTH_URL / _TOKEN_URL /
-	// _TOKEN_AUTH.
+	// _REVOCATION_URL / _TOKEN_AUTH.
 	OAuthClients map[string]OAuthClient
 	// MCPURLs points hosted MCP catalog entries elsewhere (private mirrors,
 	// tests): QUIVER_MCP_URL_<ENTRY>, keyed by entry name ("github-mcp").
@@ -98,6 +98,9 @@ type OAuthClient struct {
 	ClientSecret string
 	AuthURL      string
 	TokenURL     string
+	// RevocationURL (QUIVER_OAUTH_<PROVIDER>_REVOCATION_URL) is the
+	// provider's RFC 7009 revocation endpoint; unset keeps the catalog's.
+	RevocationURL string
 	// TokenAuth, when set (QUIVER_OAUTH_<PROVIDER>_TOKEN_AUTH), is how the
 	// client authenticates at the token endpoint: client_secret_post or
 	// client_secret_basic; unset keeps the catalog's.
@@ -243,6 +246,7 @@ func Parse(getenv func(string) string, environ []string) (*Config, error) {
 			{"_CLIENT_SECRET", func(o *OAuthClient) { o.ClientSecret = value }},
 			{"_AUTH_URL", func(o *OAuthClient) { o.AuthURL = value }},
 			{"_TOKEN_URL", func(o *OAuthClient) { o.TokenURL = value }},
+			{"_REVOCATION_URL", func(o *OAuthClient) { o.RevocationURL = value }},
 			{"_TOKEN_AUTH", func(o *OAuthClient) { o.TokenAuth = value }},
 		} {
 			if p, ok := strings.CutSuffix(rest, f.suffix); ok && p != "" {
@@ -251,7 +255,7 @@ func Parse(getenv func(string) string, environ []string) (*Config, error) {
 			}
 		}
 		if set == nil {
-			errs = append(errs, fmt.Errorf("%s: not a variable Quiver reads; the OAuth ones are QUIVER_OAUTH_<PROVIDER>_CLIENT_ID, _CLIENT_SECRET, _AUTH_URL, _TOKEN_URL and _TOKEN_AUTH", name))
+			errs = append(errs, fmt.Errorf("%s: not a variable Quiver reads; the OAuth ones are QUIVER_OAUTH_<PROVIDER>_CLIENT_ID, _CLIENT_SECRET, _AUTH_URL, _TOKEN_URL, _REVOCATION_URL and _TOKEN_AUTH", name))
 			continue
 		}
 		oc := c.OAuthClients[provider]
@@ -424,7 +428,7 @@ func (c *Config) Validate() error {
 		if (oc.ClientID == "") != (oc.ClientSecret == "") {
 			errs = append(errs, fmt.Errorf("%s_CLIENT_ID and _CLIENT_SECRET: set both or neither", name))
 		}
-		for suffix, u := range map[string]string{"_AUTH_URL": oc.AuthURL, "_TOKEN_URL": oc.TokenURL} {
+		for suffix, u := range map[string]string{"_AUTH_URL": oc.AuthURL, "_TOKEN_URL": oc.TokenURL, "_REVOCATION_URL": oc.RevocationURL} {
 			if u != "" && !absoluteHTTP(u) {
 				errs = append(errs, fmt.Errorf("%s%s: must be an absolute http(s) URL", name, suffix))
 			}

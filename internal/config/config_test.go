@@ -97,23 +97,24 @@ func TestOAuthClientsAndOverrides(t *testing.T) {
 	c, err := parse(map[string]string{
 		"QUIVER_OAUTH_GITHUB_CLIENT_ID": "id", "QUIVER_OAUTH_GITHUB_CLIENT_SECRET": "s",
 		"QUIVER_OAUTH_GITHUB_AUTH_URL": "http://a", "QUIVER_OAUTH_MY_IDP_TOKEN_URL": "http://m",
-		"QUIVER_OAUTH_MY_IDP_TOKEN_AUTH": "client_secret_basic",
-		"QUIVER_MCP_URL_GITHUB_MCP":      "http://127.0.0.1:9/mcp", "OTHER": "1",
+		"QUIVER_OAUTH_MY_IDP_TOKEN_AUTH": "client_secret_basic", "QUIVER_OAUTH_MY_IDP_REVOCATION_URL": "http://m/revoke",
+		"QUIVER_MCP_URL_GITHUB_MCP": "http://127.0.0.1:9/mcp", "OTHER": "1",
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if c.OAuthClients["github"] != (OAuthClient{ClientID: "id", ClientSecret: "s", AuthURL: "http://a"}) ||
-		c.OAuthClients["my_idp"] != (OAuthClient{TokenURL: "http://m", TokenAuth: "client_secret_basic"}) || len(c.OAuthClients) != 2 {
+		c.OAuthClients["my_idp"] != (OAuthClient{TokenURL: "http://m", RevocationURL: "http://m/revoke", TokenAuth: "client_secret_basic"}) || len(c.OAuthClients) != 2 {
 		t.Fatalf("OAuthClients = %+v", c.OAuthClients)
 	}
 	if c.MCPURLs["github-mcp"] != "http://127.0.0.1:9/mcp" {
 		t.Fatalf("MCPURLs = %+v", c.MCPURLs)
 	}
 	for name, env := range map[string]map[string]string{
-		"QUIVER_OAUTH_GITHUB_TOKEN_URL":  {"QUIVER_OAUTH_GITHUB_TOKEN_URL": "not a url"},
-		"QUIVER_MCP_URL_SENTRY":          {"QUIVER_MCP_URL_SENTRY": "ftp://x"},
-		"QUIVER_OAUTH_GITHUB_TOKEN_AUTH": {"QUIVER_OAUTH_GITHUB_TOKEN_AUTH": "basic"},
+		"QUIVER_OAUTH_GITHUB_TOKEN_URL":      {"QUIVER_OAUTH_GITHUB_TOKEN_URL": "not a url"},
+		"QUIVER_MCP_URL_SENTRY":              {"QUIVER_MCP_URL_SENTRY": "ftp://x"},
+		"QUIVER_OAUTH_GITHUB_TOKEN_AUTH":     {"QUIVER_OAUTH_GITHUB_TOKEN_AUTH": "basic"},
+		"QUIVER_OAUTH_GOOGLE_REVOCATION_URL": {"QUIVER_OAUTH_GOOGLE_REVOCATION_URL": "/revoke"},
 	} {
 		if _, err := parse(env); err == nil || !strings.Contains(err.Error(), name) {
 			t.Errorf("error %v does not name %s", err, name)

@@ -9,8 +9,9 @@ package oauth
 //	  ─▶ GET authorization server metadata (RFC 8414
 //	     /.well-known/oauth-authorization-server, then OpenID discovery)
 //	  ─▶ POST registration_endpoint (RFC 7591 dynamic client registration)
-//	  ─▶ toolconfig.DiscoveredOAuth (client secret sealed); the tool's steps
-//	     gain an oauth step that uses PKCE like every other.
+//	  ─▶ toolconfig.DiscoveredOAuth (client secret sealed; the server's
+//	     revocation_endpoint kept for revoke.go); the tool's steps gain an
+//	     oauth step that uses PKCE like every other.
 
 import (
 	"bytes"
@@ -44,6 +45,7 @@ type serverMetadata struct {
 	AuthorizationEndpoint         string   `json:"authorization_endpoint"`
 	TokenEndpoint                 string   `json:"token_endpoint"`
 	RegistrationEndpoint          string   `json:"registration_endpoint"`
+	RevocationEndpoint            string   `json:"revocation_endpoint"`
 	ScopesSupported               []string `json:"scopes_supported"`
 	CodeChallengeMethodsSupported []string `json:"code_challenge_methods_supported"`
 	TokenEndpointAuthMethods      []string `json:"token_endpoint_auth_methods_supported"`
@@ -181,6 +183,11 @@ func (f *Flow) discoverFrom(ctx context.Context, rm *resourceMetadata, scope, se
 		Issuer: firstNonEmpty(sm.Issuer, issuer), AuthorizationURL: sm.AuthorizationEndpoint, TokenURL: sm.TokenEndpoint,
 		Scopes: scopes, Resource: resource, ClientID: reg.ClientID, AuthMethod: reg.AuthMethod,
 		IssParameterSupported: sm.IssParameterSupported,
+	}
+	if httpURL(sm.RevocationEndpoint) {
+		// Optional, and only ever used on a best-effort basis: one that
+		// is not an http(s) URL is left out, not a reason to refuse.
+		d.RevocationURL = sm.RevocationEndpoint
 	}
 	// A token in the server's path (or a resource the metadata names with
 	// one) is stored sealed, as the tool's url is. It still goes to the

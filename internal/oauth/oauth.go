@@ -2,11 +2,13 @@
 // providers (catalog data plus the platform's client, or discovered from an
 // MCP server's metadata), the authorization URL with its single-use state
 // and PKCE, the callback that exchanges the code, the refresh that keeps a
-// token fresh exactly once across goroutines and replicas, and discovery of
-// an OAuth-protected MCP server (RFC 9728, RFC 8414, RFC 7591).
+// token fresh exactly once across goroutines and replicas, discovery of
+// an OAuth-protected MCP server (RFC 9728, RFC 8414, RFC 7591), and the
+// revocation of a disconnected tool's tokens (RFC 7009).
 //
-// It implements toolconfig.OAuthFlow, toolconfig.TokenRefresher and
-// toolconfig.Discoverer; toolconfig decides what a tool's state becomes. It
+// It implements toolconfig.OAuthFlow, toolconfig.TokenRefresher,
+// toolconfig.Discoverer and toolconfig.TokenRevoker; toolconfig decides
+// what a tool's state becomes. It
 // must never log, return or show a token, a code, a client secret or a PKCE
 // verifier: errors from providers are reduced to their error code.
 //
@@ -82,9 +84,10 @@ type Client struct {
 // (catalog.TokenAuthPost or TokenAuthBasic). Empty fields keep the
 // catalog's.
 type Endpoint struct {
-	AuthURL   string
-	TokenURL  string
-	TokenAuth string
+	AuthURL       string
+	TokenURL      string
+	RevocationURL string
+	TokenAuth     string
 }
 
 // Options configures a Flow.
@@ -120,6 +123,7 @@ var (
 	_ toolconfig.OAuthFlow      = (*Flow)(nil)
 	_ toolconfig.TokenRefresher = (*Flow)(nil)
 	_ toolconfig.Discoverer     = (*Flow)(nil)
+	_ toolconfig.TokenRevoker   = (*Flow)(nil)
 )
 
 // New returns a Flow.
@@ -169,6 +173,8 @@ type provider struct {
 	// resource is the RFC 8707 resource a discovered provider's tokens are
 	// for, or "": every token request names it, a refresh's too.
 	resource string
+	// revocationURL is the provider's RFC 7009 revocation endpoint, or "".
+	revocationURL string
 }
 
 // provider returns the OAuth provider of a tool: discovered for it, or its
@@ -190,7 +196,7 @@ func (f *Flow) provider(t *store.Tool, e *catalog.Entry) (*provider, error) {
 		p := &provider{name: d.Issuer, cfg: oauth2.Config{
 			ClientID: d.ClientID, ClientSecret: secret, Scopes: d.Scopes, RedirectURL: f.RedirectURL(),
 			Endpoint: oauth2.Endpoint{AuthURL: d.AuthorizationURL, TokenURL: d.TokenURL, AuthStyle: style},
-		}}
+		}, revocationURL: d.RevocationURL}
 		resource, err := d.OpenResource(f.opts.Box)
 		if err != nil {
 			return nil, err
@@ -212,13 +218,16 @@ func (f *Flow) provider(t *store.Tool, e *catalog.Entry) (*provider, error) {
 		return nil, toolconfig.ErrProviderNotConfigured
 	}
 	ep := oauth2.Endpoint{AuthURL: e.OAuth.AuthorizationURL, TokenURL: e.OAuth.TokenURL}
-	tokenAuth := e.OAuth.TokenAuth
+	tokenAuth, revocationURL := e.OAuth.TokenAuth, e.OAuth.RevocationURL
 	if o, ok := f.opts.Endpoints[name]; ok {
 		if o.AuthURL != "" {
 			ep.AuthURL = o.AuthURL
 		}
 		if o.TokenURL != "" {
 			ep.TokenURL = o.TokenURL
+		}
+		if o.RevocationURL != "" {
+			revocationURL = o.RevocationURL
 		}
 		if o.TokenAuth != "" {
 			tokenAuth = o.TokenAuth
@@ -233,7 +242,7 @@ func (f *Flow) provider(t *store.Tool, e *catalog.Entry) (*provider, error) {
 	}
 	p := &provider{name: name, cfg: oauth2.Config{
 		ClientID: c.ID, ClientSecret: c.Secret, Scopes: e.OAuth.Scopes, RedirectURL: f.RedirectURL(), Endpoint: ep,
-	}}
+	}, revocationURL: revocationURL}
 	for k, v := range e.OAuth.ExtraAuthParams {
 		p.authParams = append(p.authParams, oauth2.SetAuthURLParam(k, v))
 	}

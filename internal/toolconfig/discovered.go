@@ -47,6 +47,10 @@ type DiscoveredOAuth struct {
 	// authorization responses always carry iss, so one without it is
 	// refused.
 	IssParameterSupported bool `json:"authorization_response_iss_parameter_supported,omitempty"`
+	// RevocationURL is the server's RFC 7009 revocation endpoint, where
+	// the tool's tokens are revoked when it is deleted or reset; empty
+	// when its metadata named none.
+	RevocationURL string `json:"revocation_endpoint,omitempty"`
 }
 
 // SealResource seals d's resource in its place when it holds what may be a

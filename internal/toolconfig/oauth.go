@@ -147,6 +147,35 @@ type Discoverer interface {
 	Discover(ctx context.Context, verifyErr error, serverURL string) (d *DiscoveredOAuth, ok bool, err error)
 }
 
+// TokenRevoker is implemented by an OAuthFlow that revokes a tool's tokens
+// at its provider (RFC 7009) when the tool lets go of them.
+type TokenRevoker interface {
+	// RevokeTokens revokes at the provider of t, a tool as it was read
+	// before it was deleted or reset, the tokens it held: its refresh
+	// token, then its access token. It is best effort and bounded in
+	// time: what fails is logged, never returned, and a provider without
+	// a revocation endpoint is sent nothing.
+	RevokeTokens(ctx context.Context, t *store.Tool)
+}
+
+// revokeDetached revokes the tokens of t, a tool as read before a change
+// that dropped them and has just been committed, detached from the
+// request: the request neither waits for the provider nor can be failed
+// by it, and the revocation is not cut short when the client goes. The
+// context keeps the request's values, so its log lines carry its ID.
+func (s *Service) revokeDetached(ctx context.Context, t *store.Tool) {
+	r, ok := s.opts.OAuth.(TokenRevoker)
+	if !ok || t == nil || t.OAuthToken == "" {
+		return
+	}
+	ctx = context.WithoutCancel(ctx)
+	s.revoking.Go(func() { r.RevokeTokens(ctx, t) })
+}
+
+// WaitRevocations waits until the revocations that Delete and Reset
+// started have ended (each is bounded by the flow's own timeout).
+func (s *Service) WaitRevocations() { s.revoking.Wait() }
+
 // attachToken fills r's access token from the stored grant.
 func (s *Service) attachToken(r *Resolved) error {
 	if r.Row.OAuthToken == "" {

@@ -65,6 +65,9 @@ type Service struct {
 	mu    sync.Mutex
 	cache map[toolKey]cachedTool
 	names map[int64]map[string]cachedName // account → catalog name → its one tool
+	// revoking counts the revocations at providers still under way
+	// (revokeDetached).
+	revoking sync.WaitGroup
 	// epoch counts this replica's invalidations. A read caches what it
 	// read only if none happened since it began: a write that landed
 	// while it read would otherwise be undone by the old row it caches.
@@ -174,17 +177,25 @@ func (s *Service) List(ctx context.Context, accountID int64, p store.Page) ([]*V
 	return out, next, nil
 }
 
-// Delete removes the account's tool, its tokens and its attachments.
+// Delete removes the account's tool, its tokens and its attachments. Its
+// OAuth tokens are then revoked at the provider, detached from the request
+// (revokeDetached): the row is read first for them, and a failed read only
+// means nothing is revoked.
 func (s *Service) Delete(ctx context.Context, accountID, id int64) error {
+	before, rerr := s.opts.Store.GetTool(ctx, accountID, id)
 	err := s.opts.Store.DeleteTool(ctx, accountID, id)
 	s.invalidate(accountID, id)
 	if errors.Is(err, store.ErrNotFound) {
 		return notFound(id)
 	}
+	if err == nil && rerr == nil {
+		s.revokeDetached(ctx, before)
+	}
 	return err
 }
 
-// Reset puts the tool back at its first step and forgets its configuration.
+// Reset puts the tool back at its first step and forgets its configuration;
+// its OAuth tokens are then revoked at the provider, as Delete's are.
 func (s *Service) Reset(ctx context.Context, accountID, id int64) (*View, error) {
 	t, e, err := s.get(ctx, accountID, id)
 	if err != nil {
@@ -201,11 +212,14 @@ func (s *Service) Reset(ctx context.Context, accountID, id int64) (*View, error)
 	if err := s.opts.Store.DeleteOAuthStates(ctx, t.ID); err != nil {
 		return nil, err
 	}
-	from, version := t.State, t.Version
+	from, version, before := t.State, t.Version, *t
 	t.State, t.StepIndex, t.Config, t.Secrets, t.OAuthToken = string(to), 0, "{}", "", ""
 	if err := s.update(ctx, t, from, version); err != nil {
 		return nil, err
 	}
+	// The update was conditional on version: the tokens read are the ones
+	// it dropped, and the provider hears of it only now it is committed.
+	s.revokeDetached(ctx, &before)
 	return s.view(ctx, t, e)
 }
 
