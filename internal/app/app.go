@@ -426,6 +426,12 @@ func (a *App) shutdown(srv *httpserver.Server, errc <-chan error) error {
 	if errors.Is(err, context.DeadlineExceeded) {
 		return fmt.Errorf("shutdown: requests were still running after %s, and were cut off", drain)
 	}
+	// Deletes and resets that answered may still be telling providers to
+	// revoke their tokens; each is bounded (oauth.RevocationTimeout).
+	if n := a.Tools.Revoking(); n > 0 {
+		a.Logger.Info("shutting down: waiting for token revocations at providers", "tools", n)
+		a.Tools.WaitRevocations()
+	}
 	if serveErr != nil {
 		return serveErr
 	}

@@ -169,8 +169,16 @@ func (s *Service) revokeDetached(ctx context.Context, t *store.Tool) {
 		return
 	}
 	ctx = context.WithoutCancel(ctx)
-	s.revoking.Go(func() { r.RevokeTokens(ctx, t) })
+	s.revocations.Add(1)
+	s.revoking.Go(func() {
+		defer s.revocations.Add(-1)
+		r.RevokeTokens(ctx, t)
+	})
 }
+
+// Revoking is how many tools' revocations that Delete and Reset started
+// are still under way.
+func (s *Service) Revoking() int { return int(s.revocations.Load()) }
 
 // WaitRevocations waits until the revocations that Delete and Reset
 // started have ended (each is bounded by the flow's own timeout).

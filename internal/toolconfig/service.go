@@ -67,7 +67,8 @@ type Service struct {
 	names map[int64]map[string]cachedName // account → catalog name → its one tool
 	// revoking counts the revocations at providers still under way
 	// (revokeDetached).
-	revoking sync.WaitGroup
+	revoking    sync.WaitGroup
+	revocations atomic.Int64
 	// epoch counts this replica's invalidations. A read caches what it
 	// read only if none happened since it began: a write that landed
 	// while it read would otherwise be undone by the old row it caches.
