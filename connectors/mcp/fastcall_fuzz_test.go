@@ -71,6 +71,9 @@ func FuzzFastCallAnswerAsSDK(f *testing.F) {
 		{ev, "data: {\"jsonrpc\":\"1.0\",\"method\":\"notifications/message\"}\n\ndata: " + answer + "\n\n"},
 		{ev, "data: {\"jsonrpc\":\"2.0\",\"Method\":\"notifications/message\"}\n\ndata: " + answer + "\n\n"},
 		{js, `{"jsonrpc":"2.0","id":@ID@,"reſult":{"content":[]}}`},
+		{js, `{"jsonrpc":"2.0","id":"x","id":@ID@,"result":{"content":[]},"jsonrpc":"1.0","jsonrpc":"2.0"}`},
+		{js, `{"jsonrpc":"2.0","id":@ID@,"result":{"content":[{"type":"text","text":"a"}]},"result":{"content":[]}}`},
+		{ev, "data: {\"jsonrpc\":\"2.0\",\"id\":@ID@,\"method\":null,\"result\":{}}\n\ndata: " + answer + "\n\n"},
 	} {
 		f.Add(uint8(0), "", c[0], []byte(c[1]))
 	}

@@ -315,6 +315,16 @@ func parseHead(head []byte, req *http.Request) (*http.Response, bool) {
 	te, cl := h["Transfer-Encoding"], h["Content-Length"]
 	switch {
 	case len(te) == 1 && strings.EqualFold(te[0], "chunked"):
+		if len(cl) > 1 {
+			return nil, false // ReadResponse's: it takes them if they agree
+		}
+		if len(cl) == 1 {
+			// Chunked overrides it, but ReadResponse still refuses one
+			// that is no length (fixLength).
+			if _, err := strconv.ParseUint(cl[0], 10, 63); err != nil {
+				return nil, false
+			}
+		}
 		delete(h, "Transfer-Encoding")
 		delete(h, "Content-Length")
 		resp.TransferEncoding = chunkedOnly

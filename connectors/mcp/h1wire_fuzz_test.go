@@ -31,9 +31,13 @@ func FuzzReadResponseAsNetHTTP(f *testing.F) {
 		"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n1\r\nxx\r\n0\r\n\r\n",
 		"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n1\nx\n0\n\n",
 		// Found by fuzzing: a trailer that ends in a bare LF (ReadResponse
-		// wants a CRLF CRLF ahead), and control bytes in a value.
+		// wants a CRLF CRLF ahead), control bytes in a value, a chunked
+		// body with a Content-Length that is no length.
 		"HTTP/1.1 200 \r\nTrAnsfer-EnCoding:Chunked\r\n\r\n0\r\n\n0",
 		"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n0\r\nX-T: 1\n\n",
+		"HTTP/1.1 200 \r\nContent-Length:A\r\nTrAnsfer-EnCoding:Chunked\r\n\r\n",
+		"HTTP/1.1 200 OK\r\nContent-Length: 1\r\nContent-Length: 2\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n",
+		"HTTP/1.1 200 OK\r\nContent-Length: 3\r\nContent-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n",
 		"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 2\r\nmcp-session-id: s\r\n\r\n{}",
 		"HTTP/1.1 200 OK\r\nSet-Cookie: a\r\nContent-Length: 0\r\nset-cookie: b\r\n\r\n",
 		"HTTP/1.1 200 OK\r\nKeep-Alive:  timeout=5 \t\r\nX-Empty:\r\nContent-Length: 1\r\n\r\nx",
