@@ -25,6 +25,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"golang.org/x/net/http/httpguts"
 )
 
 // writeRequest writes req to bw as req.Write would, or returns false
@@ -69,12 +71,12 @@ func writeRequest(bw *bufio.Writer, req *http.Request) (bool, error) {
 	if vv, ok := req.Header["User-Agent"]; ok {
 		ua = ""
 		if len(vv) > 0 {
-			ua = strings.Trim(vv[0], " \t")
+			ua = vv[0]
 		}
 	}
-	if ua != "" {
+	if ua != "" { // before trimming, as Request.Write: " " sends an empty one
 		bw.WriteString("User-Agent: ")
-		bw.WriteString(ua)
+		bw.WriteString(strings.Trim(ua, " \t"))
 		bw.WriteString("\r\n")
 	}
 	if req.ContentLength > 0 || req.Method == http.MethodPost {
@@ -83,7 +85,7 @@ func writeRequest(bw *bufio.Writer, req *http.Request) (bool, error) {
 		bw.Write(strconv.AppendInt(num[:0], req.ContentLength, 10))
 		bw.WriteString("\r\n")
 	}
-	if req.Close && !tokenIn(req.Header["Connection"], "close") {
+	if req.Close && !hasClose(req.Header["Connection"]) {
 		bw.WriteString("Connection: close\r\n")
 	}
 	for _, k := range keys {
@@ -183,19 +185,40 @@ func plainValues(vv []string) bool {
 	return true
 }
 
-// tokenIn reports whether a comma-separated list among vv holds token, as
-// net/http reads Connection.
-func tokenIn(vv []string, token string) bool {
-	for _, v := range vv {
-		for v != "" {
-			var t string
-			t, v, _ = strings.Cut(v, ",")
-			if strings.EqualFold(strings.TrimSpace(t), token) {
-				return true
-			}
+// hasClose reports whether the first of vv names the token close, as
+// Request.Write reads Connection (net/http's hasToken: ASCII case ignored,
+// bounded by a space, tab or comma).
+func hasClose(vv []string) bool {
+	const token = "close"
+	if len(vv) == 0 {
+		return false
+	}
+	v := vv[0]
+	for sp := 0; sp+len(token) <= len(v); sp++ {
+		if sp > 0 && !tokenBoundary(v[sp-1]) {
+			continue
+		}
+		if end := sp + len(token); end != len(v) && !tokenBoundary(v[end]) {
+			continue
+		}
+		if asciiFold(v[sp:sp+len(token)], token) {
+			return true
 		}
 	}
 	return false
+}
+
+func tokenBoundary(b byte) bool { return b == ' ' || b == ',' || b == '\t' }
+
+// asciiFold reports whether s is lower, ASCII case ignored (strings.EqualFold
+// would also take Unicode's folds, such as the long s of "cloſe").
+func asciiFold(s, lower string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c != lower[i] && c|0x20 != lower[i] {
+			return false
+		}
+	}
+	return true
 }
 
 // maxHead bounds the response head readResponse reads itself; a longer one
@@ -337,7 +360,9 @@ func parseHead(head []byte, req *http.Request) (*http.Response, bool) {
 	default:
 		return nil, false // read to the close, or what ReadResponse refuses
 	}
-	if resp.Close = tokenIn(h["Connection"], "close"); resp.Close {
+	// As ReadResponse reads it: tokens trimmed of spaces and tabs only,
+	// ASCII case ignored.
+	if resp.Close = httpguts.HeaderValuesContainsToken(h["Connection"], "close"); resp.Close {
 		delete(h, "Connection") // as ReadResponse has it
 	}
 	return resp, true

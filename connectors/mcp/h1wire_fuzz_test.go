@@ -43,6 +43,10 @@ func FuzzReadResponseAsNetHTTP(f *testing.F) {
 		"HTTP/1.1 200 OK\r\nKeep-Alive:  timeout=5 \t\r\nX-Empty:\r\nContent-Length: 1\r\n\r\nx",
 		"HTTP/1.1 200 OK\r\nConnection: keep-alive, close\r\nContent-Length: 1\r\n\r\nx",
 		"HTTP/1.1 200 OK\r\nConnection: close\r\nConnection: upgrade\r\nContent-Length: 1\r\n\r\nx",
+		"HTTP/1.1 200 OK\r\nConnection: close\u00a0, keep-alive\r\nContent-Length: 1\r\n\r\nx",
+		"HTTP/1.1 200 OK\r\nConnection: \u0085close\r\nContent-Length: 1\r\n\r\nx",
+		"HTTP/1.1 200 OK\r\nConnection: cloſe\r\nContent-Length: 1\r\n\r\nx",
+		"HTTP/1.1 200 OK\r\nConnection: keep-alive close\r\nContent-Length: 1\r\n\r\nx",
 		"HTTP/1.1 401 Unauthorized\r\nWWW-Authenticate: Bearer\r\nContent-Length: 3\r\n\r\nno\n",
 		"HTTP/1.1 200\r\nContent-Length: 0\r\n\r\n",
 		"HTTP/1.1 200 \r\nContent-Length: 0\r\n\r\n",
@@ -148,6 +152,12 @@ func FuzzWriteRequestAsNetHTTP(f *testing.F) {
 	f.Add(true, "h", "/", "X-Empty", "", "User-Agent", "", []byte(""), false)
 	f.Add(true, "h_x.example", "//double", "X-Utf8", "é\x00\x7f", "Host", "other", []byte("{}"), false)
 	f.Add(true, "00", "/", "0", "", "0", "\x13", []byte(""), true)
+	// Connection as Request.Write reads it: the first value only, tokens
+	// bounded by a space too, ASCII case only.
+	f.Add(true, "h", "/", "Connection", "keep-alive close", "", "", []byte("{}"), true)
+	f.Add(true, "h", "/", "Connection", "keep-alive", "Connection", "close", []byte("{}"), true)
+	f.Add(true, "h", "/", "Connection", "cloſe", "", "", []byte("{}"), true)
+	f.Add(true, "0", "0", "0", "", "User-Agent", " ", []byte(""), false) // found by fuzzing
 	f.Fuzz(func(t *testing.T, post bool, host, path, k1, v1, k2, v2 string, body []byte, closeIt bool) {
 		method := http.MethodGet
 		if post {
