@@ -337,7 +337,9 @@ func parseHead(head []byte, req *http.Request) (*http.Response, bool) {
 	}
 	te, cl := h["Transfer-Encoding"], h["Content-Length"]
 	switch {
-	case len(te) == 1 && strings.EqualFold(te[0], "chunked"):
+	case len(te) == 1 && len(te[0]) == len("chunked") && asciiFold(te[0], "chunked"):
+		// ASCII case only, as ReadResponse: strings.EqualFold would take
+		// "chun\u212aed" (a Kelvin sign), which ReadResponse refuses.
 		if len(cl) > 1 {
 			return nil, false // ReadResponse's: it takes them if they agree
 		}
