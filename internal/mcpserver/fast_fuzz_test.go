@@ -169,3 +169,67 @@ func (fs *fuzzServer) post(header http.Header, body []byte) string {
 	}
 	return rec.Result().Status + " " + rec.Header().Get("Content-Type") + " " + rec.Body.String() + " engine: " + saw.String()
 }
+
+// FuzzFastPathHeadersAsSDK: a tools/call the fast path takes under any
+// Content-Type, Accept, Mcp-Protocol-Version, Mcp-Method and Mcp-Name
+// (each possibly given twice, split at "|") is answered as the SDK alone
+// answers it.
+func FuzzFastPathHeadersAsSDK(f *testing.F) {
+	const meta = `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}`
+	bodies := []string{
+		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"My_Mail__read","arguments":{"q":"x"}}}`,
+		`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"My_Mail__read",` + meta + `}}`,
+	}
+	for _, h := range [][5]string{
+		{"application/json", "application/json, text/event-stream", "", "", ""},
+		{"application/json; charset=utf-8", "text/event-stream|application/json", "2025-06-18", "", ""},
+		{"Application/JSON", "*/*", "2025-03-26", "tools/call", "My_Mail__read"},
+		{"application/json", "application/*, text/*;q=0.5", protocolStateless, "tools/call", "My_Mail__read"},
+		{"application/json", "application/json, text/event-stream", protocolStateless, "tools/call|tools/list", "My_Mail__read|x"},
+		{"application/json", "application/json, text/event-stream", protocolStateless, " tools/call", "My_Mail__read "},
+		{"application/json;x", "APPLICATION/JSON,TEXT/EVENT-STREAM", "2025-11-25|2026-07-28", "", ""},
+		{"application/json", "application/json, text/event-stream", protocolStateless, "tools/call", "My_Mail__send"},
+		{"application/json", "application/json, text/event-stream", protocolStateless, "tools/list", "My_Mail__read"},
+		{"application/json", "application/json, text/event-stream", protocolStateless, "Tools/Call", "my_mail__read"},
+	} {
+		for i := range bodies {
+			f.Add(uint8(i), h[0], h[1], h[2], h[3], h[4])
+		}
+	}
+	fast, slow := fuzzPair(f)
+	f.Fuzz(func(t *testing.T, which uint8, contentType, accept, version, method, name string) {
+		body := []byte(bodies[int(which)%len(bodies)])
+		header := http.Header{}
+		for k, v := range map[string]string{"Content-Type": contentType, "Accept": accept, headerProtocol: version,
+			headerMethod: method, headerName: name} {
+			if v == "" {
+				continue
+			}
+			for _, one := range strings.Split(v, "|") {
+				if !validHeaderValue(one) {
+					return // no client sends it; net/http would not take it either
+				}
+				header.Add(k, one)
+			}
+		}
+		calls := fast.fastCalls()
+		got := fast.post(header, body)
+		if fast.fastCalls() == calls {
+			return
+		}
+		want := slow.post(header, body)
+		if got != want {
+			t.Fatalf("%s %q\nfast: %s\nsdk:  %s", body, header, got, want)
+		}
+	})
+}
+
+// validHeaderValue reports whether v could come in a request's header.
+func validHeaderValue(v string) bool {
+	for i := 0; i < len(v); i++ {
+		if c := v[i]; c < ' ' && c != '\t' || c == 0x7f {
+			return false
+		}
+	}
+	return true
+}
