@@ -116,6 +116,56 @@ func TestReservationSentAgainKnowsItsOwnRow(t *testing.T) {
 	}
 }
 
+// The insert sent again may fail where the first did not (Postgres shut
+// down, so the new session is refused): the first may still have been
+// written, so the error must say so (ErrInterrupted) for the caller to
+// release what it may hold, or the key would stay dispatched with the tool
+// never run and end as outcome_unknown.
+func TestReservationSentAgainThatFailsMayHaveBeenWritten(t *testing.T) {
+	ctx := context.Background()
+	dbURL := testdb.Postgres(t, "resentfail")
+	s, err := store.Open(ctx, store.Options{DatabaseURL: dbURL, MaxConns: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	if _, err := s.MigrateUp(ctx); err != nil {
+		t.Fatal(err)
+	}
+	acct, err := s.EnsureAccount(ctx, "resentfail")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok := "mine"
+	rec := &store.IdemRecord{AccountID: acct.ID, Key: "written", Fingerprint: []byte{1}, LeaseToken: &tok, ToolID: 1, Action: "a", CallID: "c-mine"}
+	if ex, err := s.Reserve(ctx, rec, time.Minute, time.Hour); err != nil || ex != nil {
+		t.Fatalf("reserve: %+v, %v", ex, err)
+	}
+	endSessions(t, s, dbURL, 1)
+	allowConnections(t, dbURL, false)
+	t.Cleanup(func() { allowConnections(t, dbURL, true) })
+	ex, err := s.Reserve(ctx, rec, time.Minute, time.Hour)
+	if !errors.Is(err, store.ErrInterrupted) || !errors.Is(err, store.ErrUnavailable) {
+		t.Fatalf("the reservation sent again to a database that refuses sessions: %+v, %v; want ErrUnavailable with ErrInterrupted", ex, err)
+	}
+}
+
+// allowConnections lets the database at dbURL take new sessions, or not.
+func allowConnections(t *testing.T, dbURL string, allow bool) {
+	t.Helper()
+	ctx := context.Background()
+	u, _ := url.Parse(dbURL)
+	admin, err := pgx.Connect(ctx, testdb.AdminURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close(ctx)
+	name := pgx.Identifier{strings.TrimPrefix(u.Path, "/")}.Sanitize()
+	if _, err := admin.Exec(ctx, fmt.Sprintf("ALTER DATABASE %s ALLOW_CONNECTIONS %t", name, allow)); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // endSessions opens every one of the pool's sessions and uses each twice,
 // so that none is new or idle long enough for pgx to ping it before its
 // next use, then has Postgres end them all, and waits until they are gone.

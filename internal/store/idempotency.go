@@ -20,6 +20,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"fmt"
 	"slices"
 	"strconv"
 	"strings"
@@ -179,7 +180,7 @@ func (s *Store) Reserve(ctx context.Context, r *IdemRecord, lease, ttl time.Dura
 			continue
 		}
 		if !errors.Is(err, sql.ErrNoRows) {
-			return nil, interpretWrite(err)
+			return nil, resentErr(resent, interpretWrite(err))
 		}
 		existing, err := s.GetIdem(ctx, r.AccountID, r.Key)
 		if err == nil && resent && existing.State == IdemDispatched && r.LeaseToken != nil && existing.LeaseToken != nil &&
@@ -196,7 +197,7 @@ func (s *Store) Reserve(ctx context.Context, r *IdemRecord, lease, ttl time.Dura
 			continue // released between our insert and our read
 		}
 		if err != nil {
-			return nil, err
+			return nil, resentErr(resent, err)
 		}
 		if existing.ExpiresAt > existing.NowMS || attempt > 0 {
 			return existing, nil
@@ -205,6 +206,18 @@ func (s *Store) Reserve(ctx context.Context, r *IdemRecord, lease, ttl time.Dura
 			return nil, interpret(err)
 		}
 	}
+}
+
+// resentErr is err as Reserve returns it: once an insert that lost its
+// session was sent again, the first may have been written whatever the
+// statements after it met (a database shut down refuses the new session),
+// so the error says so (ErrInterrupted) and the caller releases what it
+// may hold, or the key would stay dispatched for a call that never ran.
+func resentErr(resent bool, err error) error {
+	if !resent || errors.Is(err, ErrInterrupted) {
+		return err
+	}
+	return fmt.Errorf("%w (%w): %v", ErrUnavailable, ErrInterrupted, err)
 }
 
 // toolChanged reports whether r's tool is gone or at another version than
