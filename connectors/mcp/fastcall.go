@@ -416,12 +416,12 @@ func (f *fastSession) resume(ctx context.Context, lastID string) (io.ReadCloser,
 // the SDK does (mcp/event.go): a field's value is trimmed of white space,
 // an event whose data is empty (a "priming" event, which servers send to
 // give the stream an ID to resume from) is not a message, but one whose
-// data is two empty lines is (and fails to decode), a line without a colon
-// fails the call, and an event the stream ends in without its closing
-// blank line still counts. It is more
-// lenient than the SDK in two ways, each of which would otherwise make a
-// call that ran an unknown outcome: a lone CR ends a line, and a byte order
-// mark at the start is ignored.
+// data is two empty lines is (and fails to decode), and an event the stream
+// ends in without its closing blank line still counts. It is more lenient
+// than the SDK in three ways, each of which would otherwise make a call
+// that ran an unknown outcome: a lone CR ends a line, a byte order mark at
+// the start is ignored, and a line without a colon is a field with an
+// empty value, as the SSE format has it (the SDK fails the call on it).
 func (f *fastSession) events(body io.Reader, id int64, lastID *string) (result json.RawMessage, done bool, err error) {
 	buf := scanBufs.Get().(*[]byte)
 	defer scanBufs.Put(buf)
@@ -450,12 +450,9 @@ func (f *fastSession) events(body io.Reader, id int64, lastID *string) (result j
 			}
 			continue
 		}
-		field, value, ok := bytes.Cut(line, []byte{':'})
-		if !ok {
-			// The SDK fails the call on it (errMalformedEvent), and does
-			// not resume the stream.
-			return nil, true, fmt.Errorf("tools/call: a malformed line in the event stream: %.64q", line)
-		}
+		// A line without a colon is a field named by the whole line, with
+		// an empty value (the SSE format).
+		field, value, _ := bytes.Cut(line, []byte{':'})
 		value = bytes.TrimSpace(value)
 		switch string(field) {
 		case "data":

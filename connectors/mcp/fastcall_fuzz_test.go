@@ -23,7 +23,7 @@ import (
 // sent. Documented differences are left out: structuredContent is compared
 // by presence only (the fast path keeps the server's JSON, the SDK reads it
 // into float64s), the stream forms the SDK fails on (a lone CR ending a
-// line, a byte order mark) are not required of it, and neither is a result
+// line, a byte order mark, a line without a colon) are not required of it, and neither is a result
 // the SDK's CallToolResult refuses (a number past float64, bad base64),
 // which Connector.Call reads on its own (unfamiliar).
 func FuzzFastCallAnswerAsSDK(f *testing.F) {
@@ -101,7 +101,7 @@ func FuzzFastCallAnswerAsSDK(f *testing.F) {
 		oursErr := json.Unmarshal(raw, &ours)
 
 		if ct := strings.ToLower(contentType); strings.Contains(ct, "event-stream") &&
-			(bytes.HasPrefix(body, []byte("\xEF\xBB\xBF")) || loneCR(body)) {
+			(bytes.HasPrefix(body, []byte("\xEF\xBB\xBF")) || loneCR(body) || colonless(body)) {
 			return // forms the SDK fails on (see events)
 		}
 		theirs, sdkErr := sdkCall(ctx, client)
@@ -138,6 +138,17 @@ func (k keptSession) RoundTrip(req *http.Request) (*http.Response, error) {
 		}
 	}
 	return resp, err
+}
+
+// colonless reports whether b has a line that is not blank and holds no
+// colon: a field with an empty value, which the SDK fails the call on.
+func colonless(b []byte) bool {
+	for line := range bytes.Lines(b) {
+		if line = bytes.TrimRight(line, "\r\n"); len(line) > 0 && !bytes.Contains(line, []byte{':'}) {
+			return true
+		}
+	}
+	return false
 }
 
 // loneCR reports whether b has a CR not followed by an LF.

@@ -281,7 +281,8 @@ func TestFastCallFallsBackWhenItCannotConnect(t *testing.T) {
 // Event stream forms the fast path reads: a priming event (an ID and empty
 // data, which servers send first so the stream can be resumed) and a CR
 // that ends one write and its LF the next, as the SDK reads them; lone CR
-// line ends and a byte order mark, which the SDK (v1.8.0) fails on. Before,
+// line ends, a byte order mark and a line without a colon (a field with an
+// empty value), which the SDK (v1.8.0) fails on. Before,
 // each of these made a call that had run an unknown outcome.
 func TestFastCallReadsEveryEventStreamForm(t *testing.T) {
 	t.Parallel()
@@ -296,6 +297,7 @@ func TestFastCallReadsEveryEventStreamForm(t *testing.T) {
 		"lone CR":            func(id string) []string { return []string{"id: 1\rdata: " + answer(id) + "\r\r"} },
 		"CRLF split":         func(id string) []string { return []string{"data: " + answer(id) + "\r", "\n\r", "\n"} },
 		"byte order mark":    func(id string) []string { return []string{"\xEF\xBB\xBFdata: " + answer(id) + "\n\n"} },
+		"line without colon": func(id string) []string { return []string{"retry\nid\ndata: " + answer(id) + "\n\n"} },
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
