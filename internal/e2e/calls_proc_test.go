@@ -132,15 +132,21 @@ func launchProc(t testing.TB, env map[string]string, name string, args ...string
 		}
 	}()
 	go func() {
-		b, _ := io.ReadAll(stderr)
-		p.mu.Lock()
-		p.logs.Write(b)
-		p.mu.Unlock()
+		io.Copy(procLog{p}, stderr) // as it comes: logText shows a running process's lines too
 		p.cmd.Wait()
 		close(p.done)
 	}()
 	t.Cleanup(p.kill)
 	return p, listening
+}
+
+// procLog writes to a proc's logs under its lock.
+type procLog struct{ p *proc }
+
+func (l procLog) Write(b []byte) (int, error) {
+	l.p.mu.Lock()
+	defer l.p.mu.Unlock()
+	return l.p.logs.Write(b)
 }
 
 func (p *proc) logText() string {
