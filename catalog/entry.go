@@ -177,7 +177,10 @@ type OAuthProvider struct {
 	// RevocationURL is the provider's RFC 7009 token revocation endpoint,
 	// where a disconnected tool's tokens are revoked; empty when it has
 	// none (a provider with another way of revoking, as GitHub's and
-	// Slack's APIs, has none here).
+	// Slack's APIs, has none here), or when revoking one token ends more
+	// than the tool's grant: Google's endpoint ends everything the user
+	// granted the platform's client, so a disconnected tool would take the
+	// user's other tools with it.
 	RevocationURL string `yaml:"revocation_url,omitempty"`
 }
 
