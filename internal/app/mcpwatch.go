@@ -38,10 +38,10 @@ func (w *mcpWatch) UpdateToolConfig(ctx context.Context, t *store.Tool, wantStat
 	return err
 }
 
-func (w *mcpWatch) DeleteTool(ctx context.Context, accountID, id int64) error {
-	err := w.Store.DeleteTool(ctx, accountID, id)
+func (w *mcpWatch) DeleteTool(ctx context.Context, accountID, id int64) (*store.Tool, error) {
+	t, err := w.Store.DeleteTool(ctx, accountID, id)
 	w.forgetTool(accountID, id)
-	return err
+	return t, err
 }
 
 // The forgets run whatever the write answered: an error may hide a write

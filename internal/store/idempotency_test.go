@@ -144,7 +144,7 @@ func TestReserveChecksTheToolsVersion(t *testing.T) {
 			if ex, err := s.Reserve(ctx, rec("current", tool.Version+1), time.Minute, time.Hour); err != nil || ex == nil {
 				t.Fatalf("a key taken, named with another version: %+v, %v, want its row", ex, err)
 			}
-			if err := s.DeleteTool(ctx, acct.ID, tool.ID); err != nil {
+			if _, err := s.DeleteTool(ctx, acct.ID, tool.ID); err != nil {
 				t.Fatal(err)
 			}
 			if _, err := s.Reserve(ctx, rec("deleted", tool.Version), time.Minute, time.Hour); !errors.Is(err, store.ErrToolChanged) {

@@ -269,7 +269,7 @@ func TestAgentsAndToolDetach(t *testing.T) {
 			ctx := context.Background()
 			acct, _ := s.EnsureAccount(ctx, "agents")
 			t1 := &store.Tool{AccountID: acct.ID, CatalogName: "browser", Name: "browser", State: "configured", Config: "{}"}
-			t2 := &store.Tool{AccountID: acct.ID, CatalogName: "browser", Name: "b2", State: "configured", Config: "{}"}
+			t2 := &store.Tool{AccountID: acct.ID, CatalogName: "browser", Name: "b2", State: "configured", Config: "{}", OAuthToken: "sealed-token"}
 			if err := s.CreateTool(ctx, t1); err != nil {
 				t.Fatal(err)
 			}
@@ -280,8 +280,16 @@ func TestAgentsAndToolDetach(t *testing.T) {
 			if err := s.CreateAgent(ctx, a); err != nil {
 				t.Fatal(err)
 			}
-			if err := s.DeleteTool(ctx, acct.ID, t2.ID); err != nil {
+			deleted, err := s.DeleteTool(ctx, acct.ID, t2.ID)
+			if err != nil {
 				t.Fatal(err)
+			}
+			// The row as it was deleted: what a revocation reads its tokens from.
+			if deleted.ID != t2.ID || deleted.AccountID != acct.ID || deleted.Name != "b2" || deleted.OAuthToken != "sealed-token" {
+				t.Fatalf("DeleteTool returned %+v, want the deleted row %+v", deleted, t2)
+			}
+			if _, err := s.DeleteTool(ctx, acct.ID, t2.ID); !errors.Is(err, store.ErrNotFound) {
+				t.Fatalf("deleting it again: %v", err)
 			}
 			got, err := s.GetAgent(ctx, acct.ID, a.ID)
 			if err != nil || len(got.Tools) != 1 || got.Tools[0] != t1.ID {

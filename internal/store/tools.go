@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"gorm.io/gorm"
+	"gorm.io/gorm/clause"
 )
 
 // Tool is a connected tool row. Config is plain JSON; Secrets and
@@ -87,9 +88,11 @@ func (s *Store) UpdateToolConfig(ctx context.Context, t *Tool, wantState string,
 	return updateTool(s.db.WithContext(ctx), t, wantState, wantVersion)
 }
 
-// DeleteTool deletes the account's tool; the cascade detaches it from agents
-// and drops its OAuth states, so its tokens are gone with the row.
-func (s *Store) DeleteTool(ctx context.Context, accountID, id int64) error {
+// DeleteTool deletes the account's tool and returns the row as it was
+// deleted; the cascade detaches it from agents and drops its OAuth states,
+// so its tokens are gone with the row.
+func (s *Store) DeleteTool(ctx context.Context, accountID, id int64) (*Tool, error) {
+	var t Tool
 	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
 		// The agents it is attached to change (the rows in agent_tools go
 		// with the tool): they are updated now.
@@ -99,7 +102,7 @@ func (s *Store) DeleteTool(ctx context.Context, accountID, id int64) error {
 		if err != nil {
 			return err
 		}
-		res := tx.Where("id = ? AND account_id = ?", id, accountID).Delete(&Tool{})
+		res := tx.Clauses(clause.Returning{}).Where("id = ? AND account_id = ?", id, accountID).Delete(&t)
 		if res.Error != nil {
 			return res.Error
 		}
@@ -109,9 +112,12 @@ func (s *Store) DeleteTool(ctx context.Context, accountID, id int64) error {
 		return nil
 	})
 	if errors.Is(err, ErrNotFound) {
-		return ErrNotFound
+		return nil, ErrNotFound
 	}
-	return interpretWrite(err)
+	if err != nil {
+		return nil, interpretWrite(err)
+	}
+	return &t, nil
 }
 
 // ExistingToolIDs returns which of ids are tools of the account.

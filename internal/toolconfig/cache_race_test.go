@@ -98,14 +98,15 @@ func (m *memStore) UpdateToolConfig(_ context.Context, t *store.Tool, wantState 
 	return nil
 }
 
-func (m *memStore) DeleteTool(_ context.Context, _, id int64) error {
+func (m *memStore) DeleteTool(_ context.Context, _, id int64) (*store.Tool, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if _, ok := m.tools[id]; !ok {
-		return store.ErrNotFound
+	t, ok := m.tools[id]
+	if !ok {
+		return nil, store.ErrNotFound
 	}
 	delete(m.tools, id)
-	return nil
+	return &t, nil
 }
 
 func (m *memStore) DeleteOAuthStates(context.Context, int64) error { return nil }

@@ -26,7 +26,7 @@ type Store interface {
 	ListTools(ctx context.Context, accountID int64, p store.Page) ([]store.Tool, string, error)
 	ToolsByCatalogName(ctx context.Context, accountID int64, name string) ([]store.Tool, error)
 	UpdateToolConfig(ctx context.Context, t *store.Tool, wantState string, wantVersion int64) error
-	DeleteTool(ctx context.Context, accountID, id int64) error
+	DeleteTool(ctx context.Context, accountID, id int64) (*store.Tool, error)
 	DeleteOAuthStates(ctx context.Context, toolID int64) error
 }
 
@@ -178,19 +178,17 @@ func (s *Service) List(ctx context.Context, accountID int64, p store.Page) ([]*V
 	return out, next, nil
 }
 
-// Delete removes the account's tool, its tokens and its attachments. Its
-// OAuth tokens are then revoked at the provider, detached from the request
-// (revokeDetached): the row is read first for them, and a failed read only
-// means nothing is revoked.
+// Delete removes the account's tool, its tokens and its attachments. The
+// OAuth tokens the row held as it was deleted are then revoked at the
+// provider, detached from the request (revokeDetached).
 func (s *Service) Delete(ctx context.Context, accountID, id int64) error {
-	before, rerr := s.opts.Store.GetTool(ctx, accountID, id)
-	err := s.opts.Store.DeleteTool(ctx, accountID, id)
+	deleted, err := s.opts.Store.DeleteTool(ctx, accountID, id)
 	s.invalidate(accountID, id)
 	if errors.Is(err, store.ErrNotFound) {
 		return notFound(id)
 	}
-	if err == nil && rerr == nil {
-		s.revokeDetached(ctx, before)
+	if err == nil {
+		s.revokeDetached(ctx, deleted)
 	}
 	return err
 }

@@ -44,7 +44,9 @@ func (r *racingStore) UpdateToolConfig(context.Context, *store.Tool, string, int
 
 func (r *racingStore) DeleteOAuthStates(context.Context, int64) error { return nil }
 
-func (r *racingStore) DeleteTool(context.Context, int64, int64) error { return nil }
+func (r *racingStore) DeleteTool(context.Context, int64, int64) (*store.Tool, error) {
+	return &store.Tool{}, nil
+}
 
 // TestProvideLosingARaceIsRetryable: a configuration step that loses to a
 // concurrent change answers 409 request_in_progress with Retry-After, as
