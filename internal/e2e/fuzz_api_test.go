@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"net"
@@ -25,7 +26,7 @@ const (
 	fzChunked                 // send the body chunked
 	fzNoCT                    // send no Content-Type
 	fzNoBody                  // send no body at all
-	fzAlsoXAPIKey             // with fzBearer: send X-API-KEY too
+	fzAlsoXAPIKey             // with fzBearer: send X-API-KEY too; without: authenticate with a read-only key
 	fzPad                     // pad the body with white space to the body limit, one under or one over
 )
 
@@ -55,6 +56,10 @@ func FuzzCallEndpoint(f *testing.F) {
 	}
 	unconfID := int64(r.JSON()["id"].(float64))
 	addr := strings.TrimPrefix(srv.URL, "http://")
+	readOnly, _, err := srv.App.Accounts.CreateReadOnlyKey(context.Background(), "test")
+	if err != nil {
+		f.Fatal(err)
+	}
 
 	post := func(path string) string {
 		return fmt.Sprintf(`{"tool":%d,"action":"post","arguments":{"path":%q}}`, httpID, path)
@@ -133,6 +138,9 @@ func FuzzCallEndpoint(f *testing.F) {
 	}
 	f.Add([]byte(post("/bearer")), "application/json", "b1", uint8(fzKey|fzBearer))
 	f.Add([]byte(post("/both")), "application/json", "b2", uint8(fzKey|fzBearer|fzAlsoXAPIKey))
+	f.Add([]byte(post("/ro")), "application/json", "ro1", uint8(fzKey|fzAlsoXAPIKey))
+	f.Add([]byte(fmt.Sprintf(`{"tool":%d,"action":"get","arguments":{"path":"/ro"}}`, httpID)), "application/json", "ro2", uint8(fzKey|fzAlsoXAPIKey))
+	f.Add([]byte(fmt.Sprintf(`{"tool":%d,"action":"put","arguments":{"path":"/ro"}}`, httpID)), "application/json", "ro3", uint8(fzKey|fzAlsoXAPIKey))
 	f.Add([]byte(post("/chunk")), "application/json", "c1", uint8(fzKey|fzChunked))
 	f.Add([]byte(""), "application/json", "c2", uint8(fzKey|fzChunked))
 	f.Add([]byte(nil), "", "nb", uint8(fzKey|fzNoBody|fzNoCT))
@@ -161,6 +169,8 @@ func FuzzCallEndpoint(f *testing.F) {
 		apiKey := srv.Key
 		if mode&fzBearer != 0 && mode&fzAlsoXAPIKey == 0 {
 			apiKey = ""
+		} else if mode&fzBearer == 0 && mode&fzAlsoXAPIKey != 0 {
+			apiKey = readOnly
 		}
 		if mode&fzNoBody != 0 {
 			body = nil
