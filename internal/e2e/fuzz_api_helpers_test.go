@@ -199,7 +199,6 @@ func fzCheck(t testing.TB, req []byte, a *fzAnswer, allowed ...int) map[string]a
 // fzCounter is a tool server that counts the requests reaching it.
 type fzCounter struct {
 	hits atomic.Int64
-	addr string
 }
 
 func (c *fzCounter) ServeHTTP(w http.ResponseWriter, r *http.Request) {

@@ -68,7 +68,7 @@ func FuzzCallEndpoint(f *testing.F) {
 		post("/a"),
 		fmt.Sprintf(`{"tool":%d,"action":"get","arguments":{"path":"/g","query":{"a":"b"}}}`, httpID),
 		fmt.Sprintf(`{"tool":%d,"action":"patch","arguments":{"path":"/fail","body":{"x":[1,2,{"y":null}]}}}`, httpID),
-		fmt.Sprintf(`{"tool":"http-request","action":"post","arguments":{"path":"/n","headers":{"X-A":"1"}}}`),
+		`{"tool":"http-request","action":"post","arguments":{"path":"/n","headers":{"X-A":"1"}}}`,
 		fmt.Sprintf(`{"tool":"browser","action":"fetch_page","arguments":{"url":%q}}`, ts.URL+"/page"),
 		fmt.Sprintf(`{"tool":%d,"action":"fetch_page","arguments":{"url":"not a url"}}`, browserID),
 		fmt.Sprintf(`{"tool":%d,"action":"post","arguments":{"path":"/u"}}`, unconfID),
