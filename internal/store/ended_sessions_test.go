@@ -25,20 +25,8 @@ import (
 // after it finds a live session.
 func TestStatementsAfterPostgresEndedThePoolsSessions(t *testing.T) {
 	ctx := context.Background()
-	dbURL := testdb.Postgres(t, "ended")
 	const sessions = 4
-	s, err := store.Open(ctx, store.Options{DatabaseURL: dbURL, MaxConns: sessions})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
-	if _, err := s.MigrateUp(ctx); err != nil {
-		t.Fatal(err)
-	}
-	acct, err := s.EnsureAccount(ctx, "ended")
-	if err != nil {
-		t.Fatal(err)
-	}
+	s, dbURL, acct := endedStore(t, "ended", sessions)
 	endAll := func(step string) { t.Helper(); endSessions(t, s, dbURL, sessions) }
 	n := 0
 	reserve := func() error {
@@ -88,19 +76,7 @@ func TestStatementsAfterPostgresEndedThePoolsSessions(t *testing.T) {
 // for that insert here; another call's token still finds the key taken.
 func TestReservationSentAgainKnowsItsOwnRow(t *testing.T) {
 	ctx := context.Background()
-	dbURL := testdb.Postgres(t, "ownrow")
-	s, err := store.Open(ctx, store.Options{DatabaseURL: dbURL, MaxConns: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
-	if _, err := s.MigrateUp(ctx); err != nil {
-		t.Fatal(err)
-	}
-	acct, err := s.EnsureAccount(ctx, "ownrow")
-	if err != nil {
-		t.Fatal(err)
-	}
+	s, dbURL, acct := endedStore(t, "ownrow", 1)
 	rec := func(tok string) *store.IdemRecord {
 		return &store.IdemRecord{AccountID: acct.ID, Key: "written", Fingerprint: []byte{1}, LeaseToken: &tok, ToolID: 1, Action: "a", CallID: "c-" + tok}
 	}
@@ -123,19 +99,7 @@ func TestReservationSentAgainKnowsItsOwnRow(t *testing.T) {
 // never run and end as outcome_unknown.
 func TestReservationSentAgainThatFailsMayHaveBeenWritten(t *testing.T) {
 	ctx := context.Background()
-	dbURL := testdb.Postgres(t, "resentfail")
-	s, err := store.Open(ctx, store.Options{DatabaseURL: dbURL, MaxConns: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
-	if _, err := s.MigrateUp(ctx); err != nil {
-		t.Fatal(err)
-	}
-	acct, err := s.EnsureAccount(ctx, "resentfail")
-	if err != nil {
-		t.Fatal(err)
-	}
+	s, dbURL, acct := endedStore(t, "resentfail", 1)
 	tok := "mine"
 	rec := &store.IdemRecord{AccountID: acct.ID, Key: "written", Fingerprint: []byte{1}, LeaseToken: &tok, ToolID: 1, Action: "a", CallID: "c-mine"}
 	if ex, err := s.Reserve(ctx, rec, time.Minute, time.Hour); err != nil || ex != nil {
@@ -164,6 +128,27 @@ func allowConnections(t *testing.T, dbURL string, allow bool) {
 	if _, err := admin.Exec(ctx, fmt.Sprintf("ALTER DATABASE %s ALLOW_CONNECTIONS %t", name, allow)); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// endedStore opens a store of at most conns sessions on a Postgres
+// database of its own, migrated, with an account named name.
+func endedStore(t *testing.T, name string, conns int) (*store.Store, string, *store.Account) {
+	t.Helper()
+	ctx := context.Background()
+	dbURL := testdb.Postgres(t, name)
+	s, err := store.Open(ctx, store.Options{DatabaseURL: dbURL, MaxConns: conns})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	if _, err := s.MigrateUp(ctx); err != nil {
+		t.Fatal(err)
+	}
+	acct, err := s.EnsureAccount(ctx, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s, dbURL, acct
 }
 
 // endSessions opens every one of the pool's sessions and uses each twice,

@@ -238,15 +238,11 @@ func (s *Store) toolChanged(ctx context.Context, r *IdemRecord) (bool, error) {
 // Postgres ended runs once more, on another.
 func (s *Store) GetIdem(ctx context.Context, accountID int64, key string) (*IdemRecord, error) {
 	var r IdemRecord
-	get := func() error {
+	err := again(func() error {
 		return s.sql.QueryRowContext(ctx, s.idem.get, accountID, key).Scan(
 			&r.AccountID, &r.Key, &r.Fingerprint, &r.State, &r.LeaseToken, &r.LeaseExpiresAt, &r.ToolID, &r.Action, &r.ReadOnly,
 			&r.CallID, &r.StatusCode, &r.ContentType, &r.Response, &r.CreatedAt, &r.ExpiresAt, &r.NowMS)
-	}
-	err := get()
-	if sessionEnded(err) {
-		err = get()
-	}
+	})
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, ErrNotFound
 	}

@@ -67,6 +67,16 @@ func endsSession(pe *pgconn.PgError) bool {
 	return strings.EqualFold(pe.Severity, "FATAL") && strings.HasPrefix(pe.Code, "57P")
 }
 
+// again runs f, and once more when its statement met a session Postgres
+// ended (sessionEnded): for statements that are safe to repeat.
+func again(f func() error) error {
+	err := f()
+	if sessionEnded(err) {
+		err = f()
+	}
+	return err
+}
+
 // sessionEnded reports whether err is a statement's session ended by
 // Postgres (endsSession): the statement was never run or was rolled back
 // with its session, bar a write whose commit was written just before (a

@@ -224,11 +224,9 @@ func (s *Store) Ready(ctx context.Context) error {
 		return s.Ping(ctx)
 	}
 	var ro string
-	const q = "SELECT current_setting('transaction_read_only')"
-	err := s.sql.QueryRowContext(ctx, q).Scan(&ro)
-	if sessionEnded(err) {
-		err = s.sql.QueryRowContext(ctx, q).Scan(&ro)
-	}
+	err := again(func() error {
+		return s.sql.QueryRowContext(ctx, "SELECT current_setting('transaction_read_only')").Scan(&ro)
+	})
 	if err != nil {
 		return interpret(err)
 	}
