@@ -107,10 +107,9 @@ func verifyError(a attemptState, err error, tgt *target, entry *catalog.Entry) e
 	switch {
 	case a.status == http.StatusUnauthorized || a.status == http.StatusForbidden:
 		anonymous := tgt.auth == "" && len(tgt.headers) == 0
-		if anonymous && a.status == http.StatusUnauthorized {
-			if meta, scope := resourceMetadata(a.header); meta != "" {
-				return &OAuthRequiredError{ResourceMetadataURL: meta, Scope: scope}
-			}
+		meta, scope := resourceMetadata(a.header)
+		if anonymous && a.status == http.StatusUnauthorized && meta != "" {
+			return &OAuthRequiredError{ResourceMetadataURL: meta, Scope: scope}
 		}
 		field := "bearer_token"
 		if !tgt.bearer && len(tgt.headers) > 0 {
@@ -130,7 +129,7 @@ func verifyError(a attemptState, err error, tgt *target, entry *catalog.Entry) e
 			// No pointer to metadata: it may be at the well-known URIs
 			// (the MCP authorization spec's second way), and the
 			// refusal stands when it is not.
-			return &OAuthRequiredError{Scope: bearerScope(a.header), Refusal: fe}
+			return &OAuthRequiredError{Scope: scope, Refusal: fe}
 		}
 		return fe
 	case !a.started || (a.err != nil && egress.IsConnectFailure(a.err)):
@@ -188,34 +187,25 @@ func connectReason(errs ...error) string {
 	return "the connection failed"
 }
 
-// resourceMetadata returns the resource_metadata (and scope) parameters of a
-// Bearer challenge in WWW-Authenticate headers (RFC 9728 §5.1).
+// resourceMetadata returns the resource_metadata parameter of a challenge
+// in WWW-Authenticate headers (RFC 9728 §5.1) and that challenge's scope;
+// when none names metadata, scope is the first Bearer challenge's (RFC
+// 6750 §3), if any.
 func resourceMetadata(h http.Header) (metadata, scope string) {
+	bearerScope := ""
 	for _, v := range h.Values("WWW-Authenticate") {
 		for _, c := range challenges(v) {
 			params := authParams(c)
 			if m := params["resource_metadata"]; m != "" {
 				return m, params["scope"]
 			}
-		}
-	}
-	return "", ""
-}
-
-// bearerScope returns the scope parameter of a Bearer challenge in
-// WWW-Authenticate headers (RFC 6750 §3), if any.
-func bearerScope(h http.Header) string {
-	for _, v := range h.Values("WWW-Authenticate") {
-		for _, c := range challenges(v) {
 			scheme, _, _ := strings.Cut(strings.TrimSpace(c), " ")
-			if strings.EqualFold(scheme, "Bearer") {
-				if s := authParams(c)["scope"]; s != "" {
-					return s
-				}
+			if bearerScope == "" && strings.EqualFold(scheme, "Bearer") {
+				bearerScope = params["scope"]
 			}
 		}
 	}
-	return ""
+	return "", bearerScope
 }
 
 // challenges splits a WWW-Authenticate value into its challenges, since one
