@@ -150,15 +150,15 @@ type Discoverer interface {
 // TokenRevoker is implemented by an OAuthFlow that revokes a tool's tokens
 // at its provider (RFC 7009) when the tool lets go of them.
 type TokenRevoker interface {
-	// RevokeTokens revokes at the provider of t, a tool as it was read
-	// before it was deleted or reset, the tokens it held: its refresh
+	// RevokeTokens revokes at the provider of t, a tool as it was when
+	// it was deleted or reset, the tokens it held: its refresh
 	// token, then its access token. It is best effort and bounded in
 	// time: what fails is logged, never returned, and a provider without
 	// a revocation endpoint is sent nothing.
 	RevokeTokens(ctx context.Context, t *store.Tool)
 }
 
-// revokeDetached revokes the tokens of t, a tool as read before a change
+// revokeDetached revokes the tokens of t, a tool as it was before a change
 // that dropped them and has just been committed, detached from the
 // request: the request neither waits for the provider nor can be failed
 // by it, and the revocation is not cut short when the client goes. The
