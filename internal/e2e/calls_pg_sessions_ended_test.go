@@ -23,7 +23,7 @@ import (
 //
 //   - right after, a new keyed call on each replica runs and answers 200,
 //     not 503: the replicas' pools give up their dead connections rather
-//     than fail a call on each;
+//     than fail a call on each; so do a key's first request and a list;
 //   - under keyed load with duplicates racing on both replicas, while the
 //     sessions are ended again and again and Redis is killed and started
 //     empty, each key's tool call runs at most once, every 200 of a key is
@@ -38,10 +38,11 @@ func TestPostgresEndsSessionsUnderLoad(t *testing.T) {
 	env["QUIVER_DB_MAX_CONNS"] = "6"
 	// The key and the tool stay cached through the first part, so that a
 	// call's first statement is its reservation, which meets a dead
-	// connection first. (A read of GORM's meeting it would still answer
-	// 503: it is not sent again.)
+	// connection first; then a key not yet used makes the key's read the
+	// first, and a list the list's.
 	env["QUIVER_CACHE_TTL"] = "1m"
 	key := createKey(t, env, "sessend")
+	fresh := createKey(t, env, "sessend")
 	tool := startToolServer(t)
 	procs := []*proc{startProc(t, env), startProc(t, env)}
 	id := connectHTTPTool(t, procs[0].URL, key, tool.URL)
@@ -76,18 +77,33 @@ func TestPostgresEndsSessionsUnderLoad(t *testing.T) {
 			}
 		}
 	}
-	endSessions()
-	testserver.Eventually(t, 10*time.Second, "the sessions to end", func() bool {
-		var n int
-		adminMu.Lock()
-		defer adminMu.Unlock()
-		err := admin.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity WHERE datname = $1`, dbName).Scan(&n)
-		return err == nil && n == 0
-	})
+	endAll := func() {
+		endSessions()
+		testserver.Eventually(t, 10*time.Second, "the sessions to end", func() bool {
+			var n int
+			adminMu.Lock()
+			defer adminMu.Unlock()
+			err := admin.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity WHERE datname = $1`, dbName).Scan(&n)
+			return err == nil && n == 0
+		})
+	}
+	endAll()
 	for i, p := range procs {
 		k := fmt.Sprintf("after-%d", i)
 		if r := call(p, k); r.Status != 200 {
 			t.Fatalf("replica %d, first call after Postgres ended its sessions: %d %s", i, r.Status, r.Body)
+		}
+	}
+	endAll()
+	for i, p := range procs {
+		if r := testserver.Do(t, p.URL, fresh, "GET", fmt.Sprintf("/api/v1/agents/custom-tools/%d/", id), nil); r.Status != 200 {
+			t.Fatalf("replica %d, a key's first request after Postgres ended its sessions: %d %s", i, r.Status, r.Body)
+		}
+	}
+	endAll()
+	for i, p := range procs {
+		if r := testserver.Do(t, p.URL, key, "GET", "/api/v1/agents/custom-tools/", nil); r.Status != 200 {
+			t.Fatalf("replica %d, a list first after Postgres ended its sessions: %d %s", i, r.Status, r.Body)
 		}
 	}
 

@@ -95,7 +95,10 @@ func (s *Store) UpdateAgent(ctx context.Context, accountID, id int64, u AgentUpd
 // GetAgent returns the account's agent with its tools.
 func (s *Store) GetAgent(ctx context.Context, accountID, id int64) (*Agent, error) {
 	var a Agent
-	if err := s.db.WithContext(ctx).Where("id = ? AND account_id = ?", id, accountID).Take(&a).Error; err != nil {
+	err := again(func() error {
+		return s.db.WithContext(ctx).Where("id = ? AND account_id = ?", id, accountID).Take(&a).Error
+	})
+	if err != nil {
 		return nil, interpret(err)
 	}
 	as := []Agent{a}
@@ -111,6 +114,7 @@ func (s *Store) GetAgent(ctx context.Context, accountID, id int64) (*Agent, erro
 func (s *Store) ListAgents(ctx context.Context, accountID int64, p Page) ([]Agent, string, error) {
 	var as []Agent
 	err := s.settled(ctx, "agents", func(db *gorm.DB, horizon int64) error {
+		as = nil
 		return db.Where("account_id = ? AND id > ? AND id <= ?", accountID, p.After, horizon).Order("id").Limit(p.Limit + 1).Find(&as).Error
 	})
 	if err != nil {
@@ -135,7 +139,11 @@ func (s *Store) fillAgentTools(ctx context.Context, as []Agent) error {
 		as[i].Tools = []int64{}
 	}
 	var rows []agentTool
-	if err := s.db.WithContext(ctx).Where("agent_id IN ?", ids).Order("agent_id, position").Find(&rows).Error; err != nil {
+	err := again(func() error {
+		rows = nil
+		return s.db.WithContext(ctx).Where("agent_id IN ?", ids).Order("agent_id, position").Find(&rows).Error
+	})
+	if err != nil {
 		return interpret(err)
 	}
 	for _, r := range rows {

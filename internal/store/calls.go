@@ -99,6 +99,7 @@ func callArgs(cs []CallLog) []any {
 func (s *Store) ListCalls(ctx context.Context, accountID int64, toolID *int64, p Page) ([]CallLog, string, error) {
 	var cs []CallLog
 	find := func(db *gorm.DB, horizon int64) error {
+		cs = nil
 		q := db.Where("account_id = ? AND id > ? AND id <= ?", accountID, p.After, horizon)
 		if toolID != nil {
 			q = q.Where("tool_id = ?", *toolID)

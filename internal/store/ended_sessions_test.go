@@ -21,13 +21,17 @@ import (
 // without knowing it: each would fail the next statement sent on it with
 // FATAL 57P01, and the call endpoint would answer 503 while the database is
 // up. The statement that meets the first of them runs again on a new
-// session (the readiness check, a read, a reservation), and every statement
-// after it finds a live session.
+// session (the readiness check, the reads a call and the API make, a
+// reservation), and every statement after it finds a live session.
 func TestStatementsAfterPostgresEndedThePoolsSessions(t *testing.T) {
 	ctx := context.Background()
 	const sessions = 4
 	s, dbURL, acct := endedStore(t, "ended", sessions)
 	endAll := func(step string) { t.Helper(); endSessions(t, s, dbURL, sessions) }
+	agent := &store.Agent{AccountID: acct.ID, Name: "ended", Status: "active"}
+	if err := s.CreateAgent(ctx, agent); err != nil {
+		t.Fatal(err)
+	}
 	n := 0
 	reserve := func() error {
 		n++
@@ -54,6 +58,33 @@ func TestStatementsAfterPostgresEndedThePoolsSessions(t *testing.T) {
 			return nil
 		}},
 		{"a reservation", reserve},
+		{"a key's read", func() error {
+			if _, _, err := s.KeyByHash(ctx, "no such hash"); !errors.Is(err, store.ErrNotFound) {
+				return fmt.Errorf("key read: %w", err)
+			}
+			return nil
+		}},
+		{"a tool's read", func() error {
+			if _, err := s.GetTool(ctx, acct.ID, 1<<40); !errors.Is(err, store.ErrNotFound) {
+				return fmt.Errorf("tool read: %w", err)
+			}
+			if _, err := s.ToolsByCatalogName(ctx, acct.ID, "tavily"); err != nil {
+				return fmt.Errorf("tools by name: %w", err)
+			}
+			return nil
+		}},
+		{"an agent's read", func() error {
+			if _, err := s.GetAgent(ctx, acct.ID, agent.ID); err != nil {
+				return fmt.Errorf("agent read: %w", err)
+			}
+			return nil
+		}},
+		{"a list", func() error {
+			if _, _, err := s.ListTools(ctx, acct.ID, store.Page{Limit: 10}); err != nil {
+				return fmt.Errorf("list: %w", err)
+			}
+			return nil
+		}},
 	}
 	for _, first := range statements {
 		endAll(first.name)

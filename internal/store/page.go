@@ -119,8 +119,13 @@ func trim[T any](rows []T, limit int, list string, id func(*T) int64) ([]T, stri
 // 64 connections under a list every 10 ms. The wait is bounded by
 // settleWait; a writer still in flight after that is a slow database, and
 // the list is unavailable (503). SQLite writes one transaction at a time,
-// in ID order.
+// in ID order. A list whose session Postgres ended runs once more, on
+// another (again); find must start afresh each time it runs.
 func (s *Store) settled(ctx context.Context, table string, find func(db *gorm.DB, horizon int64) error) error {
+	return again(func() error { return s.settle(ctx, table, find) })
+}
+
+func (s *Store) settle(ctx context.Context, table string, find func(db *gorm.DB, horizon int64) error) error {
 	db := s.db.WithContext(ctx)
 	if s.dialect != Postgres {
 		return find(db, math.MaxInt64)

@@ -36,7 +36,9 @@ func (s *Store) CreateTool(ctx context.Context, t *Tool) error {
 // GetTool returns the account's tool id, or ErrNotFound.
 func (s *Store) GetTool(ctx context.Context, accountID, id int64) (*Tool, error) {
 	var t Tool
-	err := s.db.WithContext(ctx).Where("id = ? AND account_id = ?", id, accountID).Take(&t).Error
+	err := again(func() error {
+		return s.db.WithContext(ctx).Where("id = ? AND account_id = ?", id, accountID).Take(&t).Error
+	})
 	if err != nil {
 		return nil, interpret(err)
 	}
@@ -62,7 +64,10 @@ func (s *Store) SealedSample(ctx context.Context) (string, error) {
 // ToolsByCatalogName returns the account's tools made from one catalog entry.
 func (s *Store) ToolsByCatalogName(ctx context.Context, accountID int64, name string) ([]Tool, error) {
 	var ts []Tool
-	err := s.db.WithContext(ctx).Where("account_id = ? AND catalog_name = ?", accountID, name).Order("id").Limit(2).Find(&ts).Error
+	err := again(func() error {
+		ts = nil
+		return s.db.WithContext(ctx).Where("account_id = ? AND catalog_name = ?", accountID, name).Order("id").Limit(2).Find(&ts).Error
+	})
 	return ts, interpret(err)
 }
 
@@ -72,6 +77,7 @@ func (s *Store) ToolsByCatalogName(ctx context.Context, accountID int64, name st
 func (s *Store) ListTools(ctx context.Context, accountID int64, p Page) ([]Tool, string, error) {
 	var ts []Tool
 	err := s.settled(ctx, "tools", func(db *gorm.DB, horizon int64) error {
+		ts = nil
 		return db.Where("account_id = ? AND id > ? AND id <= ?", accountID, p.After, horizon).Order("id").Limit(p.Limit + 1).Find(&ts).Error
 	})
 	if err != nil {
