@@ -99,6 +99,12 @@ func (c *Connector) callOn(ctx context.Context, s *slot, action string, args jso
 	if err != nil {
 		return connectors.Result{}, err
 	}
+	return c.decoded(raw)
+}
+
+// decoded maps raw, the result of a tools/call answer the fast path read,
+// as result maps the SDK's reading of it.
+func (c *Connector) decoded(raw json.RawMessage) (connectors.Result, error) {
 	// The common answer, one text block holding JSON, is read here; any
 	// other goes through the SDK's own CallToolResult, so it maps exactly
 	// as on the SDK's path.
