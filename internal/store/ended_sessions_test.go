@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/url"
 	"strings"
 	"testing"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/quiverhq/quiver/internal/store"
 	"github.com/quiverhq/quiver/internal/testdb"
+	"github.com/quiverhq/quiver/internal/testlog"
 )
 
 // Postgres ending every session of the pool at once (pg_terminate_backend,
@@ -145,6 +147,32 @@ func TestReservationSentAgainThatFailsMayHaveBeenWritten(t *testing.T) {
 	}
 }
 
+// Postgres ending the pool's sessions is logged, once for the event and
+// not once per connection that meets it, with its SQLSTATE.
+func TestEndedSessionsLoggedOnce(t *testing.T) {
+	ctx := context.Background()
+	const sessions = 3
+	logs := &testlog.Buffer{}
+	s, dbURL, acct := endedStoreLogged(t, "endedlog", sessions, slog.New(slog.NewTextHandler(logs, nil)))
+	endSessions(t, s, dbURL, sessions)
+	// Each session in its own transaction, so each meets a dead connection.
+	var txs []*gorm.DB
+	for range sessions {
+		tx := s.DB().Begin()
+		txs = append(txs, tx)
+	}
+	for _, tx := range txs {
+		tx.Rollback()
+	}
+	if _, err := s.GetIdem(ctx, acct.ID, "none"); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("a read after the sessions ended: %v", err)
+	}
+	got := logs.String()
+	if n := strings.Count(got, "postgres ended sessions of the pool"); n != 1 || !strings.Contains(got, "sqlstate=57P01") {
+		t.Fatalf("logged %d times, want once with sqlstate=57P01:\n%s", n, got)
+	}
+}
+
 // allowConnections lets the database at dbURL take new sessions, or not.
 func allowConnections(t *testing.T, dbURL string, allow bool) {
 	t.Helper()
@@ -165,9 +193,15 @@ func allowConnections(t *testing.T, dbURL string, allow bool) {
 // database of its own, migrated, with an account named name.
 func endedStore(t *testing.T, name string, conns int) (*store.Store, string, *store.Account) {
 	t.Helper()
+	return endedStoreLogged(t, name, conns, nil)
+}
+
+// endedStoreLogged is endedStore with the store's log going to logger.
+func endedStoreLogged(t *testing.T, name string, conns int, logger *slog.Logger) (*store.Store, string, *store.Account) {
+	t.Helper()
 	ctx := context.Background()
 	dbURL := testdb.Postgres(t, name)
-	s, err := store.Open(ctx, store.Options{DatabaseURL: dbURL, MaxConns: conns})
+	s, err := store.Open(ctx, store.Options{DatabaseURL: dbURL, MaxConns: conns, Logger: logger})
 	if err != nil {
 		t.Fatal(err)
 	}

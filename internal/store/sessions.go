@@ -14,6 +14,7 @@ package store
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -25,8 +26,14 @@ import (
 
 // endedSessions notes when Postgres last ended a session of the pool.
 type endedSessions struct {
-	at atomic.Int64 // unix nanoseconds; 0: never
+	at     atomic.Int64 // unix nanoseconds; 0: never
+	logged atomic.Int64 // when one was last logged, likewise
+	log    *slog.Logger
 }
+
+// endedQuiet is how long after a logged ended session others are taken as
+// part of the same event, and not logged.
+const endedQuiet = 10 * time.Second
 
 // pgxIdlePing is how long a connection may sit idle before pgx pings it
 // on reuse, as pgx does by default.
@@ -40,7 +47,7 @@ func (e *endedSessions) options() []stdlib.OptionOpenDB {
 			next := c.OnPgError
 			c.OnPgError = func(pc *pgconn.PgConn, pe *pgconn.PgError) bool {
 				if endsSession(pe) {
-					e.at.Store(time.Now().UnixNano())
+					e.noted(pe)
 				}
 				if next == nil {
 					return !strings.EqualFold(pe.Severity, "FATAL") // pgx's default: close on FATAL
@@ -56,6 +63,18 @@ func (e *endedSessions) options() []stdlib.OptionOpenDB {
 			at := e.at.Load()
 			return at != 0 && time.Now().Add(-p.IdleDuration).UnixNano() <= at
 		}),
+	}
+}
+
+// noted records that Postgres ended a session, and logs the first of an
+// event: an operator sees a failover, a pooler restart or a
+// pg_terminate_backend once, not once per connection.
+func (e *endedSessions) noted(pe *pgconn.PgError) {
+	now := time.Now().UnixNano()
+	e.at.Store(now)
+	if last := e.logged.Load(); now-last > int64(endedQuiet) && e.logged.CompareAndSwap(last, now) {
+		e.log.Warn("postgres ended sessions of the pool; connections idle since are checked before reuse, and the statement that met one runs again where that is safe",
+			"sqlstate", pe.Code, "message", pe.Message)
 	}
 }
 

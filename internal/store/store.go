@@ -98,7 +98,7 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 		// context and a bound.
 		pgcfg := *gcfg
 		pgcfg.DisableAutomaticPing = true
-		ended := &endedSessions{}
+		ended := &endedSessions{log: opts.Logger}
 		db, err := gorm.Open(postgres.New(postgres.Config{DSN: opts.DatabaseURL, OptionOpenDB: ended.options()}), &pgcfg)
 		if err != nil {
 			return nil, hidePassword(fmt.Errorf("store: open postgres: %w", err), opts.DatabaseURL)
