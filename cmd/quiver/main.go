@@ -131,7 +131,14 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		}
 		return catalogCheck(stdout)
 	}
-	cfg, err := config.FromEnv()
+	// Only serve opens and seals the tools' secrets: migrate and keys run
+	// without QUIVER_SECRET_KEY (the secret reaches only the processes that
+	// use it), and refuse a malformed one.
+	fromEnv := config.FromEnvWithoutSealing
+	if args[0] == "serve" {
+		fromEnv = config.FromEnv
+	}
+	cfg, err := fromEnv()
 	if err != nil {
 		return fmt.Errorf("configuration:\n%w", err)
 	}

@@ -14,6 +14,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/quiverhq/quiver/internal/secrets"
 )
 
 // Defaults, named so the README and the code agree.
@@ -120,12 +122,27 @@ func (c *Config) Lease() time.Duration { return c.CallTimeout + c.LeaseGrace }
 // started unless its lease fits in what is left (calls.Engine.timeToRun).
 func (c *Config) RequestTimeout() time.Duration { return c.Lease() + 10*time.Second }
 
-// FromEnv reads the configuration from the process environment.
+// FromEnv reads the configuration of quiver serve, which opens and seals
+// the tools' secrets, from the process environment (see Parse).
 func FromEnv() (*Config, error) { return Parse(os.Getenv, os.Environ()) }
 
+// FromEnvWithoutSealing reads, from the process environment, the
+// configuration of a command that never opens or seals a sealed value
+// (quiver migrate, quiver keys): QUIVER_SECRET_KEY is not required with
+// DATABASE_URL, so that a migration job or a key-issuing script need not
+// hold the key, but a malformed one is refused all the same, not passed
+// over (it is most likely the one serve is given too).
+func FromEnvWithoutSealing() (*Config, error) { return parseFor(os.Getenv, os.Environ(), false) }
+
 // Parse reads the configuration through getenv; environ lists every
-// variable (for the QUIVER_OAUTH_* family). It validates what it read.
+// variable (for the QUIVER_OAUTH_* family). It validates what it read as
+// Validate does, for a process that opens and seals secrets.
 func Parse(getenv func(string) string, environ []string) (*Config, error) {
+	return parseFor(getenv, environ, true)
+}
+
+// parseFor is Parse, or with sealing false FromEnvWithoutSealing's.
+func parseFor(getenv func(string) string, environ []string, sealing bool) (*Config, error) {
 	var errs []error
 	read := map[string]bool{}
 	get := getenv
@@ -263,7 +280,7 @@ func Parse(getenv func(string) string, environ []string) (*Config, error) {
 		c.OAuthClients[provider] = oc
 	}
 	errs = append(errs, checkDatabaseNamed(c.DatabaseURL, getenv))
-	errs = append(errs, c.Validate())
+	errs = append(errs, c.validate(sealing))
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
@@ -346,16 +363,28 @@ func checkAddr(name, addr string) error {
 	return nil
 }
 
-// Validate checks the configuration; each error names its variable.
-func (c *Config) Validate() error {
+// Validate checks the configuration of a process that opens and seals
+// secrets (quiver serve); each error names its variable.
+func (c *Config) Validate() error { return c.validate(true) }
+
+// validate is Validate; with sealing false, for a command that never opens
+// or seals a sealed value, QUIVER_SECRET_KEY is not required, and checked
+// when set. A serving process's key is checked where its box is made
+// (app.SecretBox), as the key file of the embedded default is.
+func (c *Config) validate(sealing bool) error {
 	var errs []error
 	if c.DatabaseURL != "" {
 		u, err := url.Parse(c.DatabaseURL)
 		if err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") {
 			errs = append(errs, errors.New("DATABASE_URL: must be a postgres:// URL"))
 		}
-		if c.SecretKey == "" {
+		if c.SecretKey == "" && sealing {
 			errs = append(errs, errors.New("QUIVER_SECRET_KEY: required when DATABASE_URL is set (32 bytes, base64)"))
+		}
+	}
+	if c.SecretKey != "" && !sealing {
+		if _, err := secrets.ParseKey(c.SecretKey); err != nil {
+			errs = append(errs, fmt.Errorf("QUIVER_SECRET_KEY: %w", err)) // as serve says it (app.SecretBox)
 		}
 	}
 	if c.RedisURL != "" {

@@ -121,3 +121,49 @@ func TestOAuthClientsAndOverrides(t *testing.T) {
 		}
 	}
 }
+
+// A command that never opens or seals a sealed value (quiver migrate,
+// quiver keys) runs on Postgres without QUIVER_SECRET_KEY, but refuses a
+// malformed one as serve does; serve's configuration still requires it.
+func TestSecretKeyWithoutSealing(t *testing.T) {
+	const good = "KioqKioqKioqKioqKioqKioqKioqKioqKioqKioqKio=" // 32 bytes
+	pg := map[string]string{"DATABASE_URL": "postgres://localhost/q"}
+	env := func(extra map[string]string) (func(string) string, []string) {
+		all := map[string]string{}
+		for _, m := range []map[string]string{pg, extra} {
+			for k, v := range m {
+				all[k] = v
+			}
+		}
+		var environ []string
+		for k, v := range all {
+			environ = append(environ, k+"="+v)
+		}
+		return func(k string) string { return all[k] }, environ
+	}
+	withoutSealing := func(extra map[string]string) (*Config, error) {
+		getenv, environ := env(extra)
+		return parseFor(getenv, environ, false)
+	}
+	const required = "QUIVER_SECRET_KEY: required when DATABASE_URL is set (32 bytes, base64)"
+	if _, err := Parse(env(nil)); err == nil || err.Error() != required {
+		t.Fatalf("serve's configuration without the key: %v, want %q", err, required)
+	}
+	for _, extra := range []map[string]string{nil, {"QUIVER_SECRET_KEY": good}, {"DATABASE_URL": "", "QUIVER_SECRET_KEY": good}} {
+		c, err := withoutSealing(extra)
+		if err != nil {
+			t.Fatalf("without sealing, %v: %v", extra, err)
+		}
+		if c.SecretKey != extra["QUIVER_SECRET_KEY"] {
+			t.Fatalf("without sealing, %v: SecretKey %q", extra, c.SecretKey)
+		}
+	}
+	for bad, want := range map[string]string{"s3cr3t?": "must be base64", "c2hvcnQ=": "must decode to 32 bytes"} {
+		for _, extra := range []map[string]string{{"QUIVER_SECRET_KEY": bad}, {"DATABASE_URL": "", "QUIVER_SECRET_KEY": bad}} {
+			_, err := withoutSealing(extra)
+			if err == nil || !strings.Contains(err.Error(), "QUIVER_SECRET_KEY: "+want) || strings.Contains(err.Error(), bad) {
+				t.Errorf("without sealing, %v: %v, want a refusal naming QUIVER_SECRET_KEY (%s), without the value", extra, err, want)
+			}
+		}
+	}
+}
