@@ -57,7 +57,7 @@ func TestCLIWithoutSecretKey(t *testing.T) {
 	}
 
 	// serve still requires the key, with the error it always gave.
-	_, errOut, err := fdRun(t, map[string]string{"DATABASE_URL": env["DATABASE_URL"], "QUIVER_ADDR": "127.0.0.1:19140"}, "serve")
+	_, errOut, err := fdRun(t, map[string]string{"DATABASE_URL": env["DATABASE_URL"], "QUIVER_ADDR": "127.0.0.1:0"}, "serve")
 	const required = "quiver: configuration:\nQUIVER_SECRET_KEY: required when DATABASE_URL is set (32 bytes, base64)\n"
 	if err == nil || errOut != required {
 		t.Fatalf("serve without QUIVER_SECRET_KEY: %v, stderr %q; want %q", err, errOut, required)
@@ -93,7 +93,6 @@ func TestCLIWithoutSecretKey(t *testing.T) {
 	// in it they still run without the key.
 	serving := maps.Clone(env)
 	serving["QUIVER_SECRET_KEY"] = testserver.TestSecretKey
-	serving["QUIVER_ADDR"] = "127.0.0.1:19141"
 	base, _ := fdServe(t, serving)
 	r := testserver.Do(t, base, key, "POST", "/api/v1/agents/custom-tools/", map[string]any{"mcp_tool": "tavily"})
 	if r.Status != 201 {

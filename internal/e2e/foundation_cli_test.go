@@ -73,13 +73,10 @@ func fdKeysCreate(t *testing.T, env map[string]string, account string) string {
 }
 
 // fdServe runs `quiver serve` until the test ends and returns its base URL
-// and everything it printed before listening. It listens on env's
-// QUIVER_ADDR, or on a free port of 127.0.0.1.
+// and everything it printed before listening.
 func fdServe(t *testing.T, env map[string]string) (base, banner string) {
 	t.Helper()
-	if env["QUIVER_ADDR"] == "" {
-		env["QUIVER_ADDR"] = "127.0.0.1:0"
-	}
+	env["QUIVER_ADDR"] = "127.0.0.1:0"
 	cmd := exec.Command(quiverBinary(t), "serve")
 	cmd.Env = fdEnv(env)
 	var errOut bytes.Buffer
