@@ -9,6 +9,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	sjson "github.com/segmentio/encoding/json"
 
 	"github.com/quiverhq/quiver/connectors"
 	"github.com/quiverhq/quiver/internal/egress"
@@ -107,24 +108,26 @@ func (c *Connector) callOn(ctx context.Context, s *slot, action string, args jso
 func (c *Connector) decoded(raw json.RawMessage) (connectors.Result, error) {
 	// The common answer, one text block holding JSON, is read here; any
 	// other goes through the SDK's own CallToolResult, so it maps exactly
-	// as on the SDK's path.
+	// as on the SDK's path. The fields are read as the SDK reads them (see
+	// sdkDecode), into the same types: the content items are pointers
+	// because a repeated "content" is decoded over the first one's items.
 	var common struct {
-		Content []struct {
-			Type string  `json:"type"`
-			Text *string `json:"text"`
+		Content []*struct {
+			Type string `json:"type"`
+			Text string `json:"text"`
 		} `json:"content"`
 		IsError    bool            `json:"isError"`
 		Structured json.RawMessage `json:"structuredContent"`
 	}
-	if json.Unmarshal(raw, &common) == nil && len(common.Content) == 1 && common.Content[0].Type == "text" &&
-		common.Content[0].Text != nil && json.Valid([]byte(*common.Content[0].Text)) {
+	if sdkDecode(raw, &common) == nil && len(common.Content) == 1 && common.Content[0] != nil &&
+		common.Content[0].Type == "text" && json.Valid([]byte(common.Content[0].Text)) {
 		out := connectors.Result{IsError: common.IsError,
-			Content: json.RawMessage(bytes.TrimSpace([]byte(*common.Content[0].Text)))}
+			Content: json.RawMessage(bytes.TrimSpace([]byte(common.Content[0].Text)))}
 		// Most tools' text is their structured content serialized, byte
-		// for byte (the Go SDK's typed tools): no second decode then.
-		if common.Structured != nil && !bytes.Equal(common.Structured, out.Content) {
-			out.Structured = otherJSON(out.Content, structuredContent(raw))
-		}
+		// for byte (the Go SDK's typed tools): no second decode then. The
+		// server's own JSON of it is kept, where the SDK's any would round
+		// numbers past 2^53 and sort keys.
+		out.Structured = otherJSON(out.Content, common.Structured)
 		return c.checked(out)
 	}
 	var res mcp.CallToolResult
@@ -132,6 +135,59 @@ func (c *Connector) decoded(raw json.RawMessage) (connectors.Result, error) {
 		return c.unfamiliar(raw, err)
 	}
 	return c.result(&res, structuredContent(raw))
+}
+
+// sdkDecode decodes data into v as the Go SDK's client decodes a result:
+// with segmentio's decoder, object keys matched to fields exactly
+// (encoding/json would also take "ISERROR" for isError, or "ſ" for "s"),
+// the last of a repeated key winning, and nothing nested deeper than the
+// SDK allows (segmentio's decoder recurses without a limit of its own: a
+// result nested millions deep would overflow the stack).
+func sdkDecode(data []byte, v any) error {
+	if tooDeep(data, sdkMaxDepth) {
+		return errTooDeep
+	}
+	_, err := sjson.Parse(data, v, sjson.DontMatchCaseInsensitiveStructFields)
+	return err
+}
+
+// sdkMaxDepth is the Go SDK's limit on how deep a message it decodes may
+// nest (internal/json's defaultMaxDepth).
+const sdkMaxDepth = 1000
+
+var errTooDeep = fmt.Errorf("json: nested deeper than %d", sdkMaxDepth)
+
+// tooDeep reports whether JSON data nests arrays and objects more than
+// limit deep, counted as the SDK counts (brackets outside strings). A
+// result with no more than limit brackets in all, as almost all are, is
+// not scanned.
+func tooDeep(data []byte, limit int) bool {
+	if bytes.Count(data, []byte{'['})+bytes.Count(data, []byte{'{'}) <= limit {
+		return false
+	}
+	depth, inString, escaped := 0, false, false
+	for _, b := range data {
+		switch {
+		case inString:
+			switch {
+			case escaped:
+				escaped = false
+			case b == '\\':
+				escaped = true
+			case b == '"':
+				inString = false
+			}
+		case b == '"':
+			inString = true
+		case b == '[' || b == '{':
+			if depth++; depth > limit {
+				return true
+			}
+		case (b == ']' || b == '}') && depth > 0:
+			depth--
+		}
+	}
+	return false
 }
 
 // structuredContent is the structuredContent member of a raw result, or nil.
@@ -154,7 +210,7 @@ func (c *Connector) unfamiliar(raw json.RawMessage, err error) (connectors.Resul
 		Content []json.RawMessage `json:"content"`
 		IsError bool              `json:"isError"`
 	}
-	if json.Unmarshal(raw, &loose) != nil || loose.Content == nil {
+	if sdkDecode(raw, &loose) != nil || loose.Content == nil {
 		return connectors.Result{}, connectors.Errorf(connectors.KindOutcomeUnknown, err, "the tool's result could not be read")
 	}
 	out := connectors.Result{IsError: loose.IsError}
