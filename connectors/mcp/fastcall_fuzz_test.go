@@ -25,7 +25,9 @@ import (
 // into float64s), the stream forms the SDK fails on (a lone CR ending a
 // line, a byte order mark, a line without a colon) are not required of it, and neither is a result
 // the SDK's CallToolResult refuses (a number past float64, bad base64),
-// which Connector.Call reads on its own (unfamiliar).
+// which Connector.Call reads on its own (unfamiliar). The result the fast
+// path maps (decoded) is also the one result makes of the SDK client's, as
+// FuzzDecodedAsSDK checks on results alone.
 func FuzzFastCallAnswerAsSDK(f *testing.F) {
 	const ev, js = "text/event-stream", "application/json"
 	answer := `{"jsonrpc":"2.0","id":@ID@,"result":{"content":[{"type":"text","text":"{\"ok\":true}"}]}}`
@@ -43,6 +45,7 @@ func FuzzFastCallAnswerAsSDK(f *testing.F) {
 		{js, `{"jsonrpc":"2.0","ID":@ID@,"result":{"content":[]}}`},
 		{js, `{"jsonrpc":"2.0","id":@ID@,"result":{"Content":[{"type":"text","text":"1"}],"IsError":true}}`},
 		{js, `{"jsonrpc":"2.0","id":@ID@,"result":{"content":[{"type":"text","text":"1","Text":"2"}]}}`},
+		{js, `{"jsonrpc":"2.0","id":@ID@,"result":{"content":[{"type":"text","text":"{}"}],"ISERROR":true}}`},
 		{js, `{"jsonrpc":"2.0","id":@ID@,"result":{"content":[{"type":"audio","data":"@@","mimeType":"a"}]}}`},
 		{js, `{"jsonrpc":"2.0","id":@ID@,"result":{"content":[]}} {"more":1}`},
 		{ev, "event: message\ndata: " + answer + "\n\n"},
@@ -83,6 +86,7 @@ func FuzzFastCallAnswerAsSDK(f *testing.F) {
 	f.Add(uint8(0), "other", ev, []byte("data: "+answer+"\n\n"))
 	srv := &cannedServer{}
 	client := &http.Client{Transport: srv}
+	c := &Connector{opts: Options{MaxResponseBytes: 1 << 30}}
 	f.Fuzz(func(t *testing.T, status uint8, session, contentType string, body []byte) {
 		if len(body) > 16<<10 {
 			return
@@ -113,6 +117,14 @@ func FuzzFastCallAnswerAsSDK(f *testing.F) {
 		}
 		if oursErr != nil {
 			t.Fatalf("%q %q: the fast path read %s, which the SDK's result type refuses (%v); the SDK read it", contentType, body, raw, oursErr)
+		}
+		mapped, err := c.decoded(raw)
+		want, werr := c.result(theirs, nil)
+		if (err == nil) != (werr == nil) {
+			t.Fatalf("%q %q: mapping failed with %v here, %v through the SDK", contentType, body, err, werr)
+		}
+		if why := sameMapped(mapped, want); why != "" {
+			t.Fatalf("%q %q: %s\nfast path: %+v\nSDK:       %+v", contentType, body, why, show(mapped), show(want))
 		}
 		if (ours.StructuredContent == nil) != (theirs.StructuredContent == nil) {
 			t.Fatalf("%q %q: structured content %v here, %v through the SDK", contentType, body, ours.StructuredContent, theirs.StructuredContent)
