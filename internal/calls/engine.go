@@ -323,7 +323,7 @@ func (c *call) readOnlyForbidden(ctx context.Context) error {
 	if c.b.problem != nil {
 		return nil
 	}
-	if _, action, err := c.target(ctx); err == nil && !readOnlyAction(action) {
+	if _, action, err := c.target(ctx); err == nil && !ReadOnlyAction(action) {
 		return forbiddenToReadOnly(action)
 	}
 	return nil
@@ -347,14 +347,18 @@ func unavailable(err error) error {
 	return err
 }
 
-func readOnlyAction(a *connectors.Action) bool {
+// ReadOnlyAction reports whether a read-only API key may call action a:
+// whether a is annotated read-only. The engine refuses a read-only key
+// any other action (forbidden); the agent MCP endpoint lists only these
+// to such a key.
+func ReadOnlyAction(a *connectors.Action) bool {
 	return a.Annotations != nil && a.Annotations.ReadOnlyHint != nil && *a.Annotations.ReadOnlyHint
 }
 
-// readOnlyRecord is readOnlyAction as a key's row and cached outcome
+// readOnlyRecord is ReadOnlyAction as a key's row and cached outcome
 // record it.
 func readOnlyRecord(a *connectors.Action) *bool {
-	return replaycache.Flag(readOnlyAction(a))
+	return replaycache.Flag(ReadOnlyAction(a))
 }
 
 // run resolves, checks, reserves, dispatches and records. A keyed call
@@ -377,7 +381,7 @@ func (c *call) run(ctx context.Context) (*Response, error) {
 func (c *call) runOnce(ctx context.Context) (*Response, error) {
 	e := c.e
 	rt, action, err := c.target(ctx)
-	if err == nil && c.req.ReadOnly && !readOnlyAction(action) {
+	if err == nil && c.req.ReadOnly && !ReadOnlyAction(action) {
 		err = forbiddenToReadOnly(action)
 	}
 	if err == nil && !action.Retryable && !c.req.HasKey {
