@@ -3,8 +3,10 @@
 //
 // It owns the MCP face of an agent: which tools/list entries an agent has
 // (every action of every configured tool attached to it, named
-// {tool_name}__{action}), their input schemas, and turning a tools/call into
-// a call of the call engine and the engine's answer into a CallToolResult.
+// {tool_name}__{action}; for a read-only API key only those annotated
+// read-only, the ones it may call: readonly.go), their input schemas, and
+// turning a tools/call into a call of the call engine and the engine's
+// answer into a CallToolResult.
 // It must never run a tool itself, decide idempotency, retry a call, or touch
 // the database: every tools/call goes through calls.Engine exactly as
 // POST /api/v1/agents/custom-tools/call/ does, so the guarantees of API.md
@@ -292,7 +294,8 @@ func (s *Server) serve(c *gin.Context) {
 		}
 	}
 	ctx := c.Request.Context()
-	ts, err := s.sets.get(ctx, accounts.PrincipalFrom(ctx).Account, id)
+	who := accounts.PrincipalFrom(ctx)
+	ts, err := s.sets.get(ctx, who.Account, id)
 	if err != nil {
 		s.writeError(c, err)
 		return
@@ -300,7 +303,7 @@ func (s *Server) serve(c *gin.Context) {
 	if body != nil && s.fastCall(c.Writer, c.Request, ts, body) {
 		return
 	}
-	r := c.Request.WithContext(context.WithValue(ctx, serverKey{}, ts.srv))
+	r := c.Request.WithContext(context.WithValue(ctx, serverKey{}, ts.server(who.ReadOnly)))
 	if body != nil && s.screen(c.Writer, r, body) {
 		return
 	}
