@@ -294,8 +294,7 @@ func (s *Server) serve(c *gin.Context) {
 		}
 	}
 	ctx := c.Request.Context()
-	who := accounts.PrincipalFrom(ctx)
-	ts, err := s.sets.get(ctx, who.Account, id)
+	ts, err := s.sets.get(ctx, accounts.PrincipalFrom(ctx).Account, id)
 	if err != nil {
 		s.writeError(c, err)
 		return
@@ -303,7 +302,7 @@ func (s *Server) serve(c *gin.Context) {
 	if body != nil && s.fastCall(c.Writer, c.Request, ts, body) {
 		return
 	}
-	r := c.Request.WithContext(context.WithValue(ctx, serverKey{}, ts.server(who.ReadOnly)))
+	r := c.Request.WithContext(context.WithValue(ctx, serverKey{}, ts.srv))
 	if body != nil && s.screen(c.Writer, r, body) {
 		return
 	}

@@ -114,44 +114,6 @@ func TestMCPReadOnlyKeyListsWhatItMayCall(t *testing.T) {
 	}
 }
 
-// TestMCPReadOnlyViewKeptWithServer: a build that keeps the agent's server
-// keeps its read-only view, made once; with nothing hidden a read-only key
-// is served the server itself.
-func TestMCPReadOnlyViewKeptWithServer(t *testing.T) {
-	f, _ := setup(t)
-	f.shared = true // the same list each time, as the MCP connector's cache hands out
-	s, _, _ := serveScoped(t, Options{Agents: f, Tools: f, Actions: listing{f}, Calls: engineFunc(f.CallEngine), ListTTL: time.Minute}, false)
-	ctx := context.Background()
-	cur, err := s.sets.get(ctx, 1, 7)
-	if err != nil {
-		t.Fatal(err)
-	}
-	view := cur.server(true)
-	if cur.ro == nil || view == cur.srv || cur.server(false) != cur.srv {
-		t.Fatalf("a read-only key's server is the full one (%v), or there is no view", view == cur.srv)
-	}
-	next, err := s.sets.refresh(ctx, 1, 7, cur)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if next == cur || next.srv != cur.srv || next.ro != cur.ro || next.server(true) != view {
-		t.Fatalf("a build that kept the server made its view anew")
-	}
-
-	yes := true
-	f.mu.Lock()
-	f.actions = slices.Clone(f.actions)
-	f.actions[1].Annotations = &catalog.Annotations{ReadOnlyHint: &yes}
-	f.mu.Unlock()
-	last, err := s.sets.refresh(ctx, 1, 7, next)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if last.srv == next.srv || last.ro != nil || last.server(true) != last.srv {
-		t.Fatalf("every action read-only: a new server %v, view %v", last.srv != next.srv, last.ro)
-	}
-}
-
 // TestMCPReadOnlyKeyRelist: a read-only key's call of an action the
 // server just added re-lists as a full key's does; the new list shows a
 // read-only key the new read-only action alone, a full key both.

@@ -28,9 +28,6 @@ type agentKey struct{ account, agent int64 }
 type toolset struct {
 	done chan struct{}
 	srv  *mcp.Server
-	// ro is srv as a read-only API key sees it (readonly.go); nil when
-	// srv lists no action such a key may not call.
-	ro *readOnlyView
 	// impl is srv's Implementation, which the SDK puts in each result's
 	// _meta under the 2026-07-28 protocol; tools holds the handler of each
 	// tool srv lists, for the tools/call fast path (fast.go).
@@ -216,7 +213,7 @@ func (s *Server) build(ctx context.Context, ts *toolset, account, agentID int64,
 		// Nothing changed (the connectors handed out the very lists they
 		// gave last time): keep the server, its schemas and handlers.
 		ts.srv, ts.impl, ts.implJSON, ts.tools, ts.actions, ts.parts, ts.title = prev.srv, prev.impl, prev.implJSON, prev.tools, prev.actions, prev.parts, prev.title
-		ts.ro, ts.attached = prev.ro, ag.Tools
+		ts.attached = ag.Tools
 		return nil
 	}
 	if prev != nil && prev.srv != nil && prev.title == ag.Name && equalParts(prev.parts, tools) {
@@ -225,7 +222,6 @@ func (s *Server) build(ctx context.Context, ts *toolset, account, agentID int64,
 		// to make, but take the new lists, so the next build finds them
 		// the same (sameParts) and a re-list compares with them.
 		ts.srv, ts.impl, ts.implJSON, ts.tools, ts.title = prev.srv, prev.impl, prev.implJSON, prev.tools, prev.title
-		ts.ro = prev.ro
 		ts.actions = make(map[int64][]connectors.Action, len(tools))
 		for _, t := range tools {
 			ts.actions[t.id] = t.actions
@@ -235,14 +231,13 @@ func (s *Server) build(ctx context.Context, ts *toolset, account, agentID int64,
 	}
 
 	impl := &mcp.Implementation{Name: "quiver-agent-" + strconv.FormatInt(agentID, 10), Title: ag.Name, Version: s.opts.Version}
-	srv := mcp.NewServer(impl, s.serverOptions())
+	srv := mcp.NewServer(impl, &mcp.ServerOptions{Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{}},
+		Logger: s.sdkLog, SetCacheable: private})
 	fast := map[string]fastTool{}
-	// What a read-only key is listed, and what it is not (readonly.go).
-	var roTools []viewTool
-	var hidden map[string]fastTool
+	hidden := map[string]bool{} // from a read-only key's list (readonly.go)
 	// A retried call of a tool that has left the list still replays
-	// (unlisted.go); fast is filled before srv serves anything.
-	srv.AddReceivingMiddleware(s.replayUnlisted(account, agentID, fast))
+	// (unlisted.go); fast and hidden are filled before srv serves anything.
+	srv.AddReceivingMiddleware(s.replayUnlisted(account, agentID, fast), hideFromReadOnly(hidden))
 	actions := make(map[int64][]connectors.Action, len(tools))
 	for _, t := range tools {
 		actions[t.id] = t.actions
@@ -262,16 +257,10 @@ func (s *Server) build(ctx context.Context, ts *toolset, account, agentID int64,
 				s.log.WarnContext(ctx, "mcp: action left out", "agent", agentID, "tool", t.id, "action", a.Name, "error", err)
 				continue
 			}
-			h := s.handle(ft.invoke, ft.typed)
-			srv.AddTool(tool, h)
+			srv.AddTool(tool, s.handle(ft.invoke, ft.typed))
 			fast[name] = ft
-			if calls.ReadOnlyAction(a) {
-				roTools = append(roTools, viewTool{tool, h})
-			} else {
-				if hidden == nil {
-					hidden = map[string]fastTool{}
-				}
-				hidden[name] = ft
+			if !calls.ReadOnlyAction(a) {
+				hidden[name] = true
 			}
 		}
 	}
@@ -280,15 +269,8 @@ func (s *Server) build(ctx context.Context, ts *toolset, account, agentID int64,
 		return err
 	}
 	ts.srv, ts.impl, ts.implJSON, ts.tools, ts.actions, ts.parts, ts.title = srv, impl, implJSON, fast, actions, tools, ag.Name
-	ts.ro = s.newReadOnlyView(account, agentID, impl, fast, roTools, hidden)
 	ts.attached = ag.Tools
 	return nil
-}
-
-// serverOptions are the options of every server an agent's build makes.
-func (s *Server) serverOptions() *mcp.ServerOptions {
-	return &mcp.ServerOptions{Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{}},
-		Logger: s.sdkLog, SetCacheable: private}
 }
 
 // sameParts reports whether two builds saw the same tools, names and
