@@ -5,17 +5,20 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/url"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgproto3"
 	"gorm.io/gorm"
 
 	"github.com/quiverhq/quiver/internal/store"
 	"github.com/quiverhq/quiver/internal/testdb"
 	"github.com/quiverhq/quiver/internal/testlog"
+	"github.com/quiverhq/quiver/internal/testserver"
 )
 
 // Postgres ending every session of the pool at once (pg_terminate_backend,
@@ -257,5 +260,98 @@ func endSessions(t *testing.T, s *store.Store, dbURL string, sessions int) {
 			t.Fatalf("the sessions did not end: %d left, %v", n, err)
 		}
 		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// A session Postgres refuses to make (57P03 while it starts up or shuts
+// down, as during every restart) ran nothing: a reservation refused so is
+// unavailable, with nothing that may have been written (not
+// ErrInterrupted, which would have the engine try to release a key that
+// was never reserved, for most of its lease).
+func TestReservationRefusedASessionWasNotWritten(t *testing.T) {
+	ctx := context.Background()
+	s, err := store.Open(ctx, store.Options{DatabaseURL: refusingPostgres(t, "57P03", "the database system is shutting down")})
+	if s == nil {
+		t.Fatalf("open: %v", err)
+	}
+	t.Cleanup(func() { s.Close() })
+	tok := "lease-1"
+	rec := &store.IdemRecord{AccountID: 1, Key: "k", Fingerprint: []byte{1}, LeaseToken: &tok, ToolID: 1, Action: "a", CallID: "c"}
+	_, err = s.Reserve(ctx, rec, time.Minute, time.Hour)
+	if !errors.Is(err, store.ErrUnavailable) || errors.Is(err, store.ErrInterrupted) {
+		t.Fatalf("a reservation no session could be made for: %v; want ErrUnavailable without ErrInterrupted", err)
+	}
+}
+
+// refusingPostgres serves, on a loopback port, a Postgres that answers
+// every startup with a FATAL of the given code, and returns its URL.
+func refusingPostgres(t *testing.T, code, message string) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func(c net.Conn) {
+				defer c.Close()
+				be := pgproto3.NewBackend(c, c)
+				for {
+					m, err := be.ReceiveStartupMessage()
+					if err != nil {
+						return
+					}
+					if _, ok := m.(*pgproto3.SSLRequest); !ok {
+						break
+					}
+					if _, err := c.Write([]byte{'N'}); err != nil {
+						return
+					}
+				}
+				be.Send(&pgproto3.ErrorResponse{Severity: "FATAL", SeverityUnlocalized: "FATAL", Code: code, Message: message})
+				be.Flush()
+			}(c)
+		}
+	}()
+	return "postgres://u@" + ln.Addr().String() + "/db?sslmode=disable&connect_timeout=2"
+}
+
+// A session Postgres ends for idling past idle_session_timeout (57P05) is
+// routine where a DBA sets one: the read that meets it runs again on a
+// new session, and nothing is logged.
+func TestIdleSessionTimeoutNotLogged(t *testing.T) {
+	ctx := context.Background()
+	logs := &testlog.Buffer{}
+	dbURL := testdb.Postgres(t, "idletimeout")
+	s, err := store.Open(ctx, store.Options{DatabaseURL: dbURL + "&options=-c%20idle_session_timeout%3D100", MaxConns: 1,
+		Logger: slog.New(slog.NewTextHandler(logs, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	if _, err := s.MigrateUp(ctx); err != nil {
+		t.Fatal(err)
+	}
+	u, _ := url.Parse(dbURL)
+	admin, err := pgx.Connect(ctx, testdb.AdminURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close(ctx)
+	testserver.Eventually(t, 10*time.Second, "the idle session to end", func() bool {
+		var n int
+		err := admin.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity WHERE datname = $1`, strings.TrimPrefix(u.Path, "/")).Scan(&n)
+		return err == nil && n == 0
+	})
+	if _, err := s.GetIdem(ctx, 1, "none"); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("a read after its idle session ended: %v", err)
+	}
+	if got := logs.String(); strings.Contains(got, "postgres ended sessions") {
+		t.Fatalf("an idle session's timeout was logged:\n%s", got)
 	}
 }

@@ -31,6 +31,10 @@ type endedSessions struct {
 	log    *slog.Logger
 }
 
+// idleSessionTimeout is the SQLSTATE of a session Postgres ended for
+// idling past idle_session_timeout.
+const idleSessionTimeout = "57P05"
+
 // endedQuiet is how long after a logged ended session others are taken as
 // part of the same event, and not logged.
 const endedQuiet = 10 * time.Second
@@ -72,6 +76,9 @@ func (e *endedSessions) options() []stdlib.OptionOpenDB {
 func (e *endedSessions) noted(pe *pgconn.PgError) {
 	now := time.Now().UnixNano()
 	e.at.Store(now)
+	if pe.Code == idleSessionTimeout {
+		return // routine where a DBA set idle_session_timeout: no event
+	}
 	if last := e.logged.Load(); now-last > int64(endedQuiet) && e.logged.CompareAndSwap(last, now) {
 		e.log.Warn("postgres ended sessions of the pool; connections idle since are checked before reuse, and the statement that met one runs again where that is safe",
 			"sqlstate", pe.Code, "message", pe.Message)
@@ -100,8 +107,10 @@ func again(f func() error) error {
 // Postgres (endsSession): the statement was never run or was rolled back
 // with its session, bar a write whose commit was written just before (a
 // write repeated on that account must be one that recognises its own).
-// The pool has noted it, so a repeat runs on another session.
+// The pool has noted it, so a repeat runs on another session. A session
+// Postgres refused to make (57P03 while it starts or stops) is not one:
+// nothing was sent, and a repeat would only be refused again.
 func sessionEnded(err error) bool {
 	var pe *pgconn.PgError
-	return err != nil && errors.As(err, &pe) && endsSession(pe)
+	return err != nil && !notConnected(err) && errors.As(err, &pe) && endsSession(pe)
 }
