@@ -189,9 +189,9 @@ const minHiddenToken = 4
 // returned: an echo endpoint (httpbin's /headers) or a 401 naming the token
 // would otherwise hand it to whoever calls the tool, a read-only key
 // included, and to every replay of the call. A JSON body may carry it
-// escaped, so its JSON-escaped forms are masked too; "****" needs no
-// escaping, so the JSON stays JSON. An answer without the token is only
-// scanned, not copied.
+// escaped, so its JSON-escaped forms are masked too, and a JSON body stays
+// JSON (MaskJSON). An answer without the token is only scanned, not
+// copied.
 func hideToken(config map[string]string, headers map[string]string, data []byte) []byte {
 	token := config[ConfigToken]
 	if config[ConfigAuthType] == "none" || len(token) < minHiddenToken {
@@ -209,10 +209,7 @@ func hideToken(config map[string]string, headers map[string]string, data []byte)
 	for name, v := range headers {
 		headers[name] = m.Mask(v)
 	}
-	if data == nil {
-		return nil
-	}
-	return []byte(m.Mask(string(data)))
+	return echo.MaskJSON(data)
 }
 
 // body returns the request body and its default content type: a JSON string

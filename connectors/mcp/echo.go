@@ -1,7 +1,6 @@
 package mcp
 
 import (
-	"encoding/json"
 	"strings"
 
 	"github.com/quiverhq/quiver/connectors"
@@ -31,17 +30,10 @@ func (t *target) credentials() []string {
 // the tool, a read-only key included, is stored, and is replayed. The
 // credentials' forms are worked out once with the target (t.echo,
 // resolveTarget); a result without them is scanned with no allocation.
+// The result stays JSON (MaskJSON): a configured header value that is a
+// number (an organisation's ID, say) is masked where the result holds it
+// as that number, not inside other numbers.
 func (t *target) hideEchoed(res connectors.Result) connectors.Result {
-	if !t.echo.Quotes(res.Content) && !t.echo.Quotes(res.Structured) {
-		return res
-	}
-	m := t.echo.Masker()
-	mask := func(b json.RawMessage) json.RawMessage {
-		if b == nil {
-			return nil
-		}
-		return json.RawMessage(m.Mask(string(b)))
-	}
-	res.Content, res.Structured = mask(res.Content), mask(res.Structured)
+	res.Content, res.Structured = t.echo.MaskJSON(res.Content), t.echo.MaskJSON(res.Structured)
 	return res
 }

@@ -91,3 +91,24 @@ func TestHideEchoedCostsNothingWithoutAnEcho(t *testing.T) {
 		t.Errorf("hideEchoed of a result quoting both: %s, want both masked", got.Content)
 	}
 }
+
+// TestHideEchoedKeepsJSON: a configured header value that is a number (an
+// organisation's ID beside the token) is masked where the result holds it
+// as that number, which becomes a string, and not inside other numbers: the
+// result stays JSON, so it is not turned into one string and its
+// structured content is kept.
+func TestHideEchoedKeepsJSON(t *testing.T) {
+	tgt, err := resolveTarget(customEntry, map[string]string{"url": "https://mcp.example.com/mcp",
+		"headers": `{"X-Org-Id":"4815162342"}`}, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := tgt.hideEchoed(connectors.Result{Content: json.RawMessage(`{"org":4815162342,"at":14815162342000,"note":"org 4815162342"}`),
+		Structured: json.RawMessage(`{"org":4815162342}`)})
+	if got, want := string(res.Content), `{"org":"****","at":14815162342000,"note":"org ****"}`; got != want {
+		t.Errorf("content %s, want %s", got, want)
+	}
+	if got, want := string(res.Structured), `{"org":"****"}`; got != want {
+		t.Errorf("structured content %s, want %s", got, want)
+	}
+}
