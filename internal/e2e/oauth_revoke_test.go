@@ -168,14 +168,22 @@ func orvLive(t *testing.T, p *oaProvider) (refresh, access string) {
 // rv's /revoke as its revocation URL.
 func orvConnect(t *testing.T, rv *orvRevoker, kind string) (*testserver.Server, int64) {
 	t.Helper()
+	srv, id, authURL := orvAtOAuthStep(t, rv, kind)
+	oaAuthorizeAndCall(t, srv, id, authURL)
+	return srv, id
+}
+
+// orvAtOAuthStep is orvConnect up to the tool's oauth step: it returns the
+// step's authorization URL.
+func orvAtOAuthStep(t *testing.T, rv *orvRevoker, kind string) (*testserver.Server, int64, string) {
+	t.Helper()
 	p := rv.p
 	if kind == "catalog" {
 		_, env := oaGitHub(t, p)
 		env["QUIVER_OAUTH_GITHUB_REVOCATION_URL"] = rv.URL + "/revoke"
 		srv := testserver.Start(t, testserver.Options{Env: env})
 		id, step := oaCreate(t, srv, srv.Key, "github-mcp")
-		oaAuthorizeAndCall(t, srv, id, oaAuthURL(t, step))
-		return srv, id
+		return srv, id, oaAuthURL(t, step)
 	}
 	counter := mcptest.Start(t, mcptest.Counter, mcptest.Options{
 		ResourceMetadata: rv.URL + "/.well-known/oauth-protected-resource", Authorize: p.valid})
@@ -187,8 +195,7 @@ func orvConnect(t *testing.T, rv *orvRevoker, kind string) (*testserver.Server, 
 		t.Fatalf("provide-config: %d %s", r.Status, r.Body)
 	}
 	step, _ := r.JSON()["next_configuration_step"].(map[string]any)
-	oaAuthorizeAndCall(t, srv, id, oaAuthURL(t, step))
-	return srv, id
+	return srv, id, oaAuthURL(t, step)
 }
 
 // orvDisconnect deletes (204, then 404) or resets (200, at its first
@@ -240,6 +247,48 @@ func TestOAuthRevokedWhenDisconnected(t *testing.T) {
 					t.Error("the access token is still live at the provider")
 				}
 				srv.App.Tools.WaitRevocations()
+				oaNoSecrets(t, "server logs", srv.LogText(), p.issued())
+			})
+		}
+	}
+}
+
+// TestOAuthGrantRevokedWhenToolChangedMidCallback: a tool deleted or
+// reset while its callback exchanges the code keeps nothing of the grant
+// the exchange was issued (the callback answers 404 or 409), so the grant
+// is revoked at once, refresh token first, not left live at the provider.
+func TestOAuthGrantRevokedWhenToolChangedMidCallback(t *testing.T) {
+	for _, kind := range []string{"discovered", "catalog"} {
+		for _, how := range []string{"delete", "reset"} {
+			t.Run(kind+" "+how, func(t *testing.T) {
+				t.Parallel()
+				p := oaStartProvider(t)
+				rv := orvStart(t, p, true)
+				srv, id, authURL := orvAtOAuthStep(t, rv, kind)
+				answer := oaAuthorize(t, authURL)
+				p.exchangeDelay.Store(int64(time.Second)) // the exchange is held while the tool changes
+				status := make(chan int, 1)
+				go func() {
+					s, _ := oaCallback(t, srv, answer)
+					status <- s
+				}()
+				testserver.Eventually(t, 10*time.Second, "the code exchange to start", func() bool { return p.exchanges.Load() == 1 })
+				orvDisconnect(t, srv, id, how)
+				want := map[string]int{"delete": 404, "reset": 409}[how]
+				if got := <-status; got != want {
+					t.Fatalf("the callback: %d, want %d", got, want)
+				}
+				got := rv.requests()
+				if len(got) != 2 || got[0].hint != "refresh_token" || got[1].hint != "access_token" ||
+					!got[0].live || !got[1].live || !got[0].clientOK || !got[1].clientOK {
+					t.Fatalf("revocation requests: %+v; want the new grant's refresh and access tokens", got)
+				}
+				p.mu.Lock()
+				live := len(p.refresh) + len(p.access)
+				p.mu.Unlock()
+				if live != 0 {
+					t.Fatalf("%d tokens still live at the provider", live)
+				}
 				oaNoSecrets(t, "server logs", srv.LogText(), p.issued())
 			})
 		}

@@ -116,11 +116,19 @@ func (f *Flow) Callback(ctx context.Context, q url.Values) *Outcome {
 			Message: "The provider did not accept the authorization (" + safeError(err) + "). Start the connection again from Quiver."})
 	}
 	if _, err := f.opts.Tools.Authorized(xctx, st.AccountID, st.ToolID, t.Version, toToken(tok)); err != nil {
-		if pe, ok := problem.As(err); ok && pe.Code == problem.NotFound {
+		pe, _ := problem.As(err)
+		gone, changed := pe != nil && pe.Code == problem.NotFound, errors.Is(err, store.ErrConflict)
+		if (gone || changed) && p.revocationURL != "" {
+			// The tool was deleted or changed while the user authorized:
+			// the grant just issued is kept nowhere, so it is revoked as
+			// a delete revokes a kept one, not left live at the provider.
+			f.revokePair(xctx, p, st.ToolID, tok.RefreshToken, tok.AccessToken)
+		}
+		if gone {
 			return out(&Outcome{Status: http.StatusNotFound, Reason: "tool_gone", Title: "The tool is gone",
 				Message: "The tool this authorization was for no longer exists."})
 		}
-		if errors.Is(err, store.ErrConflict) {
+		if changed {
 			return out(&Outcome{Status: http.StatusConflict, Reason: "not_waiting", Title: "Nothing to connect",
 				Message: "The tool changed while you were authorizing (it was connected or reset meanwhile)."})
 		}

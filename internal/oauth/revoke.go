@@ -55,21 +55,28 @@ func (f *Flow) RevokeTokens(ctx context.Context, t *store.Tool) {
 		f.opts.Logger.WarnContext(ctx, "oauth token revocation skipped: the stored token cannot be opened", "tool", t.ID)
 		return
 	}
+	f.revokePair(ctx, p, t.ID, tok.RefreshToken, tok.AccessToken)
+}
+
+// revokePair revokes a grant's refresh token, then its access token, at
+// p, each that is not empty, within RevocationTimeout; what fails is
+// logged.
+func (f *Flow) revokePair(ctx context.Context, p *provider, toolID int64, refresh, access string) {
 	ctx, cancel := context.WithTimeout(ctx, RevocationTimeout)
 	defer cancel()
 	for _, r := range []struct{ token, hint string }{
-		{tok.RefreshToken, "refresh_token"},
-		{tok.AccessToken, "access_token"},
+		{refresh, "refresh_token"},
+		{access, "access_token"},
 	} {
 		if r.token == "" {
 			continue
 		}
 		if err := f.revokeToken(ctx, p, r.token, r.hint); err != nil {
-			f.opts.Logger.WarnContext(ctx, "oauth token revocation failed", "tool", t.ID,
+			f.opts.Logger.WarnContext(ctx, "oauth token revocation failed", "tool", toolID,
 				"provider", p.name, "token_type_hint", r.hint, "error", err.Error())
 			continue
 		}
-		f.opts.Logger.InfoContext(ctx, "oauth token revoked at the provider", "tool", t.ID,
+		f.opts.Logger.InfoContext(ctx, "oauth token revoked at the provider", "tool", toolID,
 			"provider", p.name, "token_type_hint", r.hint)
 	}
 }
