@@ -13,6 +13,7 @@ import (
 
 	"github.com/quiverhq/quiver/connectors"
 	"github.com/quiverhq/quiver/internal/egress"
+	"github.com/quiverhq/quiver/internal/jsondepth"
 )
 
 // Call runs the tool named action on the tool's MCP server (tools/call), on
@@ -144,51 +145,14 @@ func (c *Connector) decoded(raw json.RawMessage) (connectors.Result, error) {
 // SDK allows (segmentio's decoder recurses without a limit of its own: a
 // result nested millions deep would overflow the stack).
 func sdkDecode(data []byte, v any) error {
-	if tooDeep(data, sdkMaxDepth) {
+	if jsondepth.Exceeds(data, jsondepth.SDKLimit) {
 		return errTooDeep
 	}
 	_, err := sjson.Parse(data, v, sjson.DontMatchCaseInsensitiveStructFields)
 	return err
 }
 
-// sdkMaxDepth is the Go SDK's limit on how deep a message it decodes may
-// nest (internal/json's defaultMaxDepth).
-const sdkMaxDepth = 1000
-
-var errTooDeep = fmt.Errorf("json: nested deeper than %d", sdkMaxDepth)
-
-// tooDeep reports whether JSON data nests arrays and objects more than
-// limit deep, counted as the SDK counts (brackets outside strings). A
-// result with no more than limit brackets in all, as almost all are, is
-// not scanned.
-func tooDeep(data []byte, limit int) bool {
-	if bytes.Count(data, []byte{'['})+bytes.Count(data, []byte{'{'}) <= limit {
-		return false
-	}
-	depth, inString, escaped := 0, false, false
-	for _, b := range data {
-		switch {
-		case inString:
-			switch {
-			case escaped:
-				escaped = false
-			case b == '\\':
-				escaped = true
-			case b == '"':
-				inString = false
-			}
-		case b == '"':
-			inString = true
-		case b == '[' || b == '{':
-			if depth++; depth > limit {
-				return true
-			}
-		case (b == ']' || b == '}') && depth > 0:
-			depth--
-		}
-	}
-	return false
-}
+var errTooDeep = fmt.Errorf("json: nested deeper than %d", jsondepth.SDKLimit)
 
 // structuredContent is the structuredContent member of a raw result, or nil.
 // It is taken by its exact name, as the SDK takes it (a struct field would

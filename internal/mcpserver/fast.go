@@ -13,6 +13,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/quiverhq/quiver/internal/jsondepth"
 )
 
 // The tools/call fast path.
@@ -156,7 +157,7 @@ func appendResponseHead(dst []byte, id jsonrpc.ID) []byte {
 func parseCall(body []byte, version string, metas *metaSet) (*fastRequest, bool) {
 	// The SDK refuses nesting deeper than 1000 and reads its JSON with
 	// another decoder; keep to plain, valid UTF-8 objects.
-	if !utf8.Valid(body) || tooDeep(body, 1000) {
+	if !utf8.Valid(body) || jsondepth.Exceeds(body, jsondepth.SDKLimit) {
 		return nil, false
 	}
 	var msg struct{ jsonrpc, id, method, params []byte }
@@ -313,38 +314,6 @@ func plainString(raw json.RawMessage) (string, bool) {
 		}
 	}
 	return string(s), true
-}
-
-// tooDeep is the SDK's nesting check (internal/json.checkMaxDepth).
-func tooDeep(data []byte, max int) bool {
-	depth, inString, escaped := 0, false, false
-	for _, b := range data {
-		if inString {
-			switch {
-			case escaped:
-				escaped = false
-			case b == '\\':
-				escaped = true
-			case b == '"':
-				inString = false
-			}
-			continue
-		}
-		switch b {
-		case '"':
-			inString = true
-		case '{', '[':
-			depth++
-			if depth > max {
-				return true
-			}
-		case '}', ']':
-			if depth > 0 {
-				depth--
-			}
-		}
-	}
-	return false
 }
 
 // encodeResult is the result as the SDK sends it: Server.callTool turns nil

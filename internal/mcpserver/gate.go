@@ -46,6 +46,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/quiverhq/quiver/internal/jsondepth"
 )
 
 // methodKind says how the SDK's server takes a method.
@@ -83,7 +84,7 @@ var sdkMethods = map[string]methodKind{
 }
 
 // maxDepth is the SDK's nesting limit (internal/json).
-const maxDepth = 1000
+const maxDepth = jsondepth.SDKLimit
 
 // verdict is what screen makes of one message.
 type verdict uint8
@@ -111,7 +112,7 @@ func (s *Server) screen(w http.ResponseWriter, r *http.Request, body []byte) boo
 		return false
 	}
 	start := skipSpace(body, 0)
-	if !utf8.Valid(body) || tooDeep(body, maxDepth) {
+	if !utf8.Valid(body) || jsondepth.Exceeds(body, maxDepth) {
 		writeAnswer(w, http.StatusBadRequest, rpcError(nil, jsonrpc.CodeParseError, "Parse error: the body is not UTF-8 JSON nested at most 1000 deep"))
 		return true
 	}

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"unicode/utf8"
+
+	"github.com/quiverhq/quiver/internal/jsondepth"
 )
 
 // FuzzParamShapesAsSDK: params that misshapen finds a member of the wrong
@@ -36,7 +38,7 @@ func FuzzParamShapesAsSDK(f *testing.F) {
 	send := bareSDK()
 	f.Fuzz(func(t *testing.T, which uint8, params []byte) {
 		method := methods[int(which)%len(methods)]
-		if len(params) > 4<<10 || !utf8.Valid(params) || tooDeep(params, maxDepth) || !json.Valid(params) {
+		if len(params) > 4<<10 || !utf8.Valid(params) || jsondepth.Exceeds(params, maxDepth) || !json.Valid(params) {
 			return
 		}
 		if start := skipSpace(params, 0); start == len(params) || params[start] != '{' {

@@ -29,7 +29,7 @@ type member struct {
 // objectMembers splits the JSON object that is all of b (whitespace around
 // it allowed) into its members, in order, keys decoded (escapes too, so
 // "\u0069d" is "id"). ok is false if b is not such an object. Nesting is
-// bounded by the caller: b was decoded, or checked by tooDeep, before.
+// bounded by the caller: b was decoded, or checked by jsondepth.Exceeds, before.
 func objectMembers(b []byte) (ms []member, ok bool) {
 	ok = walkObject(b, func(key []byte, plain bool, m member) bool {
 		m.key = string(key[1 : len(key)-1])
@@ -100,7 +100,7 @@ func skipSpace(b []byte, i int) int {
 }
 
 // skipValue returns the end of the JSON value at b[i]. Nesting is bounded
-// by the caller (tooDeep).
+// by the caller (jsondepth.Exceeds).
 func skipValue(b []byte, i int) (int, bool) {
 	if i >= len(b) {
 		return i, false

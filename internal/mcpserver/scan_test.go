@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"testing"
 	"unicode/utf8"
+
+	"github.com/quiverhq/quiver/internal/jsondepth"
 )
 
 // FuzzEachMember holds eachMember to encoding/json: whatever it accepts is
@@ -19,7 +21,7 @@ func FuzzEachMember(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
-		if !utf8.Valid(b) || tooDeep(b, 1000) {
+		if !utf8.Valid(b) || jsondepth.Exceeds(b, jsondepth.SDKLimit) {
 			return
 		}
 		got := map[string][]byte{}
