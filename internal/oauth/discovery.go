@@ -90,7 +90,7 @@ func (f *Flow) discover(ctx context.Context, metadataURL, scope, serverURL strin
 
 // check reports why rm cannot serve the server at serverURL, if it cannot.
 func (rm *resourceMetadata) check(serverURL string) error {
-	if rm.Resource != "" && !sameOrigin(rm.Resource, serverURL) {
+	if rm.Resource != "" && !resourceCovers(rm.Resource, serverURL) {
 		return errors.New("its protected-resource metadata names another resource")
 	}
 	if len(rm.AuthorizationServers) == 0 {
@@ -330,6 +330,22 @@ func (f *Flow) getJSON(ctx context.Context, u string, v any) error {
 func httpURL(s string) bool {
 	u, err := url.Parse(s)
 	return err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host != "" && u.User == nil
+}
+
+// resourceCovers reports whether the protected resource named resource is
+// the server at serverURL or holds it: the same origin, and a path that is
+// the server's or a whole-segment prefix of it (https://h/ and https://h/mcp
+// cover https://h/mcp; https://h/other and https://h/mc do not). RFC 9728
+// §3.3 has a client use no metadata of another resource; a token asked for
+// another resource on the same host would not be the server's to take.
+func resourceCovers(resource, serverURL string) bool {
+	if !sameOrigin(resource, serverURL) {
+		return false
+	}
+	r, _ := url.Parse(resource)
+	u, _ := url.Parse(serverURL)
+	rp, up := strings.TrimRight(r.EscapedPath(), "/"), strings.TrimRight(u.EscapedPath(), "/")
+	return rp == "" || rp == up || strings.HasPrefix(up, rp+"/")
 }
 
 func sameOrigin(a, b string) bool {

@@ -56,6 +56,10 @@ func TestDiscoverWellKnown(t *testing.T) {
 		"another resource's": {docs: map[string]string{
 			"/.well-known/oauth-protected-resource": `{"resource":"https://other.test/mcp","authorization_servers":["%[1]s"]}`,
 		}, fetched: []string{"/.well-known/oauth-protected-resource/mcp", "/.well-known/oauth-protected-resource"}},
+		"another path's on the same host": {docs: map[string]string{
+			"/.well-known/oauth-protected-resource/mcp": `{"resource":"%[1]s/mc","authorization_servers":["%[1]s"]}`,
+			"/.well-known/oauth-protected-resource":     `{"resource":"%[1]s/other/mcp","authorization_servers":["%[1]s"]}`,
+		}, fetched: []string{"/.well-known/oauth-protected-resource/mcp", "/.well-known/oauth-protected-resource"}},
 		"no authorization server": {docs: map[string]string{
 			"/.well-known/oauth-protected-resource/mcp": `{"resource":"%[1]s/mcp","authorization_servers":[]}`,
 		}, fetched: []string{"/.well-known/oauth-protected-resource/mcp", "/.well-known/oauth-protected-resource"}},
