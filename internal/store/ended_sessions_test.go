@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/url"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -328,8 +329,9 @@ func TestIdleSessionTimeoutNotLogged(t *testing.T) {
 	ctx := context.Background()
 	logs := &testlog.Buffer{}
 	dbURL := testdb.Postgres(t, "idletimeout")
+	var ended atomic.Int64
 	s, err := store.Open(ctx, store.Options{DatabaseURL: dbURL + "&options=-c%20idle_session_timeout%3D100", MaxConns: 1,
-		Logger: slog.New(slog.NewTextHandler(logs, nil))})
+		Logger: slog.New(slog.NewTextHandler(logs, nil)), SessionEnded: func() { ended.Add(1) }})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -353,5 +355,60 @@ func TestIdleSessionTimeoutNotLogged(t *testing.T) {
 	}
 	if got := logs.String(); strings.Contains(got, "postgres ended sessions") {
 		t.Fatalf("an idle session's timeout was logged:\n%s", got)
+	}
+	if n := ended.Load(); n != 0 {
+		t.Fatalf("an idle session's timeout was counted as an ended session (%d)", n)
+	}
+}
+
+// Each session of the pool Postgres ended is counted once
+// (Options.SessionEnded, quiver_db_sessions_ended_total), as each is met;
+// a session Postgres refused to open is not, nor is one it ended for
+// idle_session_timeout.
+func TestEndedSessionsCounted(t *testing.T) {
+	ctx := context.Background()
+	const sessions = 3
+	var ended atomic.Int64
+	dbURL := testdb.Postgres(t, "endedcount")
+	s, err := store.Open(ctx, store.Options{DatabaseURL: dbURL, MaxConns: sessions, SessionEnded: func() { ended.Add(1) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	if _, err := s.MigrateUp(ctx); err != nil {
+		t.Fatal(err)
+	}
+	endSessions(t, s, dbURL, sessions)
+	var txs []*gorm.DB
+	for range sessions {
+		txs = append(txs, s.DB().Begin())
+	}
+	for _, tx := range txs {
+		tx.Rollback()
+	}
+	if _, err := s.GetIdem(ctx, 1, "none"); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("a read after the sessions ended: %v", err)
+	}
+	if n := ended.Load(); n != sessions {
+		t.Fatalf("%d ended sessions counted, want %d", n, sessions)
+	}
+
+	var refused atomic.Int64
+	r, err := store.Open(ctx, store.Options{DatabaseURL: refusingPostgres(t, "57P03", "the database system is starting up"),
+		SessionEnded: func() { refused.Add(1) }})
+	if r == nil {
+		t.Fatalf("open: %v", err)
+	}
+	t.Cleanup(func() { r.Close() })
+	if err == nil {
+		t.Fatal("a Postgres that refuses every session was opened")
+	}
+	for range 3 {
+		if _, err := r.GetIdem(ctx, 1, "none"); err == nil {
+			t.Fatal("a read on a Postgres that refuses every session succeeded")
+		}
+	}
+	if n := refused.Load(); n != 0 {
+		t.Fatalf("%d sessions Postgres refused to open were counted as ended, want 0", n)
 	}
 }

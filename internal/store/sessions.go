@@ -29,6 +29,7 @@ type endedSessions struct {
 	at     atomic.Int64 // unix nanoseconds; 0: never
 	logged atomic.Int64 // when one was last logged, likewise
 	log    *slog.Logger
+	count  func() // Options.SessionEnded; may be nil
 }
 
 // idleSessionTimeout is the SQLSTATE of a session Postgres ended for
@@ -51,7 +52,9 @@ func (e *endedSessions) options() []stdlib.OptionOpenDB {
 			next := c.OnPgError
 			c.OnPgError = func(pc *pgconn.PgConn, pe *pgconn.PgError) bool {
 				if endsSession(pe) {
-					e.noted(pe)
+					// A session that never started has no backend PID: it
+					// was refused (57P03 while Postgres starts or stops).
+					e.noted(pe, pc.PID() != 0)
 				}
 				if next == nil {
 					return !strings.EqualFold(pe.Severity, "FATAL") // pgx's default: close on FATAL
@@ -72,12 +75,16 @@ func (e *endedSessions) options() []stdlib.OptionOpenDB {
 
 // noted records that Postgres ended a session, and logs the first of an
 // event: an operator sees a failover, a pooler restart or a
-// pg_terminate_backend once, not once per connection.
-func (e *endedSessions) noted(pe *pgconn.PgError) {
+// pg_terminate_backend once, not once per connection. Each session that
+// had started (started) is counted (Options.SessionEnded).
+func (e *endedSessions) noted(pe *pgconn.PgError, started bool) {
 	now := time.Now().UnixNano()
 	e.at.Store(now)
 	if pe.Code == idleSessionTimeout {
 		return // routine where a DBA set idle_session_timeout: no event
+	}
+	if started && e.count != nil {
+		e.count()
 	}
 	if last := e.logged.Load(); now-last > int64(endedQuiet) && e.logged.CompareAndSwap(last, now) {
 		e.log.Warn("postgres ended sessions of the pool; connections idle since are checked before reuse, and the statement that met one runs again where that is safe",

@@ -77,6 +77,11 @@ type Options struct {
 	MaxConns int
 	DataDir  string
 	Logger   *slog.Logger
+	// SessionEnded, if set, is called once for each session of the pool
+	// Postgres ends (sessions.go), for a metric: not for one ended by
+	// idle_session_timeout, nor for one Postgres refused to open. It runs on
+	// the goroutine that met the ending, and must not block.
+	SessionEnded func()
 }
 
 // DefaultMaxConns is Options.MaxConns's default (QUIVER_DB_MAX_CONNS).
@@ -98,7 +103,7 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 		// context and a bound.
 		pgcfg := *gcfg
 		pgcfg.DisableAutomaticPing = true
-		ended := &endedSessions{log: opts.Logger}
+		ended := &endedSessions{log: opts.Logger, count: opts.SessionEnded}
 		db, err := gorm.Open(postgres.New(postgres.Config{DSN: opts.DatabaseURL, OptionOpenDB: ended.options()}), &pgcfg)
 		if err != nil {
 			return nil, hidePassword(fmt.Errorf("store: open postgres: %w", err), opts.DatabaseURL)
