@@ -129,7 +129,26 @@ type Options struct {
 	// Logger receives session events; nil discards them. Credentials are
 	// never logged.
 	Logger *slog.Logger
+	// Events is told of the pool's session events, for metrics; its nil
+	// fields are no-ops.
+	Events SessionEvents
 }
+
+// SessionEvents are told when a pooled session opens, fails to open, or is
+// retired: rare events, never one per call. They must not block: Retired
+// runs under the pool's lock.
+type SessionEvents struct {
+	Opened  func()
+	Failed  func()
+	Retired func(reason string) // one of RetireReasons
+}
+
+// RetireReasons are the reasons SessionEvents.Retired is given: idle
+// (unused for IdleTimeout), reconfigured (a newer Version of the tool),
+// ended (the server or the network ended it, or the server no longer knew
+// it), replaced (the server named another session), refused (the server
+// refused its credentials), closed (the connector closed).
+var RetireReasons = []string{"idle", "reconfigured", "ended", "replaced", "refused", "closed"}
 
 func (o *Options) withDefaults() Options {
 	var out Options
@@ -156,6 +175,15 @@ func (o *Options) withDefaults() Options {
 	}
 	if out.Logger == nil {
 		out.Logger = slog.New(slog.DiscardHandler)
+	}
+	if out.Events.Opened == nil {
+		out.Events.Opened = func() {}
+	}
+	if out.Events.Failed == nil {
+		out.Events.Failed = func() {}
+	}
+	if out.Events.Retired == nil {
+		out.Events.Retired = func(string) {}
 	}
 	return out
 }

@@ -126,6 +126,7 @@ func (p *pool) connect(s *slot, tgt *target, rid string) {
 		}
 		s.closed = true
 		p.mu.Unlock()
+		p.c.opts.Events.Failed()
 		p.c.opts.Logger.DebugContext(lctx, "mcp session failed to open", "tool_id", key.id, "version", key.version,
 			"host", tgt.host, "kind", connectors.KindOf(s.err))
 		close(s.ready)
@@ -139,6 +140,7 @@ func (p *pool) connect(s *slot, tgt *target, rid string) {
 		s.fast.Store(newFastSession(sess, client, tgt.endpoint, p.c.opts.MaxResponseBytes, toolsChanged))
 	}
 	p.mu.Unlock()
+	p.c.opts.Events.Opened()
 	p.c.opts.Logger.DebugContext(lctx, "mcp session opened", "tool_id", key.id, "version", key.version,
 		"host", tgt.host, "stateful", sess.ID() != "")
 	close(s.ready)
@@ -208,10 +210,31 @@ func (p *pool) retireLocked(ctx context.Context, s *slot, reason string) {
 	if !s.retired {
 		s.retired = true
 		p.c.opts.Logger.DebugContext(ctx, "mcp session retired", "tool_id", s.key.id, "version", s.key.version, "reason", reason)
+		label, _ := retireReason(reason)
+		p.c.opts.Events.Retired(label)
 	}
 	if s.inflight == 0 {
 		p.closeLocked(s)
 	}
+}
+
+// retireReason is the RetireReasons value of a retirement logged with
+// reason; ok is false for a reason it does not know (a test holds every
+// caller's to it), which is taken for "ended".
+func retireReason(reason string) (label string, ok bool) {
+	switch reason {
+	case "idle", "reconfigured", "ended":
+		return reason, true
+	case "session gone":
+		return "ended", true
+	case "replaced by the server":
+		return "replaced", true
+	case "credentials refused":
+		return "refused", true
+	case "connector closed":
+		return "closed", true
+	}
+	return "ended", false
 }
 
 // closeLocked closes s's session in the background. A slot still connecting
