@@ -65,7 +65,14 @@ type App struct {
 
 // OpenStore opens the configured database without migrating.
 func OpenStore(ctx context.Context, cfg *config.Config, logger *slog.Logger) (*store.Store, error) {
-	s, err := store.Open(ctx, store.Options{DatabaseURL: cfg.DatabaseURL, MaxConns: cfg.DBMaxConns, DataDir: cfg.DataDir, Logger: logger})
+	return openStore(ctx, cfg, logger, nil)
+}
+
+// openStore is OpenStore, calling ended for each session of the pool
+// Postgres ends (store.Options.SessionEnded); ended may be nil.
+func openStore(ctx context.Context, cfg *config.Config, logger *slog.Logger, ended func()) (*store.Store, error) {
+	s, err := store.Open(ctx, store.Options{DatabaseURL: cfg.DatabaseURL, MaxConns: cfg.DBMaxConns, DataDir: cfg.DataDir, Logger: logger,
+		SessionEnded: ended})
 	if err != nil && cfg.DatabaseURL != "" && !strings.HasPrefix(err.Error(), "DATABASE_URL") {
 		err = fmt.Errorf("DATABASE_URL: %w", err)
 	}
@@ -148,7 +155,7 @@ func New(ctx context.Context, cfg *config.Config, logger *slog.Logger) (*App, er
 	if err != nil {
 		return nil, err
 	}
-	if a.Store, err = OpenStore(ctx, cfg, logger); err != nil {
+	if a.Store, err = openStore(ctx, cfg, logger, a.Metrics.DBSessionsEnded.Inc); err != nil {
 		return nil, err
 	}
 	a.closers = append(a.closers, func() { a.Store.Close() })
@@ -192,7 +199,16 @@ func New(ctx context.Context, cfg *config.Config, logger *slog.Logger) (*App, er
 		cache = replaycache.NewTiered(replaycache.NewMemory(), replaycache.NewRedis(a.redis, cfg.RedisPrefix))
 	}
 
-	a.mcp = mcp.New(&mcp.Options{AllowPrivate: cfg.AllowPrivate, RelistInterval: cfg.RelistInterval, Logger: logger})
+	retired := a.Metrics.MCPSessionsRetired
+	for _, reason := range mcp.RetireReasons {
+		retired.WithLabelValues(reason) // each series from the start, at zero
+	}
+	a.mcp = mcp.New(&mcp.Options{AllowPrivate: cfg.AllowPrivate, RelistInterval: cfg.RelistInterval, Logger: logger,
+		Events: mcp.SessionEvents{
+			Opened:  a.Metrics.MCPSessionsOpened.Inc,
+			Failed:  a.Metrics.MCPSessionFailures.Inc,
+			Retired: func(reason string) { retired.WithLabelValues(reason).Inc() },
+		}})
 	a.closers = append(a.closers, func() { a.mcp.Close() })
 	registry := connectors.Registry{
 		"tavily": tavily.New(tavily.Options{BaseURL: cfg.TavilyBaseURL}),
@@ -217,7 +233,7 @@ func New(ctx context.Context, cfg *config.Config, logger *slog.Logger) (*App, er
 	}
 	a.OAuth = oauth.New(oauth.Options{
 		Store: a.Store, Tools: a.Tools, Box: box, Clients: clients, Endpoints: endpoints,
-		PublicURL: cfg.PublicURL, AllowPrivate: cfg.AllowPrivate, Logger: logger,
+		PublicURL: cfg.PublicURL, AllowPrivate: cfg.AllowPrivate, Logger: logger, Metrics: a.Metrics,
 	})
 	a.Tools.SetOAuth(a.OAuth)
 	a.Agents = agents.New(watch)

@@ -1,6 +1,8 @@
 // Package metrics defines Quiver's Prometheus metrics on a registry of its
 // own (no globals): HTTP requests, and calls by outcome, replays, conflicts,
-// in-progress count and latency. It never labels by anything unbounded or
+// in-progress count and latency; and the background events that explain a
+// bad hour: OAuth refreshes and revocations, MCP upstream sessions, and
+// database sessions Postgres ended. It never labels by anything unbounded or
 // secret (no keys, no tool IDs, no account IDs).
 package metrics
 
@@ -28,7 +30,18 @@ type Metrics struct {
 	CacheErrors  prometheus.Counter       // replay cache (Redis) errors, each degraded to Postgres
 	LogDropped   prometheus.Counter       // call log entries dropped (overload, database away)
 	LogPurged    prometheus.Counter       // call log entries deleted past QUIVER_CALL_LOG_RETENTION
+
+	OAuthRefreshes     *prometheus.CounterVec // result: RefreshResults
+	OAuthRevocations   *prometheus.CounterVec // result: revoked, failed
+	MCPSessionsOpened  prometheus.Counter     // pooled upstream MCP sessions opened
+	MCPSessionFailures prometheus.Counter     // pooled upstream MCP sessions that failed to open
+	MCPSessionsRetired *prometheus.CounterVec // reason: the MCP connector's retire reasons (app wires them)
+	DBSessionsEnded    prometheus.Counter     // sessions of the pool Postgres ended
 }
+
+// RefreshResults are the values of quiver_oauth_refreshes_total's result
+// label; see its Help.
+var RefreshResults = []string{"refreshed", "refused", "unrefreshable", "client_rejected", "failed"}
 
 // New returns metrics registered on a new registry, with Go and process
 // collectors.
@@ -71,9 +84,37 @@ func New() *Metrics {
 		LogPurged: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "quiver_call_log_purged_total", Help: "Call log entries deleted by this replica for being older than QUIVER_CALL_LOG_RETENTION.",
 		}),
+		OAuthRefreshes: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "quiver_oauth_refreshes_total", Help: "OAuth token refreshes by result: refreshed (the provider issued a token and it was stored); " +
+				"refused (the provider refused the grant with invalid_grant, invalid_scope, unauthorized_client or unsupported_grant_type: the tool went back to its oauth step); " +
+				"unrefreshable (the token had no refresh token and had expired or was refused by the tool's server: the tool went back to its oauth step, the provider was not asked); " +
+				"client_rejected (the provider refused this server's OAuth client, invalid_client: the grant is kept, the operator must fix the client); " +
+				"failed (the provider could not be reached, timed out or answered otherwise, or the new token could not be stored: the old token is kept). " +
+				"A refresh another caller or replica made first, and calls that shared one refresh, are not counted.",
+		}, []string{"result"}),
+		OAuthRevocations: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "quiver_oauth_revocations_total", Help: "OAuth token revocations (RFC 7009) sent to providers when a tool is deleted or reset, or a callback's tool changed meanwhile, one per token (refresh, access), by result: " +
+				"revoked (the provider answered 200); failed (it refused or could not be reached, or, once for the tool, the stored token could not be opened and nothing was sent).",
+		}, []string{"result"}),
+		MCPSessionsOpened: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "quiver_mcp_sessions_opened_total", Help: "Pooled sessions with upstream MCP servers opened (connected and initialized).",
+		}),
+		MCPSessionFailures: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "quiver_mcp_session_failures_total", Help: "Pooled sessions with upstream MCP servers that failed to open (unreachable, refused, handshake failed or timed out).",
+		}),
+		MCPSessionsRetired: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "quiver_mcp_sessions_retired_total", Help: "Pooled upstream MCP sessions retired, by reason: idle (unused for the idle timeout), reconfigured (the tool changed), " +
+				"ended (the server or the network ended it, or the server no longer knew it), replaced (the server named another session), " +
+				"refused (the server refused the session's credentials), closed (this Quiver shut down). A retired session closes once its calls return.",
+		}, []string{"reason"}),
+		DBSessionsEnded: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "quiver_db_sessions_ended_total", Help: "Sessions of the pool Postgres ended (FATAL, SQLSTATE class 57P: a failover, a pooler restarted, pg_terminate_backend), counted per session as each is met. " +
+				"Sessions ended for idle_session_timeout, and sessions Postgres refused to open, are not counted.",
+		}),
 	}
 	r.MustRegister(m.HTTPRequests, m.HTTPDuration, m.Calls, m.Replays, m.Conflicts, m.InProgress,
-		m.CallDuration, m.Swept, m.CacheErrors, m.LogDropped, m.LogPurged)
+		m.CallDuration, m.Swept, m.CacheErrors, m.LogDropped, m.LogPurged,
+		m.OAuthRefreshes, m.OAuthRevocations, m.MCPSessionsOpened, m.MCPSessionFailures, m.MCPSessionsRetired, m.DBSessionsEnded)
 	// Every series of the call metrics exists from the start, at zero: a
 	// rate or an alert over a series that appears with its first event
 	// misses that event, and a fresh replica would show none of them.
@@ -85,6 +126,12 @@ func New() *Metrics {
 	}
 	for _, phase := range []string{"first", "replay"} {
 		m.CallDuration.WithLabelValues(phase)
+	}
+	for _, result := range RefreshResults {
+		m.OAuthRefreshes.WithLabelValues(result)
+	}
+	for _, result := range []string{"revoked", "failed"} {
+		m.OAuthRevocations.WithLabelValues(result)
 	}
 	return m
 }

@@ -47,6 +47,7 @@ import (
 
 	"github.com/quiverhq/quiver/catalog"
 	"github.com/quiverhq/quiver/internal/egress"
+	"github.com/quiverhq/quiver/internal/metrics"
 	"github.com/quiverhq/quiver/internal/secrets"
 	"github.com/quiverhq/quiver/internal/store"
 	"github.com/quiverhq/quiver/internal/toolconfig"
@@ -111,6 +112,9 @@ type Options struct {
 	// StateTTL is how long an authorization URL stays usable.
 	StateTTL time.Duration
 	Logger   *slog.Logger
+	// Metrics counts refreshes and revocations (quiver_oauth_refreshes_total,
+	// quiver_oauth_revocations_total); nil means metrics of its own.
+	Metrics *metrics.Metrics
 }
 
 // Flow runs OAuth for connected tools. It is safe for concurrent use.
@@ -133,6 +137,9 @@ func New(opts Options) *Flow {
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
+	}
+	if opts.Metrics == nil {
+		opts.Metrics = metrics.New()
 	}
 	if opts.HTTPClient == nil {
 		opts.HTTPClient = &http.Client{

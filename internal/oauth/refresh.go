@@ -60,6 +60,10 @@ func (f *Flow) Refresh(ctx context.Context, accountID, id int64, stale string) (
 
 	var out *store.Tool
 	revoked := false
+	// result is the refresh's quiver_oauth_refreshes_total result, counted
+	// once the lock is let go; "" counts nothing (no refresh was due, or it
+	// failed before the provider was asked).
+	result := ""
 	err := f.opts.Store.LockTool(ctx, accountID, id, func(t *store.Tool, save store.SaveToolFunc) error {
 		out = t
 		if t.OAuthToken == "" || toolconfig.State(t.State) != toolconfig.Configured {
@@ -78,7 +82,7 @@ func (f *Flow) Refresh(ctx context.Context, accountID, id int64, stale string) (
 			if stale == "" && time.Now().Before(tok.Expiry) {
 				return nil // about to expire and cannot be refreshed: use it while it lasts
 			}
-			revoked = true
+			revoked, result = true, "unrefreshable"
 			return f.revoke(t, save)
 		}
 		e, _, err := f.opts.Tools.Entry(t)
@@ -103,9 +107,11 @@ func (f *Flow) Refresh(ctx context.Context, accountID, id int64, stale string) (
 				// fine, so it is kept.
 				f.opts.Logger.ErrorContext(ctx, "oauth refresh: the provider refuses this server's OAuth client (invalid_client); check its client ID and secret",
 					"tool", id, "provider", p.name, "error", safeError(err))
+				result = "client_rejected"
 				return toolconfig.ErrClientRejected
 			case !grantRefused(code):
 				f.opts.Logger.WarnContext(ctx, "oauth refresh failed", "tool", id, "provider", p.name, "error", safeError(err))
+				result = "failed"
 				return errRefreshFailed
 			}
 			// Before calling the grant dead, read the token once more: on a
@@ -115,9 +121,12 @@ func (f *Flow) Refresh(ctx context.Context, accountID, id int64, stale string) (
 				return nil
 			}
 			f.opts.Logger.WarnContext(ctx, "oauth grant refused: the tool must be connected again", "tool", id, "provider", p.name, "error", sanitizeCode(code))
-			revoked = true
+			revoked, result = true, "refused"
 			return f.revoke(t, save)
 		}
+		// Issued, but counted refreshed only once stored: a token the
+		// provider issued and this server lost is a failed refresh.
+		result = "failed"
 		next := toToken(nt)
 		if next.RefreshToken == "" {
 			next.RefreshToken = tok.RefreshToken // the provider does not rotate
@@ -131,8 +140,15 @@ func (f *Flow) Refresh(ctx context.Context, accountID, id int64, stale string) (
 			return err
 		}
 		f.opts.Logger.InfoContext(ctx, "oauth token refreshed", "tool", id, "provider", p.name, "version", t.Version)
+		result = "refreshed"
 		return nil
 	})
+	if result == "refreshed" && err != nil {
+		result = "failed" // stored, then not committed
+	}
+	if result != "" {
+		f.opts.Metrics.OAuthRefreshes.WithLabelValues(result).Inc()
+	}
 	if errors.Is(err, errRefreshFailed) || errors.Is(err, toolconfig.ErrClientRejected) {
 		g.failedAt, g.failedErr = time.Now(), err
 	}

@@ -12,7 +12,8 @@ package oauth
 // RevocationTimeout in all. The refresh token goes first: most servers end
 // the access tokens issued from it with it. Nothing is retried and nothing
 // is returned; a failure is a log line that names the tool and the
-// provider's status or error code, never a token.
+// provider's status or error code, never a token. Each token's request is
+// counted in quiver_oauth_revocations_total.
 
 import (
 	"context"
@@ -53,6 +54,7 @@ func (f *Flow) RevokeTokens(ctx context.Context, t *store.Tool) {
 	tok, err := toolconfig.OpenToken(f.opts.Box, t.OAuthToken)
 	if err != nil {
 		f.opts.Logger.WarnContext(ctx, "oauth token revocation skipped: the stored token cannot be opened", "tool", t.ID)
+		f.opts.Metrics.OAuthRevocations.WithLabelValues("failed").Inc()
 		return
 	}
 	f.revokePair(ctx, p, t.ID, tok.RefreshToken, tok.AccessToken)
@@ -74,8 +76,10 @@ func (f *Flow) revokePair(ctx context.Context, p *provider, toolID int64, refres
 		if err := f.revokeToken(ctx, p, r.token, r.hint); err != nil {
 			f.opts.Logger.WarnContext(ctx, "oauth token revocation failed", "tool", toolID,
 				"provider", p.name, "token_type_hint", r.hint, "error", err.Error())
+			f.opts.Metrics.OAuthRevocations.WithLabelValues("failed").Inc()
 			continue
 		}
+		f.opts.Metrics.OAuthRevocations.WithLabelValues("revoked").Inc()
 		f.opts.Logger.InfoContext(ctx, "oauth token revoked at the provider", "tool", toolID,
 			"provider", p.name, "token_type_hint", r.hint)
 	}
