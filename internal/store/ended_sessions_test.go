@@ -394,8 +394,9 @@ func TestEndedSessionsCounted(t *testing.T) {
 	}
 
 	var refused atomic.Int64
+	logs := &testlog.Buffer{}
 	r, err := store.Open(ctx, store.Options{DatabaseURL: refusingPostgres(t, "57P03", "the database system is starting up"),
-		SessionEnded: func() { refused.Add(1) }})
+		SessionEnded: func() { refused.Add(1) }, Logger: slog.New(slog.NewTextHandler(logs, nil))})
 	if r == nil {
 		t.Fatalf("open: %v", err)
 	}
@@ -410,5 +411,8 @@ func TestEndedSessionsCounted(t *testing.T) {
 	}
 	if n := refused.Load(); n != 0 {
 		t.Fatalf("%d sessions Postgres refused to open were counted as ended, want 0", n)
+	}
+	if got := logs.String(); strings.Contains(got, "postgres ended sessions") {
+		t.Fatalf("sessions Postgres refused to open were logged as ended:\n%s", got)
 	}
 }

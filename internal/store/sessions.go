@@ -73,17 +73,21 @@ func (e *endedSessions) options() []stdlib.OptionOpenDB {
 	}
 }
 
-// noted records that Postgres ended a session, and logs the first of an
-// event: an operator sees a failover, a pooler restart or a
-// pg_terminate_backend once, not once per connection. Each session that
-// had started (started) is counted (Options.SessionEnded).
+// noted records that Postgres ended a session, counts it
+// (Options.SessionEnded), and logs the first of an event: an operator sees
+// a failover, a pooler restart or a pg_terminate_backend once, not once
+// per connection. A session refused as it started (57P03: Postgres is
+// starting or stopping, so its other sessions are likely gone) marks the
+// idle ones for a ping but ended nothing of ours: it is neither counted
+// nor logged. Nor is an idle session's timeout, routine where a DBA set
+// idle_session_timeout.
 func (e *endedSessions) noted(pe *pgconn.PgError, started bool) {
 	now := time.Now().UnixNano()
 	e.at.Store(now)
-	if pe.Code == idleSessionTimeout {
-		return // routine where a DBA set idle_session_timeout: no event
+	if !started || pe.Code == idleSessionTimeout {
+		return
 	}
-	if started && e.count != nil {
+	if e.count != nil {
 		e.count()
 	}
 	if last := e.logged.Load(); now-last > int64(endedQuiet) && e.logged.CompareAndSwap(last, now) {
