@@ -25,7 +25,8 @@ import (
 // fakes stand in for the agent service, toolconfig and the engine.
 type fakes struct {
 	mu         sync.Mutex
-	agentTools map[int64][]int64 // agent → tools, account 1 only
+	agentTools map[int64][]int64       // agent → tools, account 1 only
+	status     map[int64]agents.Status // agent → status; "" when not set
 	names      map[int64]string
 	configured map[int64]bool
 	actions    []connectors.Action
@@ -60,7 +61,7 @@ func (f *fakes) Get(_ context.Context, account, id int64) (*agents.Agent, error)
 	if account != 1 || !ok {
 		return nil, problem.New(problem.NotFound, "No agent with ID %d.", id)
 	}
-	return &agents.Agent{ID: id, Name: "agent", Tools: slices.Clone(tools)}, nil
+	return &agents.Agent{ID: id, Name: "agent", Status: f.status[id], Tools: slices.Clone(tools)}, nil
 }
 
 func (f *fakes) Resolve(_ context.Context, account, id int64) (*toolconfig.Resolved, error) {

@@ -13,6 +13,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/quiverhq/quiver/internal/calls"
 	"github.com/quiverhq/quiver/internal/jsondepth"
 )
 
@@ -110,7 +112,13 @@ func (s *Server) fastCall(w http.ResponseWriter, r *http.Request, ts *toolset, b
 	s.fastCalls.Add(1)
 	ctx := r.Context()
 	resp := &jsonrpc.Response{ID: req.id}
-	answer, err := tool.invoke(ctx, req.arguments)
+	var answer *calls.Response
+	var err error
+	if ts.paused != nil {
+		err = ts.paused // refused before the engine (paused.go)
+	} else {
+		answer, err = tool.invoke(ctx, req.arguments)
+	}
 	var info []byte
 	if req.stateless {
 		info = ts.implJSON

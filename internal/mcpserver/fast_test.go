@@ -13,6 +13,7 @@ import (
 	"github.com/gin-gonic/gin"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/quiverhq/quiver/internal/agents"
 	"github.com/quiverhq/quiver/internal/calls"
 	"github.com/quiverhq/quiver/internal/problem"
 )
@@ -210,6 +211,38 @@ func TestMCPFastPathMatchesSDK(t *testing.T) {
 		}
 		want := post(t, f, sdkURL, c.header, c.body)
 		compare(t, c.name, got, want)
+	}
+
+	// Agent 8 has agent 7's tools and is paused: both paths refuse every
+	// call alike (paused.go), and neither reaches the engine.
+	f.mu.Lock()
+	f.agentTools[8], f.status = f.agentTools[7], map[int64]agents.Status{8: agents.Paused}
+	f.mu.Unlock()
+	fastURL8, sdkURL8 := strings.Replace(fastURL, "/agents/7/", "/agents/8/", 1), strings.Replace(sdkURL, "/agents/7/", "/agents/8/", 1)
+	for _, c := range taken {
+		before := fast.fastCalls.Load()
+		got := post(t, f, fastURL8, c.header, c.body)
+		if fast.fastCalls.Load() != before+1 {
+			t.Errorf("paused, %s: the fast path did not take it", c.name)
+		}
+		want := post(t, f, sdkURL8, c.header, c.body)
+		compare(t, "paused, "+c.name, got, want)
+		if len(got.engineBodies)+len(want.engineBodies) > 0 || !strings.Contains(got.body, `"isError":true`) ||
+			!strings.Contains(got.body, `"structuredContent":{"error":"forbidden"`) {
+			t.Errorf("paused, %s: %s, engine saw %v %v", c.name, got.body, got.engineBodies, want.engineBodies)
+		}
+	}
+	for _, c := range passed {
+		before := fast.fastCalls.Load()
+		got := post(t, f, fastURL8, c.header, c.body)
+		if fast.fastCalls.Load() != before {
+			t.Errorf("paused, %s: the fast path took it", c.name)
+		}
+		want := post(t, f, sdkURL8, c.header, c.body)
+		compare(t, "paused, "+c.name, got, want)
+		if len(got.engineBodies)+len(want.engineBodies) > 0 {
+			t.Errorf("paused, %s: engine saw %v %v", c.name, got.engineBodies, want.engineBodies)
+		}
 	}
 }
 

@@ -49,6 +49,9 @@
 // or deletion, a tool's deletion, reset or configuration); other replicas
 // see them within ListTTL. Results that can be cached (tools/list's among
 // them) are marked private with a TTL of 0: a list is one account's own.
+// The agent's status is read with its tools and follows the same way:
+// while it is paused, every tools/call is a forbidden tool error before
+// anything reaches the engine, and tools/list still answers (paused.go).
 // A tool whose actions cannot be listed within a few seconds is listed as
 // it was last time, or left out, and not asked again for a while
 // (discoveryWait, retryDiscovery): a server that hangs does not hold up
@@ -228,6 +231,7 @@ type Server struct {
 	metas metaSet
 }
 
+// serverKey is the context key of the request's *toolset.
 type serverKey struct{}
 
 // New returns a Server.
@@ -251,8 +255,11 @@ func New(opts Options) *Server {
 	}
 	s.sets = newToolsets(s)
 	s.handler = mcp.NewStreamableHTTPHandler(func(r *http.Request) *mcp.Server {
-		srv, _ := r.Context().Value(serverKey{}).(*mcp.Server)
-		return srv
+		ts, _ := r.Context().Value(serverKey{}).(*toolset)
+		if ts == nil {
+			return nil
+		}
+		return ts.srv
 	}, &mcp.StreamableHTTPOptions{
 		Stateless:    true,
 		JSONResponse: true,
@@ -302,7 +309,9 @@ func (s *Server) serve(c *gin.Context) {
 	if body != nil && s.fastCall(c.Writer, c.Request, ts, body) {
 		return
 	}
-	r := c.Request.WithContext(context.WithValue(ctx, serverKey{}, ts.srv))
+	// The toolset, not only its server: a build may reuse the server of
+	// an agent whose status changed since (refusePaused).
+	r := c.Request.WithContext(context.WithValue(ctx, serverKey{}, ts))
 	if body != nil && s.screen(c.Writer, r, body) {
 		return
 	}

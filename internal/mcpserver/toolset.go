@@ -12,6 +12,7 @@ import (
 
 	"github.com/quiverhq/quiver/connectors"
 	"github.com/quiverhq/quiver/internal/calls"
+	"github.com/quiverhq/quiver/internal/problem"
 )
 
 // maxNameLen is the longest tool name MCP allows.
@@ -55,6 +56,10 @@ type toolset struct {
 	// answered as a REST call of the tool is (relisted: tool_not_configured,
 	// tool_unreachable), not as an unknown tool.
 	leftOut map[string]agentTool
+	// paused is the refusal of every tools/call while the agent is paused,
+	// nil otherwise (paused.go). It is read with the agent on every build,
+	// whether or not srv is kept.
+	paused *problem.Error
 }
 
 // toolsets caches one toolset per agent for ListTTL. Reading an agent costs
@@ -175,6 +180,7 @@ func (s *Server) build(ctx context.Context, ts *toolset, account, agentID int64,
 	if err != nil {
 		return err
 	}
+	ts.paused = pausedProblem(ag)
 	var last map[int64][]connectors.Action
 	var failed map[int64]time.Time
 	if prev != nil {
@@ -237,7 +243,8 @@ func (s *Server) build(ctx context.Context, ts *toolset, account, agentID int64,
 	hidden := map[string]bool{} // from a read-only key's list (readonly.go)
 	// A retried call of a tool that has left the list still replays
 	// (unlisted.go); fast and hidden are filled before srv serves anything.
-	srv.AddReceivingMiddleware(s.replayUnlisted(account, agentID, fast), hideFromReadOnly(hidden))
+	// A paused agent's calls are refused before either (paused.go).
+	srv.AddReceivingMiddleware(s.refusePaused, s.replayUnlisted(account, agentID, fast), hideFromReadOnly(hidden))
 	actions := make(map[int64][]connectors.Action, len(tools))
 	for _, t := range tools {
 		actions[t.id] = t.actions
