@@ -20,7 +20,9 @@ package mcpserver
 //
 // Every name is refused, listed or not, so neither an unlisted replay
 // (unlisted.go, which reaches the engine) nor a re-list (relist.go, which
-// reaches the tool's server) runs for a paused agent. A request the SDK
+// reaches the tool's server) runs for a paused agent; a call that was
+// waiting on a re-list when the agent was paused is refused by the
+// toolset it would run from (runRelisted). A request the SDK
 // refuses before its method handler (bad params) keeps its protocol error.
 //
 // The status is read with the agent, each time its toolset is built

@@ -3,11 +3,14 @@ package mcpserver
 import (
 	"context"
 	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/quiverhq/quiver/catalog"
 	"github.com/quiverhq/quiver/connectors"
 	"github.com/quiverhq/quiver/internal/agents"
 )
@@ -89,5 +92,47 @@ func TestMCPPausedStatusOnlyChange(t *testing.T) {
 			t.Errorf("%s: paused %v", status, next.paused)
 		}
 		cur = next
+	}
+}
+
+// TestMCPPausedDuringRelist: a call of a name the list lacks that waits on
+// a re-list is refused if the agent was paused meanwhile, though the name
+// is then listed: the toolset it would run from says paused.
+func TestMCPPausedDuringRelist(t *testing.T) {
+	f, _ := setup(t)
+	f.shared = true
+	s, url := serveAgent7(t, Options{Agents: f, Tools: f, Actions: listing{f}, Calls: engineFunc(f.CallEngine), ListTTL: time.Hour}, false)
+	if a := post(t, f, url, nil, `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`); a.status != 200 {
+		t.Fatalf("tools/list: %d %s", a.status, a.body)
+	}
+	yes := true
+	actions := append(slices.Clone(f.actions),
+		connectors.Action{Name: "peek", InputSchema: json.RawMessage(`{"type":"object"}`), Retryable: true, Annotations: &catalog.Annotations{ReadOnlyHint: &yes}})
+	entered, release := make(chan struct{}), make(chan struct{})
+	f.mu.Lock()
+	f.requests = nil
+	f.relist = func() ([]connectors.Action, error) {
+		close(entered)
+		<-release
+		f.mu.Lock()
+		f.actions = actions
+		f.mu.Unlock()
+		return actions, nil
+	}
+	f.mu.Unlock()
+	done := make(chan answer, 1)
+	go func() { done <- post(t, f, url, nil, toolsCall("My_Mail__peek", `{}`)) }()
+	<-entered
+	f.mu.Lock()
+	f.status = map[int64]agents.Status{7: agents.Paused} // the PATCH commits…
+	f.mu.Unlock()
+	s.ForgetAgent(1, 7) // …and this replica forgets the agent's list
+	close(release)
+	a := <-done
+	f.mu.Lock()
+	n := len(f.requests)
+	f.mu.Unlock()
+	if n != 0 || !strings.Contains(a.body, "is paused") {
+		t.Fatalf("paused during the re-list: the engine ran %d call(s); answer %d %s", n, a.status, a.body)
 	}
 }

@@ -79,7 +79,7 @@ func (s *Server) relisted(ctx context.Context, account, agent int64, req *mcp.Ca
 	}
 	if ft, ok := cur.tools[name]; ok {
 		// Listed since this request's list was taken.
-		return s.runRelisted(ctx, ft, req)
+		return s.runRelisted(ctx, cur, ft, req)
 	}
 	var part *agentTool
 	for i := range cur.parts {
@@ -90,7 +90,7 @@ func (s *Server) relisted(ctx context.Context, account, agent int64, req *mcp.Ca
 	}
 	if part == nil {
 		if t, ok := cur.leftOut[prefix]; ok {
-			return s.leftOutCall(ctx, account, t, req)
+			return s.leftOutCall(ctx, account, agent, t, req)
 		}
 		return nil
 	}
@@ -120,7 +120,7 @@ func (s *Server) relisted(ctx context.Context, account, agent int64, req *mcp.Ca
 	if !ok {
 		return nil
 	}
-	return s.runRelisted(ctx, ft, req)
+	return s.runRelisted(ctx, next, ft, req)
 }
 
 // leftOutCall answers a tools/call of a name whose {tool_name} part is a
@@ -131,7 +131,7 @@ func (s *Server) relisted(ctx context.Context, account, agent int64, req *mcp.Ca
 // tool error; a list naming the action runs it as it runs listed. The
 // agent's list shows the tool again once the build tries it anew
 // (retryDiscovery).
-func (s *Server) leftOutCall(ctx context.Context, account int64, t agentTool, req *mcp.CallToolRequest) *mcp.CallToolResult {
+func (s *Server) leftOutCall(ctx context.Context, account, agent int64, t agentTool, req *mcp.CallToolRequest) *mcp.CallToolResult {
 	lctx, cancel := context.WithTimeout(ctx, discoveryWait)
 	_, actions, err := s.opts.Actions.Actions(lctx, account, t.id)
 	cancel()
@@ -150,14 +150,23 @@ func (s *Server) leftOutCall(ctx context.Context, account int64, t agentTool, re
 		if err != nil {
 			return nil
 		}
-		return s.runRelisted(ctx, ft, req)
+		now, err := s.sets.get(ctx, account, agent) // as it is after the wait
+		if err != nil {
+			return nil
+		}
+		return s.runRelisted(ctx, now, ft, req)
 	}
 	return nil
 }
 
 // runRelisted runs a tool found listed by relisted as its SDK handler
-// would, unless the SDK had headers of it to check.
-func (s *Server) runRelisted(ctx context.Context, ft fastTool, req *mcp.CallToolRequest) *mcp.CallToolResult {
+// would, unless the SDK had headers of it to check, or refuses it when
+// ts, the agent's toolset as it is after the re-list's wait, says the
+// agent was paused meanwhile (paused.go).
+func (s *Server) runRelisted(ctx context.Context, ts *toolset, ft fastTool, req *mcp.CallToolRequest) *mcp.CallToolResult {
+	if ts.paused != nil {
+		return s.answer(ctx, nil, ts.paused, ft.typed)
+	}
 	if ft.headerBound {
 		return nil
 	}
