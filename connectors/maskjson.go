@@ -61,26 +61,28 @@ func stringEnd(b []byte, i int) int {
 	return len(b)
 }
 
-// maskString masks one JSON string literal, quotes included. The forms are
-// replaced where they stand, which keeps the rest of its bytes; where that
-// would break the literal (a secret's bare form that ends inside an escape
-// of the text around it), its text is decoded, masked and encoded again.
+// maskString masks one JSON string literal, quotes included. Its text is
+// masked; the forms replaced where they stand in the literal keep the rest
+// of its bytes, and are taken when they read as that masked text. Where
+// they do not (a secret's bare form matched across an escape of the text
+// around it, "toke\n" for the secret `toke\`), the masked text is encoded
+// again, and a literal whose text holds no secret is left as it is.
 func (e Echo) maskString(m Masker, lit []byte) []byte {
 	inner := lit[1 : len(lit)-1]
 	if !e.Quotes(inner) {
 		return lit
-	}
-	masked := `"` + m.Mask(string(inner)) + `"`
-	if json.Valid([]byte(masked)) {
-		return []byte(masked)
 	}
 	var s string
 	if json.Unmarshal(lit, &s) != nil {
 		return lit // not reached: the document is valid
 	}
 	text := m.Mask(s)
+	masked := []byte(`"` + m.Mask(string(inner)) + `"`)
+	if got := ""; json.Unmarshal(masked, &got) == nil && got == text {
+		return masked
+	}
 	if text == s {
-		return lit // a form matched across an escape, the secret is not there
+		return lit // the forms matched across escapes, the secret is not there
 	}
 	out, err := json.Marshal(text)
 	if err != nil {

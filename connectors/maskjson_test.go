@@ -22,6 +22,8 @@ func TestMaskJSON(t *testing.T) {
 		{"a bare form across an escape that is not the secret: as it was", `{"x":"toke\"n \u00e9"}`,
 			`{"x":"toke\"n \u00e9"}`, []string{`toke\`}},
 		{"a bare form across an escape, beside the secret", `{"x":"toke\"n toke\\"}`, `{"x":"toke\"n ****"}`, []string{`toke\`}},
+		{"a bare form across other escapes that are not the secret: as they were", `["toke\n","toke\u00e9","toke\/p","toke\tab"]`,
+			`["toke\n","toke\u00e9","toke\/p","toke\tab"]`, []string{`toke\`}},
 		{"not JSON: as text", `refused: token tok-123456 {`, `refused: token **** {`, []string{"tok-123456"}},
 		{"nothing to mask", `{"n":1}`, `{"n":1}`, []string{"tok-123456"}},
 	} {
