@@ -295,6 +295,39 @@ func TestOAuthGrantRevokedWhenToolChangedMidCallback(t *testing.T) {
 	}
 }
 
+// TestOAuthGrantKeptWhenToolConnectedMidCallback: a callback that finds
+// its tool connected by another one meanwhile (two links of one tool,
+// used at once) revokes nothing: at some providers the two grants are
+// one (the same user and client), and revoking the loser's would end the
+// winner's. The tool works with the grant it kept.
+func TestOAuthGrantKeptWhenToolConnectedMidCallback(t *testing.T) {
+	p := oaStartProvider(t)
+	rv := orvStart(t, p, true)
+	srv, id, authURL := orvAtOAuthStep(t, rv, "discovered")
+	first := oaAuthorize(t, authURL)
+	p.exchangeDelay.Store(int64(time.Second)) // the first exchange is held…
+	status := make(chan int, 1)
+	go func() {
+		s, _ := oaCallback(t, srv, first)
+		status <- s
+	}()
+	testserver.Eventually(t, 10*time.Second, "the first code exchange to start", func() bool { return p.exchanges.Load() == 1 })
+	p.exchangeDelay.Store(0) // …while a second link connects the tool
+	second := oaAuthorize(t, oaAuthURL(t, oaStep(t, srv, srv.Key, id)))
+	if s, body := oaCallback(t, srv, second); s != 200 {
+		t.Fatalf("the second callback: %d %s", s, body)
+	}
+	if s := <-status; s != 409 {
+		t.Fatalf("the first callback, overtaken: %d, want 409", s)
+	}
+	if got := rv.requests(); len(got) != 0 {
+		t.Fatalf("revocation requests: %+v; want none", got)
+	}
+	if r := oaCall(t, srv, id, "read_count"); r.Status != 200 {
+		t.Fatalf("a call with the grant kept: %d %s", r.Status, r.Body)
+	}
+}
+
 // TestOAuthNotRevokedWithoutEndpoint: a provider that names no revocation
 // endpoint (a discovered server whose metadata has none, a catalog provider
 // without one, as GitHub) is sent nothing, not even to a /revoke it

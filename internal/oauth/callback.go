@@ -118,10 +118,13 @@ func (f *Flow) Callback(ctx context.Context, q url.Values) *Outcome {
 	if _, err := f.opts.Tools.Authorized(xctx, st.AccountID, st.ToolID, t.Version, toToken(tok)); err != nil {
 		pe, _ := problem.As(err)
 		gone, changed := pe != nil && pe.Code == problem.NotFound, errors.Is(err, store.ErrConflict)
-		if (gone || changed) && p.revocationURL != "" {
-			// The tool was deleted or changed while the user authorized:
-			// the grant just issued is kept nowhere, so it is revoked as
-			// a delete revokes a kept one, not left live at the provider.
+		if (gone || changed && f.holdsNoGrant(xctx, st.AccountID, st.ToolID)) && p.revocationURL != "" {
+			// The tool was deleted or reset while the user authorized: the
+			// grant just issued is kept nowhere, so it is revoked as a
+			// delete revokes a kept one, not left live at the provider.
+			// One connected meanwhile keeps its own grant, which at some
+			// providers is this one too (the same user and client): it is
+			// left alone.
 			f.revokePair(xctx, p, st.ToolID, tok.RefreshToken, tok.AccessToken)
 		}
 		if gone {
@@ -145,6 +148,13 @@ func (f *Flow) Callback(ctx context.Context, q url.Values) *Outcome {
 	}
 	return out(&Outcome{Status: http.StatusOK, OK: true, Reason: "connected", Title: t.Name + " is connected",
 		Message: "Quiver can now use " + t.Name + " on your behalf. You can close this window."})
+}
+
+// holdsNoGrant reports whether the tool is gone or holds no OAuth token,
+// as read now.
+func (f *Flow) holdsNoGrant(ctx context.Context, accountID, toolID int64) bool {
+	t, err := f.opts.Store.GetTool(ctx, accountID, toolID)
+	return errors.Is(err, store.ErrNotFound) || err == nil && t.OAuthToken == ""
 }
 
 // Errors of checkIssuer.
