@@ -89,7 +89,7 @@ func New() *Metrics {
 				"refused (the provider refused the grant with invalid_grant, invalid_scope, unauthorized_client or unsupported_grant_type: the tool went back to its oauth step); " +
 				"unrefreshable (the token had no refresh token and had expired or was refused by the tool's server: the tool went back to its oauth step, the provider was not asked); " +
 				"client_rejected (the provider refused this server's OAuth client, invalid_client: the grant is kept, the operator must fix the client); " +
-				"failed (the provider could not be reached, timed out or answered otherwise, or the new token could not be stored: the old token is kept). " +
+				"failed (the provider could not be reached, timed out or answered otherwise, or the new token, or the tool's return to its oauth step, could not be stored: the tool is as it was). " +
 				"A refresh another caller or replica made first, and calls that shared one refresh, are not counted.",
 		}, []string{"result"}),
 		OAuthRevocations: prometheus.NewCounterVec(prometheus.CounterOpts{

@@ -112,6 +112,15 @@ func TestRefreshCounted(t *testing.T) {
 		}
 		wantCounts(t, "invalid_client", refreshCounts(s.flow), map[string]float64{"client_rejected": 1})
 	})
+	t.Run("refused, not saved", func(t *testing.T) {
+		ts := startTokenServer(t, "rt-other")
+		s := newSetup(t, ts.URL, &toolconfig.Token{AccessToken: "at-old", RefreshToken: "rt-dead", Expiry: time.Now().Add(-time.Minute)})
+		s.flow.opts.Store = failingSave{s.flow.opts.Store}
+		if _, err := s.flow.Refresh(ctx, s.tool.AccountID, s.tool.ID, ""); err == nil || errors.Is(err, toolconfig.ErrGrantRevoked) {
+			t.Fatalf("err = %v, want the save's", err)
+		}
+		wantCounts(t, "invalid_grant, the tool's return to its oauth step not saved", refreshCounts(s.flow), map[string]float64{"failed": 1})
+	})
 	t.Run("unrefreshable", func(t *testing.T) {
 		ts := startTokenServer(t, "rt-first")
 		s := newSetup(t, ts.URL, &toolconfig.Token{AccessToken: "at-first", Expiry: time.Now().Add(-time.Second)})
@@ -159,4 +168,13 @@ func TestRevocationsCounted(t *testing.T) {
 	wantCounts(t, "the provider down", revocations(), map[string]float64{"revoked": 2, "failed": 2})
 	f.RevokeTokens(ctx, tool(srv.URL+"/revoke", box.Seal([]byte("not a token"))))
 	wantCounts(t, "a token that cannot be opened", revocations(), map[string]float64{"revoked": 2, "failed": 3})
+}
+
+// failingSave is a Store whose LockTool hands fn a save that fails.
+type failingSave struct{ Store }
+
+func (f failingSave) LockTool(ctx context.Context, accountID, id int64, fn func(t *store.Tool, save store.SaveToolFunc) error) error {
+	return f.Store.LockTool(ctx, accountID, id, func(t *store.Tool, _ store.SaveToolFunc) error {
+		return fn(t, func(*store.Tool) error { return errors.New("the disk is full") })
+	})
 }

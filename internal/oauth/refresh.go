@@ -143,8 +143,10 @@ func (f *Flow) Refresh(ctx context.Context, accountID, id int64, stale string) (
 		result = "refreshed"
 		return nil
 	})
-	if result == "refreshed" && err != nil {
-		result = "failed" // stored, then not committed
+	if err != nil && (result == "refreshed" || revoked) {
+		// Stored, then not committed; or the tool's return to its oauth
+		// step not saved: it is as it was, its token kept.
+		result = "failed"
 	}
 	if result != "" {
 		f.opts.Metrics.OAuthRefreshes.WithLabelValues(result).Inc()
