@@ -63,7 +63,7 @@ func (s *Store) CreateAPIKey(ctx context.Context, k *APIKey) error {
 // KeyByHash resolves an unrevoked key hash to its account ID and scope.
 func (s *Store) KeyByHash(ctx context.Context, hash string) (accountID int64, scope string, err error) {
 	var k APIKey
-	err = again(func() error {
+	err = s.again(ctx, func() error {
 		return s.db.WithContext(ctx).Select("account_id", "scope").
 			Where("key_hash = ? AND revoked_at IS NULL", hash).Take(&k).Error
 	})

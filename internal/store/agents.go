@@ -95,7 +95,7 @@ func (s *Store) UpdateAgent(ctx context.Context, accountID, id int64, u AgentUpd
 // GetAgent returns the account's agent with its tools.
 func (s *Store) GetAgent(ctx context.Context, accountID, id int64) (*Agent, error) {
 	var a Agent
-	err := again(func() error {
+	err := s.again(ctx, func() error {
 		return s.db.WithContext(ctx).Where("id = ? AND account_id = ?", id, accountID).Take(&a).Error
 	})
 	if err != nil {
@@ -139,7 +139,7 @@ func (s *Store) fillAgentTools(ctx context.Context, as []Agent) error {
 		as[i].Tools = []int64{}
 	}
 	var rows []agentTool
-	err := again(func() error {
+	err := s.again(ctx, func() error {
 		rows = nil
 		return s.db.WithContext(ctx).Where("agent_id IN ?", ids).Order("agent_id, position").Find(&rows).Error
 	})

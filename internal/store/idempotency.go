@@ -238,7 +238,7 @@ func (s *Store) toolChanged(ctx context.Context, r *IdemRecord) (bool, error) {
 // Postgres ended runs once more, on another.
 func (s *Store) GetIdem(ctx context.Context, accountID int64, key string) (*IdemRecord, error) {
 	var r IdemRecord
-	err := again(func() error {
+	err := s.again(ctx, func() error {
 		return s.sql.QueryRowContext(ctx, s.idem.get, accountID, key).Scan(
 			&r.AccountID, &r.Key, &r.Fingerprint, &r.State, &r.LeaseToken, &r.LeaseExpiresAt, &r.ToolID, &r.Action, &r.ReadOnly,
 			&r.CallID, &r.StatusCode, &r.ContentType, &r.Response, &r.CreatedAt, &r.ExpiresAt, &r.NowMS)

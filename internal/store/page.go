@@ -122,7 +122,7 @@ func trim[T any](rows []T, limit int, list string, id func(*T) int64) ([]T, stri
 // in ID order. A list whose session Postgres ended runs once more, on
 // another (again); find must start afresh each time it runs.
 func (s *Store) settled(ctx context.Context, table string, find func(db *gorm.DB, horizon int64) error) error {
-	return again(func() error { return s.settle(ctx, table, find) })
+	return s.again(ctx, func() error { return s.settle(ctx, table, find) })
 }
 
 func (s *Store) settle(ctx context.Context, table string, find func(db *gorm.DB, horizon int64) error) error {

@@ -10,11 +10,18 @@ package store
 // before its next use (one round trip each, only after such an event), so
 // database/sql drops the dead ones and opens new sessions. The statement
 // that met the FATAL runs once more where that is safe (sessionEnded).
+// Connections cut with no word from Postgres (a network failure, a
+// failover that moved the address) are the same news for the pool when a
+// read meets one (connectionLost): the read runs once more, after the same
+// mark.
 
 import (
 	"context"
+	"database/sql/driver"
 	"errors"
+	"io"
 	"log/slog"
+	"net"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -104,14 +111,39 @@ func endsSession(pe *pgconn.PgError) bool {
 	return strings.EqualFold(pe.Severity, "FATAL") && strings.HasPrefix(pe.Code, "57P")
 }
 
-// again runs f, and once more when its statement met a session Postgres
-// ended (sessionEnded): for statements that are safe to repeat.
-func again(f func() error) error {
+// again runs f, a read, and once more when its statement met a session
+// Postgres ended (sessionEnded) or a connection that failed under it
+// (connectionLost: a network cut, a failover that moved the address).
+// Either is the pool's news that its idle connections may be dead too:
+// those idle since are pinged before reuse, so the repeat runs on a live
+// one. Only statements safe to repeat go through it.
+func (s *Store) again(ctx context.Context, f func() error) error {
 	err := f()
-	if sessionEnded(err) {
-		err = f()
+	switch {
+	case sessionEnded(err):
+	case s.ended != nil && ctx.Err() == nil && connectionLost(err):
+		s.ended.at.Store(time.Now().UnixNano())
+	default:
+		return err
 	}
-	return err
+	return f()
+}
+
+// connectionLost reports whether err is the connection failing under a
+// statement (reset, closed, cut short), not Postgres answering it, a
+// session that could not be made, or a timeout (the statement may be
+// slow, not lost).
+func connectionLost(err error) bool {
+	var pe *pgconn.PgError
+	var ce *pgconn.ConnectError
+	var ne net.Error
+	switch {
+	case err == nil, errors.As(err, &pe), errors.As(err, &ce), pgconn.Timeout(err),
+		errors.As(err, &ne) && ne.Timeout(), errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		return false
+	}
+	return errors.As(err, &ne) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
+		errors.Is(err, pgconn.ErrConnClosed) || errors.Is(err, driver.ErrBadConn) || errors.Is(err, net.ErrClosed)
 }
 
 // sessionEnded reports whether err is a statement's session ended by

@@ -66,7 +66,8 @@ type Store struct {
 	// migrateLock is the file whose lock SQLite's migrations hold, so that
 	// two processes starting on one data folder do not both apply them.
 	migrateLock string
-	log         *slog.Logger // never nil
+	log         *slog.Logger   // never nil
+	ended       *endedSessions // Postgres only
 }
 
 // Options configures Open.
@@ -119,7 +120,7 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 		sqlDB.SetMaxOpenConns(maxConns)
 		sqlDB.SetMaxIdleConns(maxConns)
 		sqlDB.SetConnMaxIdleTime(5 * time.Minute)
-		s := &Store{db: db, sql: sqlDB, dialect: Postgres, nowMS: "(extract(epoch from clock_timestamp()) * 1000)::bigint", log: opts.Logger}
+		s := &Store{db: db, sql: sqlDB, dialect: Postgres, nowMS: "(extract(epoch from clock_timestamp()) * 1000)::bigint", log: opts.Logger, ended: ended}
 		s.idem = newIdemSQL(s.dialect, s.nowMS)
 		pctx, cancel := context.WithTimeout(ctx, openTimeout)
 		defer cancel()
@@ -229,7 +230,7 @@ func (s *Store) Ready(ctx context.Context) error {
 		return s.Ping(ctx)
 	}
 	var ro string
-	err := again(func() error {
+	err := s.again(ctx, func() error {
 		return s.sql.QueryRowContext(ctx, "SELECT current_setting('transaction_read_only')").Scan(&ro)
 	})
 	if err != nil {

@@ -36,7 +36,7 @@ func (s *Store) CreateTool(ctx context.Context, t *Tool) error {
 // GetTool returns the account's tool id, or ErrNotFound.
 func (s *Store) GetTool(ctx context.Context, accountID, id int64) (*Tool, error) {
 	var t Tool
-	err := again(func() error {
+	err := s.again(ctx, func() error {
 		return s.db.WithContext(ctx).Where("id = ? AND account_id = ?", id, accountID).Take(&t).Error
 	})
 	if err != nil {
@@ -64,7 +64,7 @@ func (s *Store) SealedSample(ctx context.Context) (string, error) {
 // ToolsByCatalogName returns the account's tools made from one catalog entry.
 func (s *Store) ToolsByCatalogName(ctx context.Context, accountID int64, name string) ([]Tool, error) {
 	var ts []Tool
-	err := again(func() error {
+	err := s.again(ctx, func() error {
 		ts = nil
 		return s.db.WithContext(ctx).Where("account_id = ? AND catalog_name = ?", accountID, name).Order("id").Limit(2).Find(&ts).Error
 	})
