@@ -12,6 +12,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/quiverhq/quiver/internal/testserver"
 )
 
 // The fuzz targets of fuzz_api_test.go speak raw HTTP/1.1 to one
@@ -44,22 +46,9 @@ var fzCodeStatus = map[string][]int{
 	"bad_request": {400, 411, 413, 414, 431, 501, 505},
 }
 
-// fzAnswer is one raw HTTP answer.
-type fzAnswer struct {
-	Status int
-	Header http.Header
-	Body   []byte
-}
-
-func (a *fzAnswer) json() map[string]any {
-	var m map[string]any
-	_ = json.Unmarshal(a.Body, &m)
-	return m
-}
-
 // fzRaw sends one raw request on a fresh connection and reads the answer.
 // The deadline only keeps a wedged server from hanging the fuzzer.
-func fzRaw(t testing.TB, addr string, req []byte) *fzAnswer {
+func fzRaw(t testing.TB, addr string, req []byte) *testserver.Response {
 	t.Helper()
 	conn, err := net.Dial("tcp", addr)
 	if err != nil {
@@ -79,7 +68,7 @@ func fzRaw(t testing.TB, addr string, req []byte) *fzAnswer {
 	if err != nil {
 		t.Fatalf("answer body to %q: %v", fzClip(req), err)
 	}
-	return &fzAnswer{Status: resp.StatusCode, Header: resp.Header, Body: b}
+	return &testserver.Response{Status: resp.StatusCode, Header: resp.Header, Body: b}
 }
 
 func fzClip(b []byte) string {
@@ -124,7 +113,7 @@ func fzNoCRLF(s string) string { return strings.NewReplacer("\r", "", "\n", "").
 // lists, never 500, X-Request-Id, and for every non-2xx the JSON error
 // envelope with a code of API.md's table answered with its status, fields
 // on a 422 and next_configuration_step on tool_not_configured.
-func fzCheck(t testing.TB, req []byte, a *fzAnswer, allowed ...int) map[string]any {
+func fzCheck(t testing.TB, req []byte, a *testserver.Response, allowed ...int) map[string]any {
 	t.Helper()
 	fail := func(format string, args ...any) {
 		t.Helper()

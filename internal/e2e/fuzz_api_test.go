@@ -258,7 +258,7 @@ func fzNeedsDNS(body []byte) bool {
 // fzReplays checks a key's first 200: the same body with other whitespace
 // replays it byte for byte without reaching the tool, and a body with one
 // more member is idempotency_key_reused.
-func fzReplays(t *testing.T, addr, apiKey string, counter *fzCounter, body []byte, key string, first *fzAnswer) {
+func fzReplays(t *testing.T, addr, apiKey string, counter *fzCounter, body []byte, key string, first *testserver.Response) {
 	t.Helper()
 	var compact, same bytes.Buffer
 	if json.Compact(&compact, body) != nil || json.Indent(&same, compact.Bytes(), "\t ", "\n  ") != nil {
@@ -273,7 +273,7 @@ func fzReplays(t *testing.T, addr, apiKey string, counter *fzCounter, body []byt
 			a.Header.Get("Idempotent-Replayed"), n, a.Body, first.Body)
 	}
 	st := fzKeyState(t, addr, apiKey, key)
-	if sm := st.json(); st.Status != 200 || sm["key"] != key || sm["state"] != "succeeded" || sm["call_id"] != first.json()["call_id"] {
+	if sm := st.JSON(); st.Status != 200 || sm["key"] != key || sm["state"] != "succeeded" || sm["call_id"] != first.JSON()["call_id"] {
 		t.Fatalf("key %q after its 200 %s: %d %s", key, first.Body, st.Status, st.Body)
 	}
 	var m map[string]json.RawMessage
@@ -288,7 +288,7 @@ func fzReplays(t *testing.T, addr, apiKey string, counter *fzCounter, body []byt
 	req = fzRequest("POST", callPath, apiKey, other, false, "Content-Type", "application/json", "Idempotency-Key", key)
 	a = fzRaw(t, addr, req)
 	fzCheck(t, req, a, fzCallStatuses...)
-	if n := counter.hits.Load() - before; a.Status != 409 || a.json()["error"] != "idempotency_key_reused" || n != 0 {
+	if n := counter.hits.Load() - before; a.Status != 409 || a.JSON()["error"] != "idempotency_key_reused" || n != 0 {
 		t.Fatalf("other body %q with key %q: %d (%d hits) %s", fzClip(req), key, a.Status, n, a.Body)
 	}
 }
@@ -315,7 +315,7 @@ func fzPadded(body []byte, pad bool) []byte {
 
 // fzKeyState reads GET /api/v1/idempotency-keys/{key}, checked as every
 // answer is.
-func fzKeyState(t *testing.T, addr, apiKey, key string) *fzAnswer {
+func fzKeyState(t *testing.T, addr, apiKey, key string) *testserver.Response {
 	t.Helper()
 	req := fzRequest("GET", "/api/v1/idempotency-keys/"+url.PathEscape(key), apiKey, nil, false)
 	a := fzRaw(t, addr, req)
