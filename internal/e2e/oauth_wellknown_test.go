@@ -159,3 +159,26 @@ func TestOAuthWellKnownNotThere(t *testing.T) {
 		t.Errorf("step = %v", step)
 	}
 }
+
+// TestOAuthWellKnownUnusable: a 401 naming no metadata from a server whose
+// well-known metadata names an authorization server Quiver cannot use (here
+// one that is not there) is still the server's refusal of an anonymous
+// request: 422 on bearer_token, saying why its OAuth could not be set up,
+// and the tool stays at its form step. It was 422 on url, which the user
+// had right.
+func TestOAuthWellKnownUnusable(t *testing.T) {
+	p := oaStartProvider(t)
+	mcpSrv := owkStart(t, p, "Bearer", map[string]bool{owkPathInserted: false})
+	srv := testserver.Start(t, testserver.Options{})
+	id, _ := oaCreate(t, srv, srv.Key, "custom-mcp")
+	r := srv.Do("POST", fmt.Sprintf("/api/v1/agents/custom-tools/%d/provide-config/", id),
+		map[string]any{"user_response": map[string]any{"url": mcpSrv.URL}})
+	msg, _ := fdWantFields(t, r, "validation_error", "bearer_token")["bearer_token"].(string)
+	if !strings.HasPrefix(msg, "The server requires credentials (HTTP 401), and Quiver cannot use its OAuth provider: ") ||
+		!strings.HasSuffix(msg, "; give a bearer token the server accepts.") {
+		t.Errorf("fields.bearer_token = %q", msg)
+	}
+	if step := oaStep(t, srv, srv.Key, id); step["type"] != "form" || step["index"] != float64(1) {
+		t.Errorf("step = %v", step)
+	}
+}

@@ -53,7 +53,7 @@ func probeCfgASServer(t *testing.T, registration map[string]any, meta func(base 
 // TestProbeCfgRegisteredAuthMethod: an authorization server may register
 // Quiver with another token endpoint authentication method than the one
 // asked for (RFC 7591 §3.2.1). One Quiver cannot use (private_key_jwt,
-// tls_client_auth, …) is refused at the configure step, on url, and the
+// tls_client_auth, …) is refused at the configure step, on bearer_token (the 401 stands), and the
 // tool stays at it. Before, the step was accepted and the oauth step handed
 // out a link; the person authorized at the provider, and only then did the
 // code exchange fail, Quiver having sent client_secret_basic with no secret.
@@ -64,7 +64,7 @@ func TestProbeCfgRegisteredAuthMethod(t *testing.T) {
 		id, _ := oaCreate(t, srv, srv.Key, "custom-mcp")
 		path := fmt.Sprintf("/api/v1/agents/custom-tools/%d/", id)
 		r := srv.Do("POST", path+"provide-config/", map[string]any{"user_response": map[string]any{"url": hs.URL + "/mcp"}})
-		fdWantFields(t, r, "validation_error", "url")
+		fdWantFields(t, r, "validation_error", "bearer_token")
 		if step := oaStep(t, srv, srv.Key, id); step["type"] != "form" || step["index"] != float64(1) {
 			t.Fatalf("%s: a refused step moved the tool to %v", method, step)
 		}
@@ -90,7 +90,7 @@ func TestProbeCfgRegisteredAuthMethod(t *testing.T) {
 // own query holds a parameter of the authorization request (?state=…)
 // would have it sent twice (RFC 6749 §3.1 allows a parameter once): the
 // provider may take its own and the callback refuse it, after the person
-// authorized. Such metadata is refused at the configure step, on url, and
+// authorized. Such metadata is refused at the configure step, on bearer_token, and
 // the tool stays at it; an endpoint with parameters of its own keeps them.
 func TestAuthorizationEndpointWithPresetParams(t *testing.T) {
 	srv := testserver.Start(t, testserver.Options{})
@@ -104,7 +104,7 @@ func TestAuthorizationEndpointWithPresetParams(t *testing.T) {
 		id, _ := oaCreate(t, srv, srv.Key, "custom-mcp")
 		r := srv.Do("POST", fmt.Sprintf("/api/v1/agents/custom-tools/%d/provide-config/", id),
 			map[string]any{"user_response": map[string]any{"url": hs.URL + "/mcp"}})
-		fdWantFields(t, r, "validation_error", "url")
+		fdWantFields(t, r, "validation_error", "bearer_token")
 		if step := oaStep(t, srv, srv.Key, id); step["type"] != "form" {
 			t.Fatalf("?%s: a refused step moved the tool to %v", q, step)
 		}
@@ -158,9 +158,9 @@ func TestAuthorizationServerMetadataProblemNamed(t *testing.T) {
 		id, _ := oaCreate(t, srv, srv.Key, "custom-mcp")
 		r := srv.Do("POST", fmt.Sprintf("/api/v1/agents/custom-tools/%d/provide-config/", id),
 			map[string]any{"user_response": map[string]any{"url": hs.URL + "/mcp"}})
-		fdWantFields(t, r, "validation_error", "url")
-		if msg, _ := r.JSON()["fields"].(map[string]any)["url"].(string); !strings.Contains(msg, tc.want) {
-			t.Errorf("html %t: fields.url %q, want it to hold %q", tc.html, msg, tc.want)
+		fdWantFields(t, r, "validation_error", "bearer_token")
+		if msg, _ := r.JSON()["fields"].(map[string]any)["bearer_token"].(string); !strings.Contains(msg, tc.want) {
+			t.Errorf("html %t: fields.bearer_token %q, want it to hold %q", tc.html, msg, tc.want)
 		}
 	}
 }

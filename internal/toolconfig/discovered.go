@@ -13,6 +13,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/url"
+	"strings"
 
 	"github.com/quiverhq/quiver/catalog"
 	"github.com/quiverhq/quiver/connectors"
@@ -150,8 +151,11 @@ func (s *Service) discover(ctx context.Context, verifyErr error, serverURL strin
 			return true, p
 		}
 		s.opts.Logger.WarnContext(ctx, "oauth discovery failed", "error", err)
+		// The 401 stands: the server wants credentials, and a token it
+		// accepts (one made at the provider by hand) is the way left.
 		return true, problem.Validation("The server asks for OAuth authorization, but its OAuth metadata could not be used.",
-			map[string]string{"url": "the server requires OAuth, and its authorization server could not be set up: " + err.Error()})
+			map[string]string{"bearer_token": "The server requires credentials (HTTP 401), and Quiver cannot use its OAuth provider: " +
+				strings.TrimRight(err.Error(), ".") + "; give a bearer token the server accepts."})
 	}
 	plain[DiscoveredKey] = found
 	return true, nil
