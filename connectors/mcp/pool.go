@@ -30,8 +30,11 @@ type slot struct {
 	inflight int
 	lastUsed time.Time
 	retired  bool // takes no new users; closed when inflight reaches 0
-	closed   bool
-	refused  bool // the server refused our credentials on the session's own requests
+	// retiredAs is the reason label of a slot retired while connecting,
+	// counted once its session opens: one that never does was never live.
+	retiredAs string
+	closed    bool
+	refused   bool // the server refused our credentials on the session's own requests
 }
 
 // pool keeps live sessions per (tool ID, Version); see the package doc.
@@ -133,6 +136,7 @@ func (p *pool) connect(s *slot, tgt *target, rid string) {
 		return
 	}
 	s.sess = sess
+	late := s.retiredAs
 	if !p.c.opts.SDKCalls {
 		// The fast path's requests go over connections of its own, on the
 		// caller's goroutine (h1.go), through the same round tripper.
@@ -141,6 +145,9 @@ func (p *pool) connect(s *slot, tgt *target, rid string) {
 	}
 	p.mu.Unlock()
 	p.c.opts.Events.Opened()
+	if late != "" {
+		p.c.opts.Events.Retired(late)
+	}
 	p.c.opts.Logger.DebugContext(lctx, "mcp session opened", "tool_id", key.id, "version", key.version,
 		"host", tgt.host, "stateful", sess.ID() != "")
 	close(s.ready)
@@ -211,7 +218,12 @@ func (p *pool) retireLocked(ctx context.Context, s *slot, reason string) {
 		s.retired = true
 		p.c.opts.Logger.DebugContext(ctx, "mcp session retired", "tool_id", s.key.id, "version", s.key.version, "reason", reason)
 		label, _ := retireReason(reason)
-		p.c.opts.Events.Retired(label)
+		switch {
+		case s.sess != nil:
+			p.c.opts.Events.Retired(label)
+		case !s.closed:
+			s.retiredAs = label // still connecting
+		}
 	}
 	if s.inflight == 0 {
 		p.closeLocked(s)

@@ -2,6 +2,7 @@ package mcp
 
 import (
 	"maps"
+	"net/http"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -69,7 +70,7 @@ func TestSessionEvents(t *testing.T) {
 		srv.ForgetSessions()
 		mustCall(t, c, v2, "increment", `{}`)
 	}, map[string]int{"opened": 1, "retired:ended": 1})
-	dead := &connectors.Tool{ID: 2, AccountID: 1, Entry: customEntry, Config: map[string]string{"url": "http://127.0.0.1:19261/mcp"}, Version: 1}
+	dead := &connectors.Tool{ID: 2, AccountID: 1, Entry: customEntry, Config: map[string]string{"url": closedURL(t)}, Version: 1}
 	step("a call to a server that is not there", func() {
 		if _, err := call(t, c, dead, "increment", `{}`); err == nil {
 			t.Fatal("a call to a closed port succeeded")
@@ -107,6 +108,55 @@ func TestRetireReasonsKnown(t *testing.T) {
 		label, ok := retireReason(reason)
 		if !ok || !strings.Contains(" "+strings.Join(RetireReasons, " ")+" ", " "+label+" ") {
 			t.Errorf("the retire reason %q has no RetireReasons label (%q, %t)", reason, label, ok)
+		}
+	}
+}
+
+// TestSessionRetiredWhileConnecting: a session retired before its handshake
+// ended (a newer configuration came meanwhile) is counted as retired once it
+// opens, and not at all when it never does: it is then a failure alone, so
+// opened minus retired still counts live sessions.
+func TestSessionRetiredWhileConnecting(t *testing.T) {
+	t.Parallel()
+	for _, opens := range []bool{true, false} {
+		log := &eventLog{counts: map[string]int{}}
+		arrived, answer := make(chan struct{}, 8), make(chan struct{})
+		slow := mcptest.Start(t, mcptest.Counter, mcptest.Options{Wrap: func(next http.Handler) http.Handler {
+			return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if r.Method == http.MethodPost && r.Header.Get("Mcp-Session-Id") == "" {
+					arrived <- struct{}{}
+					<-answer // initialize waits for the test
+					if !opens {
+						http.Error(w, "busy", http.StatusServiceUnavailable)
+						return
+					}
+				}
+				next.ServeHTTP(w, r)
+			})
+		}})
+		c := setup(t, &Options{AllowPrivate: true, Events: SessionEvents{
+			Opened:  func() { log.add("opened") },
+			Failed:  func() { log.add("failed") },
+			Retired: func(reason string) { log.add("retired:" + reason) },
+		}})
+		v1 := &connectors.Tool{ID: 1, AccountID: 1, Entry: customEntry, Config: map[string]string{"url": slow.URL}, Version: 1}
+		v2 := *v1
+		v2.Version = 2
+		var wg sync.WaitGroup
+		wg.Add(2)
+		go func() { defer wg.Done(); _, _ = call(t, c, v1, "increment", `{}`) }()
+		<-arrived
+		go func() { defer wg.Done(); _, _ = call(t, c, &v2, "increment", `{}`) }()
+		<-arrived // v2's handshake began, after it retired v1's slot
+		close(answer)
+		wg.Wait()
+		c.Close()
+		want := map[string]int{"opened": 2, "retired:reconfigured": 1, "retired:closed": 1}
+		if !opens {
+			want = map[string]int{"failed": 2}
+		}
+		if got := log.snapshot(); !maps.Equal(got, want) {
+			t.Errorf("handshakes that open %t: events %v, want %v", opens, got, want)
 		}
 	}
 }
