@@ -165,6 +165,7 @@ func mcpTool(name string, a *connectors.Action) (t *mcp.Tool, key string, err er
 	} else if t != "object" {
 		return nil, "", fmt.Errorf("input schema has type %v, not object", t)
 	}
+	mcpShape(schema)
 	desc := a.Description
 	if !a.Retryable {
 		props, _ := schema["properties"].(map[string]any)
@@ -190,7 +191,14 @@ func mcpTool(name string, a *connectors.Action) (t *mcp.Tool, key string, err er
 	if len(a.OutputSchema) > 0 {
 		var out map[string]any
 		if json.Unmarshal(a.OutputSchema, &out) == nil && out != nil {
-			t.OutputSchema = out // typedResult
+			// MCP's output schema describes structured content, an
+			// object: one of another type is left out, and the action
+			// is listed without it.
+			if typ, ok := out["type"]; !ok || typ == "object" {
+				out["type"] = "object"
+				mcpShape(out)
+				t.OutputSchema = out // typedResult
+			}
 		}
 	}
 	if an := a.Annotations; an != nil {
@@ -204,4 +212,44 @@ func mcpTool(name string, a *connectors.Action) (t *mcp.Tool, key string, err er
 		}
 	}
 	return t, key, nil
+}
+
+// mcpShape makes an input or output schema what MCP's Tool has beyond its
+// type: properties an object of schemas, required an array of names. What
+// a tool's schema has otherwise is mended for the listing (a property's
+// schema true or false, which JSON Schema allows, becomes {} or {"not":
+// {}}) or left out (anything else, which no JSON Schema allows): a client
+// that checks the listing refuses it whole else (the TypeScript SDK's), so
+// one tool's mistake would hide every tool of the agent. Arguments are
+// still checked against the tool's own schema, and the tool judges them.
+func mcpShape(schema map[string]any) {
+	if p, ok := schema["properties"]; ok {
+		props, isObject := p.(map[string]any)
+		if !isObject {
+			delete(schema, "properties")
+		}
+		for name, v := range props {
+			switch v := v.(type) {
+			case map[string]any:
+			case bool:
+				props[name] = map[string]any{}
+				if !v {
+					props[name] = map[string]any{"not": map[string]any{}}
+				}
+			default:
+				props[name] = map[string]any{}
+			}
+		}
+	}
+	if r, ok := schema["required"]; ok {
+		names, isArray := r.([]any)
+		if !isArray {
+			delete(schema, "required")
+			return
+		}
+		schema["required"] = slices.DeleteFunc(names, func(n any) bool {
+			_, isString := n.(string)
+			return !isString
+		})
+	}
 }

@@ -265,14 +265,21 @@ func result(resp *calls.Response, typed bool) *mcp.CallToolResult {
 	if isContent {
 		r.Content = content
 	}
-	switch {
-	case len(b.StructuredContent) > 0:
-		r.StructuredContent = b.StructuredContent
-	case !isContent && (b.Result[0] == '{' || typed):
-		r.StructuredContent = b.Result
+	structured := b.StructuredContent
+	if len(structured) == 0 && !isContent {
+		structured = b.Result
 	}
-	if typed && b.IsError {
-		r.StructuredContent = nil
+	switch {
+	case typed && b.IsError:
+	case len(structured) > 0 && structured[0] == '{':
+		// MCP's structuredContent is an object: a client refuses
+		// the whole answer otherwise.
+		r.StructuredContent = structured
+	case typed:
+		// The tool broke its own output schema: said another way, the
+		// answer would be refused whole by a client that checks it.
+		r.IsError = true
+		r.Content = append([]mcp.Content{&mcp.TextContent{Text: noStructuredContent}}, r.Content...)
 	}
 	if resp.Replayed {
 		r.Meta[metaReplayed] = true
@@ -288,7 +295,16 @@ func result(resp *calls.Response, typed bool) *mcp.CallToolResult {
 // gave no JSON text). An error result carries none, Quiver's own refusals
 // included: their envelope is not the tool's output, and some clients
 // (the TypeScript SDK's) check structured content even on an error, while
-// none asks an error for it. The envelope stays the text.
+// none asks an error for it. The envelope stays the text. A successful
+// result with no object to carry (the tool answered plain text, or JSON
+// that is not an object) is answered as an error, its content after
+// noStructuredContent: a client that checks the schema (the TypeScript
+// SDK's) refuses a typed result without structured content whole, and the
+// agent would get nothing of what the tool said.
+
+// noStructuredContent heads the content of a typed action's successful
+// result that has no structured content (typedResult).
+const noStructuredContent = "The tool's answer has no structured content (a JSON object) as its output schema declares; what it answered follows."
 
 // toolContent is the MCP content a tool answered with, when the engine's
 // answer carries it as such. Content of a kind the SDK does not know (a

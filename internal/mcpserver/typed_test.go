@@ -12,10 +12,13 @@ import (
 
 // TestTypedResults (typedResult): an action with an output schema is listed
 // with it, and its calls answer, on the fast path and the SDK's alike, with
-// the tool's structured content (structured_content, else the result, an
-// object or not) and an error with none, Quiver's refusals included. An
-// action without one keeps its result as structured content when it is an
-// object, errors included, as before.
+// the tool's structured content (structured_content, else the result) and
+// an error with none, Quiver's refusals included. A successful answer with
+// no object to carry (JSON that is not one, plain text) is an error whose
+// content, after a line that says so, is the tool's: MCP's structured
+// content is an object, and a client that checks the schema would refuse
+// it whole. An action without one keeps its result as structured content
+// when it is an object, errors included, as before.
 func TestTypedResults(t *testing.T) {
 	f, _, fastURL, sdkURL := pair(t)
 	f.mu.Lock()
@@ -40,19 +43,24 @@ func TestTypedResults(t *testing.T) {
 		name, action string
 		answer       func(calls.Request) (*calls.Response, error)
 		structured   string // "" for none
+		note         bool   // the content opens with noStructuredContent
 	}{
-		{"wrapped", "count", body(`{"call_id":"c_1","is_error":false,"result":8,"structured_content":{"result":8}}`), `{"result":8}`},
-		{"same", "count", body(`{"call_id":"c_1","is_error":false,"result":{"result":8}}`), `{"result":8}`},
-		{"not an object", "count", body(`{"call_id":"c_1","is_error":false,"result":8}`), `8`},
-		{"tool error", "count", body(`{"call_id":"c_1","is_error":true,"result":{"error":"boom"}}`), ""},
+		{"wrapped", "count", body(`{"call_id":"c_1","is_error":false,"result":8,"structured_content":{"result":8}}`), `{"result":8}`, false},
+		{"same", "count", body(`{"call_id":"c_1","is_error":false,"result":{"result":8}}`), `{"result":8}`, false},
+		{"not an object", "count", body(`{"call_id":"c_1","is_error":false,"result":8}`), "", true},
+		{"null", "count", body(`{"call_id":"c_1","is_error":false,"result":null}`), "", true},
+		{"plain text", "count", body(`{"call_id":"c_1","is_error":false,"result_type":"mcp_content","result":[{"type":"text","text":"eight"}]}`), "", true},
+		{"structured content not an object", "count", body(`{"call_id":"c_1","is_error":false,"result":"8","structured_content":8}`), "", true},
+		{"untyped structured content not an object", "read", body(`{"call_id":"c_1","is_error":false,"result":"8","structured_content":8}`), "", false},
+		{"tool error", "count", body(`{"call_id":"c_1","is_error":true,"result":{"error":"boom"}}`), "", false},
 		{"refused", "count", func(calls.Request) (*calls.Response, error) {
 			return nil, &problem.Error{Code: problem.InvalidArguments, Message: "bad"}
-		}, ""},
-		{"untyped tool error", "read", body(`{"call_id":"c_1","is_error":true,"result":{"error":"boom"}}`), `{"error":"boom"}`},
+		}, "", false},
+		{"untyped tool error", "read", body(`{"call_id":"c_1","is_error":true,"result":{"error":"boom"}}`), `{"error":"boom"}`, false},
 		{"untyped refused", "read", func(calls.Request) (*calls.Response, error) {
 			return nil, &problem.Error{Code: problem.InvalidArguments, Message: "bad"}
-		}, `{"error":"invalid_arguments","message":"bad"}`},
-		{"untyped with structured content", "read", body(`{"call_id":"c_1","is_error":false,"result":8,"structured_content":{"result":8}}`), `{"result":8}`},
+		}, `{"error":"invalid_arguments","message":"bad"}`, false},
+		{"untyped with structured content", "read", body(`{"call_id":"c_1","is_error":false,"result":8,"structured_content":{"result":8}}`), `{"result":8}`, false},
 	}
 	for _, tc := range cases {
 		f.mu.Lock()
@@ -69,8 +77,15 @@ func TestTypedResults(t *testing.T) {
 				Content    []struct{ Text string }
 			}
 		}
-		if err := json.Unmarshal([]byte(fast.body), &got); err != nil || len(got.Result.Content) != 1 || got.Result.Content[0].Text == "" {
+		want := 1
+		if tc.note {
+			want = 2
+		}
+		if err := json.Unmarshal([]byte(fast.body), &got); err != nil || len(got.Result.Content) != want || got.Result.Content[want-1].Text == "" {
 			t.Fatalf("%s: %s", tc.name, fast.body)
+		}
+		if tc.note && (got.Result.Content[0].Text != noStructuredContent || !strings.Contains(fast.body, `"isError":true`)) {
+			t.Errorf("%s: %s, want an error whose content opens with noStructuredContent", tc.name, fast.body)
 		}
 		if string(got.Result.Structured) != tc.structured {
 			t.Errorf("%s: structuredContent %s, want %q", tc.name, got.Result.Structured, tc.structured)
@@ -78,5 +93,51 @@ func TestTypedResults(t *testing.T) {
 		if tc.action == "count" && tc.structured == "" && !strings.Contains(fast.body, `"isError":true`) {
 			t.Errorf("%s: %s, want an error", tc.name, fast.body)
 		}
+	}
+}
+
+// TestListedSchemasAreMCPShaped (mcpShape): a tool's schemas that MCP's
+// Tool type would not take are listed mended, or without the output schema,
+// so that a client that checks the listing (the TypeScript SDK's) takes
+// it; the rest of the list is unchanged.
+func TestListedSchemasAreMCPShaped(t *testing.T) {
+	f, _, fastURL, _ := pair(t)
+	action := func(name, in, out string) connectors.Action {
+		a := connectors.Action{Name: name, InputSchema: json.RawMessage(in), Retryable: true}
+		if out != "" {
+			a.OutputSchema = json.RawMessage(out)
+		}
+		return a
+	}
+	f.mu.Lock()
+	f.actions = append(f.actions,
+		action("bad_props", `{"type":"object","properties":[1],"required":"x"}`, ""),
+		action("bool_props", `{"type":"object","properties":{"a":true,"b":false,"c":3,"d":null},"required":["a",1,null]}`, ""),
+		action("array_out", `{"type":"object"}`, `{"type":"array","items":{"type":"integer"}}`),
+		action("untyped_out", `{"type":"object"}`, `{"properties":{"n":{"type":"integer"}}}`),
+		action("bad_out", `{"type":"object"}`, `{"type":"object","properties":{"n":false},"required":"n"}`),
+	)
+	f.mu.Unlock()
+	tools := listNames(t, connect(t, fastURL))
+	for name, want := range map[string][2]string{
+		"bad_props":   {`{"type":"object"}`, "null"},
+		"bool_props":  {`{"properties":{"a":{},"b":{"not":{}},"c":{},"d":{}},"required":["a"],"type":"object"}`, "null"},
+		"array_out":   {`{"type":"object"}`, "null"},
+		"untyped_out": {`{"type":"object"}`, `{"properties":{"n":{"type":"integer"}},"type":"object"}`},
+		"bad_out":     {`{"type":"object"}`, `{"properties":{"n":{"not":{}}},"type":"object"}`},
+	} {
+		tool := tools["My_Mail__"+name]
+		if tool == nil {
+			t.Errorf("%s is not listed", name)
+			continue
+		}
+		in, _ := json.Marshal(tool.InputSchema)
+		out, _ := json.Marshal(tool.OutputSchema)
+		if string(in) != want[0] || string(out) != want[1] {
+			t.Errorf("%s: listed with input schema %s and output schema %s, want %s and %s", name, in, out, want[0], want[1])
+		}
+	}
+	if tools["My_Mail__read"] == nil {
+		t.Errorf("the other actions are not listed: %v", tools)
 	}
 }
