@@ -87,9 +87,11 @@ func (c *call) dispatch(ctx context.Context, rt *toolconfig.Resolved, action *co
 		rctx, rcancel := recording()
 		defer rcancel()
 		cctx, ccancel := context.WithDeadline(rctx, c.leaseUntil)
-		ok, err := e.opts.Store.Complete(cctx, c.req.AccountID, c.req.Key, c.token, 200, ContentType, respBody, &entry)
+		earlier := e.log.earlier()
+		ok, err := e.opts.Store.Complete(cctx, c.req.AccountID, c.req.Key, c.token, 200, ContentType, respBody, &entry, earlier...)
 		ccancel()
 		if err != nil {
+			e.log.putBack(earlier)
 			ok, err = c.completeRetry(ctx, callID, respBody, &entry, err)
 		}
 		if err != nil || !ok {
@@ -205,7 +207,9 @@ func (c *call) unknown(ctx context.Context, rt *toolconfig.Resolved, action *con
 		// committed); the entry queued here as well is skipped then, by its
 		// call ID.
 		var err error
-		if recorded, err = e.opts.Store.MarkUnknown(ctx, c.req.AccountID, c.req.Key, c.token, &entry); err != nil {
+		earlier := e.log.earlier()
+		if recorded, err = e.opts.Store.MarkUnknown(ctx, c.req.AccountID, c.req.Key, c.token, &entry, earlier...); err != nil {
+			e.log.putBack(earlier)
 			e.opts.Logger.ErrorContext(ctx, "recording an unknown outcome failed; the sweeper will", "call_id", callID, "error", err)
 		}
 		// Only what the row says goes to the cache. A row this call could
@@ -260,8 +264,10 @@ func (c *call) releaseKey(ctx context.Context, callID string, entry *store.CallL
 	if !c.req.HasKey {
 		return false
 	}
-	ok, err := c.e.opts.Store.Release(ctx, c.req.AccountID, c.req.Key, c.token, entry)
+	earlier := c.e.log.earlier()
+	ok, err := c.e.opts.Store.Release(ctx, c.req.AccountID, c.req.Key, c.token, entry, earlier...)
 	if err != nil {
+		c.e.log.putBack(earlier)
 		c.e.opts.Logger.WarnContext(ctx, "releasing a key failed; trying again while its lease lasts", "call_id", callID, "error", err)
 		go c.releaseLater(context.WithoutCancel(ctx), callID, entry, false)
 		return true

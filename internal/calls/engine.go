@@ -49,9 +49,9 @@ const ContentType = "application/json; charset=utf-8"
 type Store interface {
 	Reserve(ctx context.Context, r *store.IdemRecord, lease, ttl time.Duration) (*store.IdemRecord, error)
 	GetIdem(ctx context.Context, accountID int64, key string) (*store.IdemRecord, error)
-	Complete(ctx context.Context, accountID int64, key, leaseToken string, status int, contentType string, body []byte, entry *store.CallLog) (bool, error)
-	MarkUnknown(ctx context.Context, accountID int64, key, leaseToken string, entry *store.CallLog) (bool, error)
-	Release(ctx context.Context, accountID int64, key, leaseToken string, entry *store.CallLog) (bool, error)
+	Complete(ctx context.Context, accountID int64, key, leaseToken string, status int, contentType string, body []byte, entry *store.CallLog, earlier ...store.CallLog) (bool, error)
+	MarkUnknown(ctx context.Context, accountID int64, key, leaseToken string, entry *store.CallLog, earlier ...store.CallLog) (bool, error)
+	Release(ctx context.Context, accountID int64, key, leaseToken string, entry *store.CallLog, earlier ...store.CallLog) (bool, error)
 	SweepExpiredLeases(ctx context.Context) ([]store.SweptKey, error)
 	PurgeExpiredKeys(ctx context.Context) (int64, error)
 	PurgeCalls(ctx context.Context, retention time.Duration) (int64, error)

@@ -3,6 +3,7 @@ package calls
 import (
 	"context"
 	"log/slog"
+	"slices"
 	"sync"
 	"time"
 
@@ -17,7 +18,9 @@ import (
 // soon as a full batch is waiting. A batch the database refuses is tried
 // again on the next tick. Under overload, or with the database away for
 // long, entries are dropped and counted rather than slowing calls down.
-// A list of the log first writes what this replica has queued (sync).
+// A list of the log first writes what this replica has queued (sync), and
+// a keyed call writes it ahead of its own entry (earlier), so that the log
+// keeps the order in which this replica's calls ended.
 type callLog struct {
 	store   Store
 	logger  *slog.Logger
@@ -26,9 +29,10 @@ type callLog struct {
 	queue   []store.CallLog
 	full    chan struct{} // signalled when a batch is waiting
 	done    chan struct{}
-	// writing is held while entries taken from the queue are written, so
-	// sync also waits for a batch the writer has taken and not yet written.
-	writing sync.Mutex
+	// writing holds a token while entries taken from the queue are
+	// written, so that sync, and earlier for a while, wait for a batch the
+	// writer has taken and not yet written.
+	writing chan struct{}
 }
 
 const (
@@ -37,10 +41,45 @@ const (
 	logInterval = 100 * time.Millisecond
 	// writeTimeout bounds the writing of one batch.
 	writeTimeout = 10 * time.Second
+	// earlierWait bounds how long earlier waits for a batch being written.
+	earlierWait = 20 * time.Millisecond
 )
 
 func newCallLog(s Store, l *slog.Logger, m *metrics.Metrics) *callLog {
-	return &callLog{store: s, logger: l, metrics: m, full: make(chan struct{}, 1), done: make(chan struct{})}
+	return &callLog{store: s, logger: l, metrics: m, full: make(chan struct{}, 1), done: make(chan struct{}),
+		writing: make(chan struct{}, 1)}
+}
+
+func (l *callLog) lockWriting()   { l.writing <- struct{}{} }
+func (l *callLog) unlockWriting() { <-l.writing }
+
+// earlier takes what is queued, for a keyed call to write ahead of its own
+// entry (Store.Complete's earlier): entries of calls that ended before it.
+// It waits for a batch being written, up to earlierWait (the database may
+// be slow or away: the call's own outcome matters more than the order);
+// past that, the call's entry may come before the batch's. The caller puts
+// back what it could not write (putBack).
+func (l *callLog) earlier() []store.CallLog {
+	select {
+	case l.writing <- struct{}{}:
+	default:
+		wait := time.NewTimer(earlierWait)
+		defer wait.Stop()
+		select {
+		case l.writing <- struct{}{}:
+		case <-wait.C:
+			return nil
+		}
+	}
+	defer l.unlockWriting()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if len(l.queue) == 0 {
+		return nil
+	}
+	taken := slices.Clone(l.queue)
+	l.queue = l.queue[:0]
+	return taken
 }
 
 func (l *callLog) add(c store.CallLog) {
@@ -91,8 +130,8 @@ func (l *callLog) putBack(failed []store.CallLog) {
 // answered. What cannot be written goes back to the queue; the list then
 // meets the same database.
 func (l *callLog) sync(ctx context.Context) {
-	l.writing.Lock()
-	defer l.writing.Unlock()
+	l.lockWriting()
+	defer l.unlockWriting()
 	_ = l.write(ctx, l.take(nil))
 }
 
@@ -126,8 +165,8 @@ func (l *callLog) run(ctx context.Context) {
 	// and when it ends, not on every tick.
 	failing := 0
 	flush := func() bool {
-		l.writing.Lock()
-		defer l.writing.Unlock()
+		l.lockWriting()
+		defer l.unlockWriting()
 		batch = l.take(batch)
 		if err := l.write(context.Background(), batch); err != nil {
 			if failing++; failing == 1 {

@@ -39,11 +39,21 @@ func (s *Store) InsertCalls(ctx context.Context, cs []CallLog) error {
 // insertCallsPostgresSQL inserts a batch as one array per column: eight
 // parameters whatever the batch's size, so neither the statement nor its
 // parameters grow with it, and pgx encodes each column in one go.
-const insertCallsPostgresSQL = `INSERT INTO calls (` + callColumns + `)
-SELECT * FROM unnest($1::text[], $2::bigint[], $3::bigint[], $4::text[], $5::text[], $6::bigint[], $7::text[], $8::timestamptz[])
-ON CONFLICT (call_id) DO NOTHING`
+var insertCallsPostgresSQL = rebind(Postgres, `INSERT INTO calls (`+callColumns+`)
+SELECT * FROM unnest(`+callArrayParams+`)
+ON CONFLICT (call_id) DO NOTHING`)
+
+// callArrayParams are the parameters of callArrays, typed.
+const callArrayParams = "?::text[], ?::bigint[], ?::bigint[], ?::text[], ?::text[], ?::bigint[], ?::text[], ?::timestamptz[]"
 
 func (s *Store) insertCallsPostgres(ctx context.Context, cs []CallLog) error {
+	_, err := s.sql.ExecContext(ctx, insertCallsPostgresSQL, callArrays(cs)...)
+	return interpret(err)
+}
+
+// callArrays are entries cs as one array per column, in callColumns'
+// order.
+func callArrays(cs []CallLog) []any {
 	var (
 		ids, actions, outcomes = make([]string, len(cs)), make([]string, len(cs)), make([]string, len(cs))
 		accounts, tools, ms    = make([]int64, len(cs)), make([]int64, len(cs)), make([]int64, len(cs))
@@ -54,8 +64,7 @@ func (s *Store) insertCallsPostgres(ctx context.Context, cs []CallLog) error {
 		ids[i], accounts[i], tools[i], actions[i] = c.CallID, c.AccountID, c.ToolID, c.Action
 		outcomes[i], ms[i], keys[i], at[i] = c.Outcome, c.DurationMS, c.IdempotencyKey, c.CreatedAt.UTC()
 	}
-	_, err := s.sql.ExecContext(ctx, insertCallsPostgresSQL, ids, accounts, tools, actions, outcomes, ms, keys, at)
-	return interpret(err)
+	return []any{ids, accounts, tools, actions, outcomes, ms, keys, at}
 }
 
 // callColumns are the calls table's columns in the order callArgs gives
@@ -89,8 +98,10 @@ func callArgs(cs []CallLog) []any {
 // ListCalls returns one page of the account's call log, optionally of one
 // tool, in the order the entries were written (by ID), so a page never
 // misses an entry written after an earlier page was read. A keyed call's
-// entry is written with its outcome; one without a key in a batch up to
-// logInterval later (calls.Engine.Calls writes its replica's batch first).
+// entry is written with its outcome, after the entries of keyless calls
+// its replica has queued (Complete's earlier); one without a key in a batch
+// up to logInterval later (calls.Engine.Calls writes its replica's batch
+// first).
 //
 // Concurrent writers (keyed completions on every replica, the keyless
 // batches, the sweeper) commit out of ID order, so the page is read settled

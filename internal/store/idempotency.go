@@ -77,9 +77,13 @@ type idemSQL struct {
 	// completeLogged, markUnknownLogged and releaseLogged are complete,
 	// markUnknown and release with the call's log entry in one statement
 	// (Postgres only; SQLite runs the two in a transaction); each returns
-	// how many rows it changed, 0 or 1.
-	completeLogged, markUnknownLogged, releaseLogged string
+	// how many rows it changed, 0 or 1. Their After forms write earlier
+	// calls' entries first (changeLogged).
+	completeLogged, markUnknownLogged, releaseLogged dual
 }
+
+// dual is a logged statement, alone and after earlier calls' entries.
+type dual struct{ alone, after string }
 
 func newIdemSQL(d Dialect, now string) idemSQL {
 	q := func(s string) string { return rebind(d, strings.ReplaceAll(s, "{now}", now)) }
@@ -122,12 +126,28 @@ func newIdemSQL(d Dialect, now string) idemSQL {
 		release:     q(release),
 	}
 	if d == Postgres {
-		logged := func(change string) string {
-			return q(`WITH done AS (` + change + ` RETURNING 1), logged AS (
+		const entry = `SELECT ?::text, ?::bigint, ?::bigint, ?::text, ?::text, ?::bigint, ?::text, ?::timestamptz`
+		logged := func(change string) dual {
+			return dual{
+				alone: q(`WITH done AS (` + change + ` RETURNING 1), logged AS (
 			INSERT INTO calls (` + callColumns + `)
-			SELECT ?::text, ?::bigint, ?::bigint, ?::text, ?::text, ?::bigint, ?::text, ?::timestamptz FROM done
+			` + entry + ` FROM done
 			ON CONFLICT (call_id) DO NOTHING)
-		SELECT count(*) FROM done`)
+		SELECT count(*) FROM done`),
+				// The earlier entries whatever the change does, then
+				// the call's if it did; one INSERT takes IDs in the
+				// order its rows come, which ORDER BY sets.
+				after: q(`WITH done AS (` + change + ` RETURNING 1), logged AS (
+			INSERT INTO calls (` + callColumns + `)
+			SELECT ` + callColumns + ` FROM (
+				SELECT * FROM unnest(` + callArrayParams + `)
+					WITH ORDINALITY AS earlier(` + callColumns + `, n)
+				UNION ALL
+				` + entry + `, 9223372036854775807 FROM done) entries
+			ORDER BY n
+			ON CONFLICT (call_id) DO NOTHING)
+		SELECT count(*) FROM done`),
+			}
 		}
 		s.completeLogged, s.markUnknownLogged, s.releaseLogged = logged(complete), logged(markUnknown), logged(release)
 	}
@@ -269,20 +289,35 @@ func (s *Store) affectedOne(ctx context.Context, q string, args ...any) (bool, e
 // entry, it writes it with the outcome, in one statement on Postgres and
 // one transaction on SQLite: a call whose outcome is stored is in the log,
 // even if the process dies a moment later (a batched entry would be lost).
-func (s *Store) Complete(ctx context.Context, accountID int64, key, leaseToken string, status int, contentType string, body []byte, entry *CallLog) (bool, error) {
-	return s.changeLogged(ctx, s.idem.complete, s.idem.completeLogged, entry, status, contentType, body, accountID, key, leaseToken)
+// earlier are entries of calls that ended before this one, written ahead
+// of it whatever the outcome's fate (changeLogged).
+func (s *Store) Complete(ctx context.Context, accountID int64, key, leaseToken string, status int, contentType string, body []byte, entry *CallLog, earlier ...CallLog) (bool, error) {
+	return s.changeLogged(ctx, s.idem.complete, s.idem.completeLogged, entry, earlier, status, contentType, body, accountID, key, leaseToken)
 }
 
 // changeLogged runs the conditional statement change with args and, given
 // a call log entry, writes the entry if (and only if) it changed its row:
 // in one statement on Postgres (logged), in one transaction on SQLite.
-func (s *Store) changeLogged(ctx context.Context, change, logged string, entry *CallLog, args ...any) (bool, error) {
+// The entries of earlier calls, if any, are written first, and whether or
+// not the change is made: the log is read in the order its entries were
+// written, and a keyed call's entry would otherwise come before those of
+// keyless calls that ended before it and wait in a batch (calls' log).
+func (s *Store) changeLogged(ctx context.Context, change string, logged dual, entry *CallLog, earlier []CallLog, args ...any) (bool, error) {
 	if entry == nil {
+		if len(earlier) > 0 {
+			if err := s.InsertCalls(ctx, earlier); err != nil {
+				return false, err
+			}
+		}
 		return s.affectedOne(ctx, change, args...)
 	}
 	if s.dialect == Postgres {
+		q := logged.alone
+		if len(earlier) > 0 {
+			q, args = logged.after, append(args, callArrays(earlier)...)
+		}
 		var n int
-		err := s.sql.QueryRowContext(ctx, logged, append(args, callArgs([]CallLog{*entry})...)...).Scan(&n)
+		err := s.sql.QueryRowContext(ctx, q, append(args, callArgs([]CallLog{*entry})...)...).Scan(&n)
 		return n == 1, interpretWrite(err)
 	}
 	tx, err := s.sql.BeginTx(ctx, nil)
@@ -290,11 +325,19 @@ func (s *Store) changeLogged(ctx context.Context, change, logged string, entry *
 		return false, interpret(err)
 	}
 	defer tx.Rollback()
+	for batch := range slices.Chunk(earlier, 256) { // SQLite's bound on parameters
+		if _, err := tx.ExecContext(ctx, insertCallsSQL(len(batch)), callArgs(batch)...); err != nil {
+			return false, interpretWrite(err)
+		}
+	}
 	res, err := tx.ExecContext(ctx, change, args...)
 	if err != nil {
 		return false, interpretWrite(err)
 	}
 	if n, err := res.RowsAffected(); err != nil || n != 1 {
+		if err == nil && len(earlier) > 0 {
+			err = tx.Commit()
+		}
 		return false, interpretWrite(err)
 	}
 	if _, err := tx.ExecContext(ctx, insertCallsSQL(1), callArgs([]CallLog{*entry})...); err != nil {
@@ -307,15 +350,15 @@ func (s *Store) changeLogged(ctx context.Context, change, logged string, entry *
 // is terminal from then on. Given a call log entry, it writes it with the
 // outcome, as Complete does: a call dispatched with no outcome, perhaps run,
 // is in the log even if the process dies a moment after answering.
-func (s *Store) MarkUnknown(ctx context.Context, accountID int64, key, leaseToken string, entry *CallLog) (bool, error) {
-	return s.changeLogged(ctx, s.idem.markUnknown, s.idem.markUnknownLogged, entry, accountID, key, leaseToken)
+func (s *Store) MarkUnknown(ctx context.Context, accountID int64, key, leaseToken string, entry *CallLog, earlier ...CallLog) (bool, error) {
+	return s.changeLogged(ctx, s.idem.markUnknown, s.idem.markUnknownLogged, entry, earlier, accountID, key, leaseToken)
 }
 
 // Release deletes a reservation whose call provably never reached the tool,
 // so the key can be used again. Given a call log entry (a call the tool
 // refused), it writes it with the release, as Complete does.
-func (s *Store) Release(ctx context.Context, accountID int64, key, leaseToken string, entry *CallLog) (bool, error) {
-	return s.changeLogged(ctx, s.idem.release, s.idem.releaseLogged, entry, accountID, key, leaseToken)
+func (s *Store) Release(ctx context.Context, accountID int64, key, leaseToken string, entry *CallLog, earlier ...CallLog) (bool, error) {
+	return s.changeLogged(ctx, s.idem.release, s.idem.releaseLogged, entry, earlier, accountID, key, leaseToken)
 }
 
 // SweptKey is a key the sweeper declared outcome_unknown.

@@ -91,3 +91,50 @@ func TestUnknownOutcomesLoggedWithTheirTransition(t *testing.T) {
 		})
 	}
 }
+
+// TestEarlierEntriesWrittenFirst: the entries of earlier calls a change of a
+// key's row is given are written ahead of the call's own, in their order,
+// and whether or not the change is made; the call's own only if it is. The
+// log is read in the order its entries were written.
+func TestEarlierEntriesWrittenFirst(t *testing.T) {
+	for name, s := range setup(t) {
+		t.Run(name, func(t *testing.T) {
+			ctx := context.Background()
+			acct, err := s.EnsureAccount(ctx, "earlier-first")
+			if err != nil {
+				t.Fatal(err)
+			}
+			entry := func(callID string, key *string) store.CallLog {
+				return store.CallLog{CallID: callID, AccountID: acct.ID, ToolID: 3, Action: "send", Outcome: "succeeded",
+					DurationMS: 7, IdempotencyKey: key, CreatedAt: time.Now().UTC()}
+			}
+			key, tok := "k-1", "tok-1"
+			r := &store.IdemRecord{AccountID: acct.ID, Key: key, Fingerprint: []byte{1}, LeaseToken: &tok, ToolID: 3, Action: "send", CallID: "c-keyed"}
+			if ex, err := s.Reserve(ctx, r, time.Minute, time.Hour); err != nil || ex != nil {
+				t.Fatalf("reserve: %+v, %v", ex, err)
+			}
+			own := entry("c-keyed", &key)
+			if ok, err := s.Complete(ctx, acct.ID, key, tok, 200, "application/json", []byte(`{}`), &own,
+				entry("c-a", nil), entry("c-b", nil), entry("c-c", nil)); !ok || err != nil {
+				t.Fatalf("Complete: %v, %v", ok, err)
+			}
+			// The row is no longer this lease's: the earlier entries are
+			// written all the same, the call's own is not.
+			late := entry("c-late", &key)
+			if ok, err := s.Complete(ctx, acct.ID, key, tok, 200, "application/json", []byte(`{}`), &late, entry("c-d", nil)); ok || err != nil {
+				t.Fatalf("second Complete: %v, %v", ok, err)
+			}
+			got, _, err := s.ListCalls(ctx, acct.ID, nil, store.Page{Limit: 50})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var ids []string
+			for _, c := range got {
+				ids = append(ids, c.CallID)
+			}
+			if want := "c-a c-b c-c c-keyed c-d"; strings.Join(ids, " ") != want {
+				t.Errorf("log %v, want %s", ids, want)
+			}
+		})
+	}
+}
