@@ -241,7 +241,7 @@ func New(ctx context.Context, cfg *config.Config, logger *slog.Logger) (*App, er
 		Store: a.Store, Tools: a.Tools, Cache: cache, Metrics: a.Metrics, Logger: logger,
 		CallTimeout: cfg.CallTimeout, Lease: cfg.Lease(), IdempotencyTTL: cfg.IdempotencyTTL, SweepInterval: cfg.SweepInterval,
 		RateLimit: cfg.CallRateLimit, RateBurst: cfg.CallRateBurst,
-		CallLogRetention: cfg.CallLogRetention, Reauth: a.Tools,
+		CallLogRetention: cfg.CallLogRetention, Reauth: a.Tools, DatabaseDown: a.Store.Down,
 	})
 	a.agentMCP = mcpserver.New(mcpserver.Options{
 		Agents: a.Agents, Tools: a.Tools, Actions: a.Engine, Calls: a.Engine, Logger: a.Logger,
@@ -344,10 +344,14 @@ func (a *App) HTTPServer() *httpserver.Server {
 	return httpserver.New(a.Handler(), &httpserver.Options{ErrorBody: api.RefusalBody, OnRefusal: a.API.Refused, Logger: a.Logger})
 }
 
-// RunBackground runs the sweeper, purge and call log writer until ctx ends,
+// RunBackground runs the sweeper, purge and call log writer, and the
+// watch of the database's liveness (store.Store.Watch), until ctx ends,
 // and, once at start, seals what an older build stored plain
 // (toolconfig.Service.ResealStored).
 func (a *App) RunBackground(ctx context.Context) {
+	watched := make(chan struct{})
+	go func() { a.Store.Watch(ctx); close(watched) }()
+	defer func() { <-watched }()
 	done := make(chan struct{})
 	go func() {
 		defer close(done)

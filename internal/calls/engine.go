@@ -91,6 +91,12 @@ type Options struct {
 	RateBurst int
 	// Reauth refreshes a refused OAuth token for one retry; nil: no retry.
 	Reauth Reauthorizer
+	// DatabaseDown reports whether the database is known to be down
+	// (store.Store.Down); nil: never. A call without a key, which may find
+	// its API key and tool in caches and meet no database before it is
+	// dispatched, is refused then: with the database down nothing is
+	// dispatched (API.md). A keyed call's reservation meets the database.
+	DatabaseDown func() bool
 }
 
 // Engine runs calls.
@@ -392,6 +398,9 @@ func (c *call) runOnce(ctx context.Context) (*Response, error) {
 	}
 	if err != nil {
 		return c.rejectBeforeReserve(ctx, unavailable(err))
+	}
+	if !c.req.HasKey && e.opts.DatabaseDown != nil && e.opts.DatabaseDown() {
+		return nil, unavailable(store.ErrUnavailable)
 	}
 	callID := "c_" + ulid.Make().String()
 	if c.req.HasKey {

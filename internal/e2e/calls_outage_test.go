@@ -128,12 +128,14 @@ func TestCallLogSurvivesADatabaseOutage(t *testing.T) {
 	if r := e.call(get); r.Status != 200 {
 		t.Fatalf("warm-up: %d %s", r.Status, r.Body)
 	}
-	px.setCut(true)
-	// The key and the tool are cached for a second: a keyless retryable
-	// call still runs, and its log entry waits for the database.
+	// A keyless call's log entry waits in a batch for up to 100 ms: the
+	// database goes away as soon as it is answered, before the batch is
+	// written (but for a flush in that moment, which proves nothing and
+	// fails nothing), and the entry waits for it.
 	r := e.call(get)
+	px.setCut(true)
 	if r.Status != 200 {
-		t.Fatalf("with the database away: %d %s", r.Status, r.Body)
+		t.Fatalf("call: %d %s", r.Status, r.Body)
 	}
 	callID := r.JSON()["call_id"]
 	time.Sleep(500 * time.Millisecond) // several flushes fail meanwhile
@@ -147,6 +149,37 @@ func TestCallLogSurvivesADatabaseOutage(t *testing.T) {
 			}
 		}
 		return false
+	})
+}
+
+// TestKeylessCallRefusedWhileTheDatabaseIsDown: with Postgres gone, a call
+// without a key is 503 unavailable and nothing is dispatched (API.md), even
+// though its API key and tool are in the replica's caches: the replica sees
+// its own watching session end. Before, such a call ran for as long as the
+// caches held (QUIVER_CACHE_TTL). Once the database is back, calls run again.
+func TestKeylessCallRefusedWhileTheDatabaseIsDown(t *testing.T) {
+	dbURL, px := postgresBehindProxy(t, "keylessdown")
+	e := setupCalls(t, testserver.Options{DatabaseURL: dbURL, Env: map[string]string{"QUIVER_CACHE_TTL": "30s"}})
+	get := map[string]any{"tool": e.id, "action": "get", "arguments": map[string]any{"path": "/down"}}
+	if r := e.call(get); r.Status != 200 {
+		t.Fatalf("warm-up: %d %s", r.Status, r.Body)
+	}
+	ran := e.tool.total.Load()
+	px.setCut(true)
+	time.Sleep(100 * time.Millisecond) // the replica sees its session end
+	for i := range 3 {
+		r := e.call(get)
+		wantError(t, r, 503, "unavailable")
+		if r.Header.Get("Retry-After") == "" {
+			t.Errorf("call %d: 503 without Retry-After", i)
+		}
+	}
+	if n := e.tool.total.Load(); n != ran {
+		t.Fatalf("the tool was called %d times with the database down", n-ran)
+	}
+	px.setCut(false)
+	testserver.Eventually(t, 10*time.Second, "calls running again", func() bool {
+		return e.call(get).Status == 200
 	})
 }
 

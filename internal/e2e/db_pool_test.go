@@ -11,6 +11,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/quiverhq/quiver/internal/store"
 	"github.com/quiverhq/quiver/internal/testdb"
 	"github.com/quiverhq/quiver/internal/testserver"
 )
@@ -45,7 +46,8 @@ func TestDBMaxConns(t *testing.T) {
 		most := 0
 		for ctx.Err() == nil {
 			var n int
-			if err := admin.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity WHERE datname = $1`, dbName).Scan(&n); err == nil {
+			if err := admin.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity WHERE datname = $1 AND application_name <> $2`,
+				dbName, store.WatchApplicationName).Scan(&n); err == nil {
 				most = max(most, n)
 			}
 			time.Sleep(2 * time.Millisecond)

@@ -68,6 +68,7 @@ type Store struct {
 	migrateLock string
 	log         *slog.Logger   // never nil
 	ended       *endedSessions // Postgres only
+	live        *liveness      // Postgres only
 }
 
 // Options configures Open.
@@ -120,7 +121,8 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 		sqlDB.SetMaxOpenConns(maxConns)
 		sqlDB.SetMaxIdleConns(maxConns)
 		sqlDB.SetConnMaxIdleTime(5 * time.Minute)
-		s := &Store{db: db, sql: sqlDB, dialect: Postgres, nowMS: "(extract(epoch from clock_timestamp()) * 1000)::bigint", log: opts.Logger, ended: ended}
+		s := &Store{db: db, sql: sqlDB, dialect: Postgres, nowMS: "(extract(epoch from clock_timestamp()) * 1000)::bigint", log: opts.Logger, ended: ended,
+			live: &liveness{dsn: opts.DatabaseURL}}
 		s.idem = newIdemSQL(s.dialect, s.nowMS)
 		pctx, cancel := context.WithTimeout(ctx, openTimeout)
 		defer cancel()
