@@ -484,14 +484,14 @@ describe("idempotency", () => {
 });
 
 // ---------------------------------------------------------------------------------------------
-// The seed's JavaScript examples, verbatim except: the import line names "quiver-sdk" instead of
-// "flymyai-js-client", and the client gets its key and URL from the test
-// (`new AgentClient({ apiKey: process.env.QUIVER_API_KEY, baseUrl: process.env.QUIVER_BASE_URL })`
+// The seed's JavaScript examples, verbatim (the import line names "flymyai-js-client", the package
+// installed under that name, as the README says) except that the client gets its key and URL from
+// the test (`new AgentClient({ apiKey: process.env.QUIVER_API_KEY, baseUrl: process.env.QUIVER_BASE_URL })`
 // instead of `new AgentClient({ apiKey: "fly-***" })`). Two examples that share a variable run as one
 // module, and SEED_ATTACHING ends with one added line that prints the agent for the test to check.
 // Each runs as its own ES module that imports the package by name.
 
-const HEADER = `import { AgentClient } from "quiver-sdk";
+const HEADER = `import { AgentClient } from "flymyai-js-client";
 
 const client = new AgentClient({ apiKey: process.env.QUIVER_API_KEY, baseUrl: process.env.QUIVER_BASE_URL });
 `;
@@ -564,10 +564,11 @@ describe("seed JavaScript examples", () => {
   let dir;
 
   before(() => {
-    // A scratch project whose node_modules/quiver-sdk is this package, so `import ... from "quiver-sdk"` resolves.
+    // A scratch project with this package installed under the seed's name, as
+    // `npm install flymyai-js-client@file:…` does (a link in node_modules), so the seed's import resolves.
     dir = mkdtempSync(path.join(os.tmpdir(), "quiver-seed-js-"));
     mkdirSync(path.join(dir, "node_modules"));
-    symlinkSync(SDK_ROOT, path.join(dir, "node_modules", "quiver-sdk"), "dir");
+    symlinkSync(SDK_ROOT, path.join(dir, "node_modules", "flymyai-js-client"), "dir");
     writeFileSync(path.join(dir, "package.json"), JSON.stringify({ type: "module", private: true }));
   });
 

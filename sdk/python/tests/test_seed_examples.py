@@ -1,9 +1,9 @@
 """The seed document's Python examples, copied verbatim, run against a real server.
 
-Only two things differ from the seed: the import line (`from flymyai import AgentClient` became
-`from quiver import AgentClient`) and the client's construction (the seed's
-`AgentClient(api_key="fly-***")` became `AgentClient(api_key=API_KEY, base_url=BASE_URL)`). The seed's
-`client.runs` lines are left out: runs are not part of this API.
+The import line is the seed's, `from flymyai import AgentClient`: the SDK answers to that name too
+(the `flymyai` package, which is `quiver`). Only the client's construction differs from the seed (its
+`AgentClient(api_key="fly-***")` became `AgentClient(api_key=API_KEY, base_url=BASE_URL)`), and the
+seed's `client.runs` lines are left out: runs are not part of this API.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ def setUpModule() -> None:
 
 # -- "Tool Catalog" ---------------------------------------------------------------------------
 CATALOG = '''
-from quiver import AgentClient
+from flymyai import AgentClient
 
 client = AgentClient(api_key=API_KEY, base_url=BASE_URL)
 
@@ -107,7 +107,7 @@ print(result)
 
 # -- "Complete Example" (without the seed's step 5, `client.runs`) ----------------------------
 COMPLETE = '''
-from quiver import AgentClient
+from flymyai import AgentClient
 
 client = AgentClient(api_key=API_KEY, base_url=BASE_URL)
 

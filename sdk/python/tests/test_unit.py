@@ -32,6 +32,17 @@ class TestPublicNames(unittest.TestCase):
             self.assertIn(name, quiver.__all__)
 
 
+class TestSeedPackageName(unittest.TestCase):
+    def test_flymyai_is_quiver(self) -> None:
+        # The product documents import the SDK as `flymyai`; every public name is quiver's own object.
+        import flymyai
+
+        self.assertEqual(flymyai.__all__, quiver.__all__)
+        for name in quiver.__all__:
+            with self.subTest(name=name):
+                self.assertIs(getattr(flymyai, name), getattr(quiver, name))
+
+
 class TestNoRuns(unittest.TestCase):
     def test_runs_says_why_it_is_not_there(self) -> None:
         # The seed's complete example ends with client.runs.create(...): a user who copies it gets the
