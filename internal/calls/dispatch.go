@@ -88,10 +88,10 @@ func (c *call) dispatch(ctx context.Context, rt *toolconfig.Resolved, action *co
 		defer rcancel()
 		cctx, ccancel := context.WithDeadline(rctx, c.leaseUntil)
 		earlier := e.log.earlier()
-		ok, err := e.opts.Store.Complete(cctx, c.req.AccountID, c.req.Key, c.token, 200, ContentType, respBody, &entry, earlier...)
+		ok, err := e.opts.Store.Complete(cctx, c.req.AccountID, c.req.Key, c.token, 200, ContentType, respBody, &entry, earlier.entries...)
 		ccancel()
+		e.log.settle(earlier, err)
 		if err != nil {
-			e.log.putBack(earlier)
 			ok, err = c.completeRetry(ctx, callID, respBody, &entry, err)
 		}
 		if err != nil || !ok {
@@ -208,8 +208,9 @@ func (c *call) unknown(ctx context.Context, rt *toolconfig.Resolved, action *con
 		// call ID.
 		var err error
 		earlier := e.log.earlier()
-		if recorded, err = e.opts.Store.MarkUnknown(ctx, c.req.AccountID, c.req.Key, c.token, &entry, earlier...); err != nil {
-			e.log.putBack(earlier)
+		recorded, err = e.opts.Store.MarkUnknown(ctx, c.req.AccountID, c.req.Key, c.token, &entry, earlier.entries...)
+		e.log.settle(earlier, err)
+		if err != nil {
 			e.opts.Logger.ErrorContext(ctx, "recording an unknown outcome failed; the sweeper will", "call_id", callID, "error", err)
 		}
 		// Only what the row says goes to the cache. A row this call could
@@ -265,9 +266,9 @@ func (c *call) releaseKey(ctx context.Context, callID string, entry *store.CallL
 		return false
 	}
 	earlier := c.e.log.earlier()
-	ok, err := c.e.opts.Store.Release(ctx, c.req.AccountID, c.req.Key, c.token, entry, earlier...)
+	ok, err := c.e.opts.Store.Release(ctx, c.req.AccountID, c.req.Key, c.token, entry, earlier.entries...)
+	c.e.log.settle(earlier, err)
 	if err != nil {
-		c.e.log.putBack(earlier)
 		c.e.opts.Logger.WarnContext(ctx, "releasing a key failed; trying again while its lease lasts", "call_id", callID, "error", err)
 		go c.releaseLater(context.WithoutCancel(ctx), callID, entry, false)
 		return true

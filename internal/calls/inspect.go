@@ -63,7 +63,9 @@ func (e *Engine) Key(ctx context.Context, accountID int64, key string) (*KeyStat
 // entries were written, with every call this replica has answered (another
 // replica's calls without a key reach the log within logInterval).
 func (e *Engine) Calls(ctx context.Context, accountID int64, toolID *int64, p store.Page) ([]store.CallLog, string, error) {
-	e.log.sync(ctx)
+	if err := e.log.sync(ctx); err != nil {
+		return nil, "", err
+	}
 	cs, next, err := e.opts.Store.ListCalls(ctx, accountID, toolID, p)
 	if err != nil {
 		return nil, "", err

@@ -2,6 +2,7 @@ package calls
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"slices"
 	"sync"
@@ -33,6 +34,8 @@ type callLog struct {
 	// written, so that sync, and earlier for a while, wait for a batch the
 	// writer has taken and not yet written.
 	writing chan struct{}
+	// held has what keyed calls took (earlier) and have not settled.
+	held map[chan struct{}]struct{}
 }
 
 const (
@@ -43,23 +46,35 @@ const (
 	writeTimeout = 10 * time.Second
 	// earlierWait bounds how long earlier waits for a batch being written.
 	earlierWait = 20 * time.Millisecond
+	// heldWait bounds how long sync waits for keyed calls to write what
+	// they took (earlier), as the store bounds a list's wait for writes in
+	// flight.
+	heldWait = 150 * time.Millisecond
 )
 
 func newCallLog(s Store, l *slog.Logger, m *metrics.Metrics) *callLog {
 	return &callLog{store: s, logger: l, metrics: m, full: make(chan struct{}, 1), done: make(chan struct{}),
-		writing: make(chan struct{}, 1)}
+		writing: make(chan struct{}, 1), held: map[chan struct{}]struct{}{}}
 }
 
 func (l *callLog) lockWriting()   { l.writing <- struct{}{} }
 func (l *callLog) unlockWriting() { <-l.writing }
 
+// taken is what earlier took from the queue: entries of calls that ended
+// before a keyed call, for it to write ahead of its own. Its zero value
+// holds nothing. Until the keyed call settles it, sync waits for it, so a
+// list never misses an entry that is neither queued nor written.
+type taken struct {
+	entries []store.CallLog
+	done    chan struct{} // closed by settle; nil when nothing was taken
+}
+
 // earlier takes what is queued, for a keyed call to write ahead of its own
-// entry (Store.Complete's earlier): entries of calls that ended before it.
-// It waits for a batch being written, up to earlierWait (the database may
-// be slow or away: the call's own outcome matters more than the order);
-// past that, the call's entry may come before the batch's. The caller puts
-// back what it could not write (putBack).
-func (l *callLog) earlier() []store.CallLog {
+// entry (Store.Complete's earlier); the call then settles it. It waits for
+// a batch being written, up to earlierWait (the database may be slow or
+// away: the call's own outcome matters more than the order); past that,
+// the call's entry may come before the batch's.
+func (l *callLog) earlier() taken {
 	select {
 	case l.writing <- struct{}{}:
 	default:
@@ -68,18 +83,35 @@ func (l *callLog) earlier() []store.CallLog {
 		select {
 		case l.writing <- struct{}{}:
 		case <-wait.C:
-			return nil
+			return taken{}
 		}
 	}
 	defer l.unlockWriting()
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if len(l.queue) == 0 {
-		return nil
+		return taken{}
 	}
-	taken := slices.Clone(l.queue)
+	t := taken{entries: slices.Clone(l.queue), done: make(chan struct{})}
 	l.queue = l.queue[:0]
-	return taken
+	l.held[t.done] = struct{}{}
+	return t
+}
+
+// settle ends what earlier took, once the keyed call's statement returned
+// err: entries it did not write go back to the queue (putBack) before a
+// sync waiting for them goes on.
+func (l *callLog) settle(t taken, err error) {
+	if t.done == nil {
+		return
+	}
+	if err != nil {
+		l.putBack(t.entries)
+	}
+	l.mu.Lock()
+	delete(l.held, t.done)
+	l.mu.Unlock()
+	close(t.done)
 }
 
 func (l *callLog) add(c store.CallLog) {
@@ -125,14 +157,38 @@ func (l *callLog) putBack(failed []store.CallLog) {
 	}
 }
 
-// sync writes what is queued now, and waits for a batch being written, so
-// that a list of the log that follows shows every call this replica has
-// answered. What cannot be written goes back to the queue; the list then
-// meets the same database.
-func (l *callLog) sync(ctx context.Context) {
+// sync writes what is queued now, after waiting for a batch being written
+// and for entries keyed calls took (earlier), so that a list of the log
+// that follows shows every call this replica has answered. What cannot be
+// written goes back to the queue; the list then meets the same database.
+// Entries a keyed call holds past heldWait (a stalled database) make the
+// list unavailable rather than short.
+func (l *callLog) sync(ctx context.Context) error {
 	l.lockWriting()
 	defer l.unlockWriting()
+	// With writing held no call takes more, so what is held now is all
+	// that must be waited for.
+	l.mu.Lock()
+	pending := make([]chan struct{}, 0, len(l.held))
+	for done := range l.held {
+		pending = append(pending, done)
+	}
+	l.mu.Unlock()
+	if len(pending) > 0 {
+		wait := time.NewTimer(heldWait)
+		defer wait.Stop()
+		for _, done := range pending {
+			select {
+			case <-done:
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-wait.C:
+				return fmt.Errorf("%w: a keyed call has been writing the call log for %v", store.ErrUnavailable, heldWait)
+			}
+		}
+	}
 	_ = l.write(ctx, l.take(nil))
+	return nil
 }
 
 // write writes batch in pieces of logBatch, each within writeTimeout, and
