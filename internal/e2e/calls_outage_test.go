@@ -157,6 +157,7 @@ func TestCallLogSurvivesADatabaseOutage(t *testing.T) {
 // though its API key and tool are in the replica's caches: the replica sees
 // its own watching session end. Before, such a call ran for as long as the
 // caches held (QUIVER_CACHE_TTL). Once the database is back, calls run again.
+// So too with a database that stops answering (frozen), which ends nothing.
 func TestKeylessCallRefusedWhileTheDatabaseIsDown(t *testing.T) {
 	dbURL, px := postgresBehindProxy(t, "keylessdown")
 	e := setupCalls(t, testserver.Options{DatabaseURL: dbURL, Env: map[string]string{"QUIVER_CACHE_TTL": "30s"}})
@@ -164,23 +165,43 @@ func TestKeylessCallRefusedWhileTheDatabaseIsDown(t *testing.T) {
 	if r := e.call(get); r.Status != 200 {
 		t.Fatalf("warm-up: %d %s", r.Status, r.Body)
 	}
-	ran := e.tool.total.Load()
-	px.setCut(true)
-	time.Sleep(100 * time.Millisecond) // the replica sees its session end
-	for i := range 3 {
-		r := e.call(get)
-		wantError(t, r, 503, "unavailable")
-		if r.Header.Get("Retry-After") == "" {
-			t.Errorf("call %d: 503 without Retry-After", i)
+	// refused checks that, with the database gone as gone says, calls are
+	// refused within within, and then that nothing is dispatched.
+	refused := func(how string, within time.Duration) {
+		t.Helper()
+		testserver.Eventually(t, within, "calls refused with the database "+how, func() bool {
+			return e.call(get).Status == 503
+		})
+		ran := e.tool.total.Load()
+		for i := range 3 {
+			r := e.call(get)
+			wantError(t, r, 503, "unavailable")
+			if r.Header.Get("Retry-After") == "" {
+				t.Errorf("call %d with the database %s: 503 without Retry-After", i, how)
+			}
+		}
+		if n := e.tool.total.Load(); n != ran {
+			t.Fatalf("the tool was called %d times with the database %s", n-ran, how)
 		}
 	}
-	if n := e.tool.total.Load(); n != ran {
-		t.Fatalf("the tool was called %d times with the database down", n-ran)
+	running := func() {
+		t.Helper()
+		testserver.Eventually(t, 10*time.Second, "calls running again", func() bool {
+			return e.call(get).Status == 200
+		})
 	}
+
+	px.setCut(true)
+	refused("down", time.Second) // the replica sees its session end
 	px.setCut(false)
-	testserver.Eventually(t, 10*time.Second, "calls running again", func() bool {
-		return e.call(get).Status == 200
-	})
+	running()
+
+	// A database that stops answering without ending anything is seen
+	// when the watching session's probe goes unanswered.
+	px.freeze(true)
+	refused("stalled", 10*time.Second)
+	px.freeze(false)
+	running()
 }
 
 // A database that stalls with its connections open (nothing answers, nothing

@@ -49,7 +49,7 @@ func TestWatchOutlivesAnEndedSession(t *testing.T) {
 		if err := s.DB().Exec(`SELECT pg_terminate_backend(?)`, pid).Error; err != nil {
 			t.Fatal(err)
 		}
-		for end := time.Now().Add(200 * time.Millisecond); time.Now().Before(end); {
+		for end := time.Now().Add(200 * time.Millisecond); time.Now().Before(end); time.Sleep(time.Millisecond) {
 			if s.Down() {
 				t.Fatal("Down after a session Postgres ended while it stayed up")
 			}
