@@ -218,7 +218,9 @@ func mcpTool(name string, a *connectors.Action) (t *mcp.Tool, key string, err er
 // type: properties an object of schemas, required an array of names. What
 // a tool's schema has otherwise is mended for the listing (a property's
 // schema true or false, which JSON Schema allows, becomes {} or {"not":
-// {}}) or left out (anything else, which no JSON Schema allows): a client
+// {}}, and one of any other type, which no JSON Schema allows, {}) or left
+// out (properties that are not an object, required that is not an array,
+// and names in it that are not strings): a client
 // that checks the listing refuses it whole else (the TypeScript SDK's), so
 // one tool's mistake would hide every tool of the agent. Arguments are
 // still checked against the tool's own schema, and the tool judges them.

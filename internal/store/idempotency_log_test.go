@@ -124,6 +124,29 @@ func TestEarlierEntriesWrittenFirst(t *testing.T) {
 			if ok, err := s.Complete(ctx, acct.ID, key, tok, 200, "application/json", []byte(`{}`), &late, entry("c-d", nil)); ok || err != nil {
 				t.Fatalf("second Complete: %v, %v", ok, err)
 			}
+			// MarkUnknown and Release write them first too, Release even
+			// with no entry of its own.
+			reserve := func(key, tok string) {
+				t.Helper()
+				r := &store.IdemRecord{AccountID: acct.ID, Key: key, Fingerprint: []byte{1}, LeaseToken: &tok, ToolID: 3, Action: "send", CallID: "c-" + key}
+				if ex, err := s.Reserve(ctx, r, time.Minute, time.Hour); err != nil || ex != nil {
+					t.Fatalf("reserve %s: %+v, %v", key, ex, err)
+				}
+			}
+			reserve("k-2", "tok-2")
+			unknown := entry("c-unknown", nil)
+			if ok, err := s.MarkUnknown(ctx, acct.ID, "k-2", "tok-2", &unknown, entry("c-e", nil), entry("c-f", nil)); !ok || err != nil {
+				t.Fatalf("MarkUnknown: %v, %v", ok, err)
+			}
+			reserve("k-3", "tok-3")
+			if ok, err := s.Release(ctx, acct.ID, "k-3", "tok-3", nil, entry("c-g", nil)); !ok || err != nil {
+				t.Fatalf("Release without an entry: %v, %v", ok, err)
+			}
+			reserve("k-4", "tok-4")
+			released := entry("c-released", nil)
+			if ok, err := s.Release(ctx, acct.ID, "k-4", "tok-4", &released, entry("c-h", nil)); !ok || err != nil {
+				t.Fatalf("Release: %v, %v", ok, err)
+			}
 			got, _, err := s.ListCalls(ctx, acct.ID, nil, store.Page{Limit: 50})
 			if err != nil {
 				t.Fatal(err)
@@ -132,7 +155,7 @@ func TestEarlierEntriesWrittenFirst(t *testing.T) {
 			for _, c := range got {
 				ids = append(ids, c.CallID)
 			}
-			if want := "c-a c-b c-c c-keyed c-d"; strings.Join(ids, " ") != want {
+			if want := "c-a c-b c-c c-keyed c-d c-e c-f c-unknown c-g c-h c-released"; strings.Join(ids, " ") != want {
 				t.Errorf("log %v, want %s", ids, want)
 			}
 		})
