@@ -265,7 +265,10 @@ func (c *call) releaseKey(ctx context.Context, callID string, entry *store.CallL
 	if !c.req.HasKey {
 		return false
 	}
-	earlier := c.e.log.earlier()
+	var earlier taken // a release with no entry of its own has nothing to order
+	if entry != nil {
+		earlier = c.e.log.earlier()
+	}
 	ok, err := c.e.opts.Store.Release(ctx, c.req.AccountID, c.req.Key, c.token, entry, earlier.entries...)
 	c.e.log.settle(earlier, err)
 	if err != nil {
