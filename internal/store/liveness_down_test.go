@@ -16,7 +16,7 @@ import (
 )
 
 // TestWatchSeesTheDatabaseGoAndComeBack, through a proxy in front of a real
-// Postgres: cut connections make Watch's store Down; a Postgres that
+// Postgres: a session that answers its probes is kept; cut connections make Watch's store Down; a Postgres that
 // answers but refuses the session (too many clients) is up again, though
 // no session opens; forwarding again keeps it up with a session open; and a
 // Postgres that stops answering without ending anything (frozen) is Down
@@ -60,6 +60,25 @@ func TestWatchSeesTheDatabaseGoAndComeBack(t *testing.T) {
 	}
 	up := func() bool { return !s.Down() }
 	until("watching", 5*time.Second, watching)
+
+	// A healthy session outlives its probes: the same session, never down.
+	pid := func() (pid int64) {
+		t.Helper()
+		if err := admin.DB().Raw(`SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND application_name = ?`,
+			store.WatchApplicationName).Scan(&pid).Error; err != nil {
+			t.Fatal(err)
+		}
+		return pid
+	}
+	first := pid()
+	for end := time.Now().Add(5 * time.Second / 2); time.Now().Before(end); time.Sleep(10 * time.Millisecond) {
+		if s.Down() {
+			t.Fatal("down with Postgres answering every probe")
+		}
+	}
+	if now := pid(); now != first {
+		t.Fatalf("the watch session was replaced (%d, then %d) with Postgres answering every probe", first, now)
+	}
 
 	px.set(modeCut)
 	until("down once connections are cut", 3*time.Second, s.Down)
