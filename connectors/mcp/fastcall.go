@@ -335,6 +335,9 @@ func (f *fastSession) events(body io.Reader, id int64, lastID *string) (result j
 			if hasData {
 				data = append(data, '\n')
 			}
+			if int64(len(data)+len(value)) > f.maxBytes {
+				return nil, false, errTooLarge // the body's cap would end it too, had it one
+			}
 			data, hasData = append(data, value...), true
 		case "id":
 			*lastID = string(value)

@@ -6,6 +6,7 @@ import (
 	"crypto/tls"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"net/http"
 	"strconv"
@@ -113,10 +114,19 @@ func (t *h1Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if err := pc.bw.Flush(); err != nil {
 		return fail(err)
 	}
+	// Once a head is left to http.ReadResponse, the rest of the exchange is
+	// read through long, and the connection is not used again.
+	var long *longHeads
 	for {
-		resp, err := readResponse(pc.br, req)
-		if resp == nil && err == nil {
-			resp, err = http.ReadResponse(pc.br, req)
+		var resp *http.Response
+		var err error
+		if long == nil {
+			if resp, err = readResponse(pc.br, req); resp == nil && err == nil {
+				long = newLongHeads(pc.br)
+			}
+		}
+		if long != nil {
+			resp, err = long.read(req)
 		}
 		if err != nil {
 			return fail(err)
@@ -124,7 +134,7 @@ func (t *h1Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		if resp.StatusCode >= 100 && resp.StatusCode < 200 && resp.StatusCode != http.StatusSwitchingProtocols {
 			continue // an interim response (103 Early Hints): the answer follows
 		}
-		reuse := !resp.Close && !req.Close
+		reuse := long == nil && !resp.Close && !req.Close
 		if ka, ok := keepAliveFor(resp.Header); ok {
 			pc.reuseFor, reuse = ka, reuse && ka > 0
 		}
@@ -417,4 +427,36 @@ func closeBody(req *http.Request) {
 	if req.Body != nil {
 		req.Body.Close()
 	}
+}
+
+// maxLongHead bounds a response head left to http.ReadResponse, which reads
+// one of any length: 1 MiB, where net/http's Transport allows 10
+// (MaxResponseHeaderBytes). A server that sends a head without end would
+// otherwise fill memory until the call's deadline.
+const maxLongHead = 1 << 20
+
+// longHeads reads responses with http.ReadResponse, each head bounded by
+// maxLongHead, through a buffer of its own over the connection's: what it
+// has read ahead is not the connection's any more, which is then not
+// used again.
+type longHeads struct {
+	lr *io.LimitedReader
+	br *bufio.Reader
+}
+
+func newLongHeads(br *bufio.Reader) *longHeads {
+	lr := &io.LimitedReader{R: br}
+	return &longHeads{lr: lr, br: bufio.NewReader(lr)}
+}
+
+// read reads the next response's head, bounded, and leaves its body
+// unbounded here (the caller caps bodies).
+func (l *longHeads) read(req *http.Request) (*http.Response, error) {
+	l.lr.N = maxLongHead
+	resp, err := http.ReadResponse(l.br, req)
+	if err != nil && l.lr.N <= 0 {
+		err = fmt.Errorf("mcp: the server's response head is longer than %d bytes (%w)", maxLongHead, err)
+	}
+	l.lr.N = math.MaxInt64
+	return resp, err
 }

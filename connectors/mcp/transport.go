@@ -134,6 +134,19 @@ func (rt *roundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
 		}
 		return resp, err
 	}
+	if resp.StatusCode == http.StatusSwitchingProtocols {
+		// Its body is the raw connection, which no context governs: a read
+		// of it (the SDK's, or ours for an error's message) would wait for
+		// as long as the server holds it. MCP never switches protocols.
+		resp.Body.Close()
+		err := errSwitchedProtocols
+		if a != nil {
+			a.mu.Lock()
+			a.rec.err = err
+			a.mu.Unlock()
+		}
+		return nil, err
+	}
 	if rt.replaced != nil {
 		rt.checkSession(req, resp)
 	}
@@ -149,7 +162,9 @@ func (rt *roundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
 	// each bounded by the SDK (MaxEventSize, set to maxBytes in dial), and
 	// a cap on its total would cut a healthy session after enough
 	// notifications.
-	if req.Method == http.MethodGet && resp.StatusCode == http.StatusOK && a == nil &&
+	// A GET that follows a redirect (req.Response set) is some request's
+	// answer, not the standalone stream, and is capped.
+	if req.Method == http.MethodGet && resp.StatusCode == http.StatusOK && a == nil && req.Response == nil &&
 		strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
 		if rt.reopened != nil && req.Header.Get(sessionHeader) != "" && rt.streams.Add(1) > 1 && req.Header.Get("Last-Event-ID") == "" {
 			rt.reopened()
@@ -193,6 +208,9 @@ func (rt *roundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	return resp, nil
 }
+
+// errSwitchedProtocols is a server's answer of 101 Switching Protocols.
+var errSwitchedProtocols = errors.New("mcp: the server switched protocols (HTTP 101), which MCP never does")
 
 // sessionHeader is the MCP session's header, in http.Header's canonical
 // form.
