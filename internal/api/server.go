@@ -279,6 +279,11 @@ func (s *Server) recover(c *gin.Context) {
 				panic(v)
 			}
 			s.log.ErrorContext(c.Request.Context(), "panic", "value", v)
+			if c.Writer.Written() {
+				// The answer has begun: an envelope after it would read as
+				// part of it. Abort, and the connection closes.
+				panic(http.ErrAbortHandler)
+			}
 			s.writeError(c, problem.New(problem.Internal, "Something went wrong on our side; the request ID helps us find it."))
 		}
 	}()

@@ -62,7 +62,8 @@ type conn struct {
 	in    reader // under limit, under br
 	w     writer // under bw
 	bw    *bufio.Writer
-	out   []byte // a response's held body, reused across requests
+	out   []byte    // a response's held body, reused across requests
+	cur   *response // the response of the handler running, if one is
 
 	served int  // requests answered
 	unread bool // given up on with input maybe still unread: close gently
@@ -144,6 +145,9 @@ func (c *conn) serve() {
 	defer func() {
 		if v := recover(); v != nil {
 			c.unread = true
+			if c.cur != nil && !c.cur.sent {
+				c.bw.Reset(&c.w) // a header block cut short: send none of it, as net/http
+			}
 			if v != http.ErrAbortHandler {
 				c.srv.opts.Logger.Error("http: handler panicked", "remote", c.remote, "panic", v, "stack", string(debug.Stack()))
 			}
@@ -374,7 +378,9 @@ func (c *conn) serveRequest(req *http.Request) bool {
 		w.body = b
 		req.Body = b
 	}
+	c.cur = w
 	c.srv.handler.ServeHTTP(w, req)
+	c.cur = nil
 	if b := w.body; b != nil {
 		b.closed = true
 		if !b.drain() {
