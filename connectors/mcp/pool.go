@@ -81,6 +81,10 @@ func (p *pool) acquire(ctx context.Context, t *connectors.Tool, tgt *target) (*s
 		go p.connect(s, tgt, logging.RequestID(ctx))
 	}
 	s.inflight++
+	// Each user counts in wg until it releases, so that close waits for
+	// it, and a retired session it leaves is closed (closeLocked's Add)
+	// before close's Wait returns, never after.
+	p.wg.Add(1)
 	s.lastUsed = time.Now()
 	if t.Version < p.latest[t.ID] {
 		// A call made with an older configuration still runs with it, on a
@@ -200,6 +204,7 @@ func (p *pool) release(s *slot) {
 	if s.retired && s.inflight == 0 {
 		p.closeLocked(s)
 	}
+	p.wg.Done()
 }
 
 // retire stops handing s out; it closes once its calls returned. ctx is
@@ -303,7 +308,8 @@ func (p *pool) reap() {
 	}
 }
 
-// close retires every slot and waits for their sessions to close.
+// close retires every slot and waits for the calls using them to end and
+// their sessions to close.
 func (p *pool) close() {
 	p.mu.Lock()
 	if p.done {
