@@ -12,7 +12,6 @@ import (
 	"github.com/quiverhq/quiver/internal/calls"
 	"github.com/quiverhq/quiver/internal/replaycache"
 	"github.com/quiverhq/quiver/internal/store"
-	"github.com/quiverhq/quiver/internal/testdb"
 )
 
 // TestListWaitsForEntriesAKeyedCallHolds: a keyless call's entry, taken
@@ -23,30 +22,11 @@ import (
 // it is written both calls are listed, in the order they ended.
 func TestListWaitsForEntriesAKeyedCallHolds(t *testing.T) {
 	t.Parallel()
-	for name, opts := range map[string]func(t *testing.T) store.Options{
-		"sqlite":   func(t *testing.T) store.Options { return store.Options{DataDir: t.TempDir()} },
-		"postgres": func(t *testing.T) store.Options { return store.Options{DatabaseURL: testdb.Postgres(t, "calls")} },
-	} {
+	for name, opts := range storeModes() {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			ctx := context.Background()
-			s, err := store.Open(ctx, opts(t))
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { s.Close() })
-			if _, err := s.MigrateUp(ctx); err != nil {
-				t.Fatal(err)
-			}
-			acct, err := s.EnsureAccount(ctx, "logheld")
-			if err != nil {
-				t.Fatal(err)
-			}
-			row := &store.Tool{AccountID: acct.ID, CatalogName: "http-request", Name: "http-request",
-				State: "configured", Config: `{"base_url":"x"}`}
-			if err := s.CreateTool(ctx, row); err != nil {
-				t.Fatal(err)
-			}
+			s, acct, row := toolInStore(t, opts(t), "logheld", `{"base_url":"x"}`)
 			st := &stallingStore{changingStore: &changingStore{Store: s, t: t}}
 			tools := &cachingTools{s: st.changingStore, conn: readConnector{}}
 			e := calls.New(calls.Options{Store: st, Tools: tools, Cache: replaycache.NewMemory(),

@@ -29,30 +29,11 @@ import (
 // reads another version in the database than the one the call resolved.
 func TestKeyedCallWhoseToolKeepsChanging(t *testing.T) {
 	t.Parallel()
-	for name, opts := range map[string]func(t *testing.T) store.Options{
-		"sqlite":   func(t *testing.T) store.Options { return store.Options{DataDir: t.TempDir()} },
-		"postgres": func(t *testing.T) store.Options { return store.Options{DatabaseURL: testdb.Postgres(t, "calls")} },
-	} {
+	for name, opts := range storeModes() {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			ctx := context.Background()
-			s, err := store.Open(ctx, opts(t))
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { s.Close() })
-			if _, err := s.MigrateUp(ctx); err != nil {
-				t.Fatal(err)
-			}
-			acct, err := s.EnsureAccount(ctx, "toolchanged")
-			if err != nil {
-				t.Fatal(err)
-			}
-			row := &store.Tool{AccountID: acct.ID, CatalogName: "http-request", Name: "http-request",
-				State: "configured", Config: `{"base_url":"config-0"}`}
-			if err := s.CreateTool(ctx, row); err != nil {
-				t.Fatal(err)
-			}
+			s, acct, row := toolInStore(t, opts(t), "toolchanged", `{"base_url":"config-0"}`)
 			st := &changingStore{Store: s, t: t}
 			conn := &sendConnector{}
 			tools := &cachingTools{s: st, conn: conn}
@@ -149,6 +130,38 @@ func TestKeyedCallWhoseToolKeepsChanging(t *testing.T) {
 			}
 		})
 	}
+}
+
+// storeModes are the stores an engine test runs on.
+func storeModes() map[string]func(t *testing.T) store.Options {
+	return map[string]func(t *testing.T) store.Options{
+		"sqlite":   func(t *testing.T) store.Options { return store.Options{DataDir: t.TempDir()} },
+		"postgres": func(t *testing.T) store.Options { return store.Options{DatabaseURL: testdb.Postgres(t, "calls")} },
+	}
+}
+
+// toolInStore opens and migrates a store, and makes an account named
+// account with one configured http-request tool of the given config.
+func toolInStore(t *testing.T, opts store.Options, account, config string) (*store.Store, *store.Account, *store.Tool) {
+	t.Helper()
+	ctx := context.Background()
+	s, err := store.Open(ctx, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	if _, err := s.MigrateUp(ctx); err != nil {
+		t.Fatal(err)
+	}
+	acct, err := s.EnsureAccount(ctx, account)
+	if err != nil {
+		t.Fatal(err)
+	}
+	row := &store.Tool{AccountID: acct.ID, CatalogName: "http-request", Name: "http-request", State: "configured", Config: config}
+	if err := s.CreateTool(ctx, row); err != nil {
+		t.Fatal(err)
+	}
+	return s, acct, row
 }
 
 // show is a response for a failure's message.

@@ -299,27 +299,31 @@ func refusingPostgres(t *testing.T, code, message string) string {
 			if err != nil {
 				return
 			}
-			go func(c net.Conn) {
-				defer c.Close()
-				be := pgproto3.NewBackend(c, c)
-				for {
-					m, err := be.ReceiveStartupMessage()
-					if err != nil {
-						return
-					}
-					if _, ok := m.(*pgproto3.SSLRequest); !ok {
-						break
-					}
-					if _, err := c.Write([]byte{'N'}); err != nil {
-						return
-					}
-				}
-				be.Send(&pgproto3.ErrorResponse{Severity: "FATAL", SeverityUnlocalized: "FATAL", Code: code, Message: message})
-				be.Flush()
-			}(c)
+			go refuseStartup(c, code, message)
 		}
 	}()
 	return "postgres://u@" + ln.Addr().String() + "/db?sslmode=disable&connect_timeout=2"
+}
+
+// refuseStartup answers the startup on c as a Postgres refusing it with a
+// FATAL of the given code, then closes c.
+func refuseStartup(c net.Conn, code, message string) {
+	defer c.Close()
+	be := pgproto3.NewBackend(c, c)
+	for {
+		m, err := be.ReceiveStartupMessage()
+		if err != nil {
+			return
+		}
+		if _, ok := m.(*pgproto3.SSLRequest); !ok {
+			break
+		}
+		if _, err := c.Write([]byte{'N'}); err != nil {
+			return
+		}
+	}
+	be.Send(&pgproto3.ErrorResponse{Severity: "FATAL", SeverityUnlocalized: "FATAL", Code: code, Message: message})
+	_ = be.Flush()
 }
 
 // A session Postgres ends for idling past idle_session_timeout (57P05) is

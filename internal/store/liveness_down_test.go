@@ -9,8 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgproto3"
-
 	"github.com/quiverhq/quiver/internal/store"
 	"github.com/quiverhq/quiver/internal/testdb"
 )
@@ -149,7 +147,7 @@ func (p *switchProxy) serve() {
 		case modeCut:
 			c.Close()
 		case modeRefuse:
-			go refuse(c)
+			go refuseStartup(c, "53300", "sorry, too many clients already")
 		default:
 			up, err := net.Dial("tcp", p.target)
 			if err != nil {
@@ -184,24 +182,4 @@ func (p *switchProxy) pipe(dst, src net.Conn) {
 			return
 		}
 	}
-}
-
-// refuse answers a startup as a Postgres with no connection to spare.
-func refuse(c net.Conn) {
-	defer c.Close()
-	be := pgproto3.NewBackend(c, c)
-	for {
-		m, err := be.ReceiveStartupMessage()
-		if err != nil {
-			return
-		}
-		if _, ok := m.(*pgproto3.SSLRequest); !ok {
-			break
-		}
-		if _, err := c.Write([]byte{'N'}); err != nil {
-			return
-		}
-	}
-	be.Send(&pgproto3.ErrorResponse{Severity: "FATAL", SeverityUnlocalized: "FATAL", Code: "53300", Message: "sorry, too many clients already"})
-	_ = be.Flush()
 }
