@@ -26,7 +26,8 @@ import (
 // token would leave the loser with invalid_grant and a dead connection; the
 // lock makes the second caller read the first one's result instead. A
 // refused grant (grantRefused: invalid_grant, invalid_scope,
-// unauthorized_client, unsupported_grant_type) is judged only against the
+// unauthorized_client, unsupported_grant_type, or a catalog provider's own
+// code for one of them: providerCodes) is judged only against the
 // token read under the lock (and read once more), so a refresh another
 // replica completed is never taken for a revoked grant. invalid_client is
 // ErrClientRejected: the grant is kept, since fixing the client heals it.
@@ -96,9 +97,10 @@ func (f *Flow) Refresh(ctx context.Context, accountID, id int64, stale string) (
 		nt, err := p.cfg.TokenSource(f.refreshCtx(ctx, p), &oauth2.Token{RefreshToken: tok.RefreshToken, Expiry: time.Unix(1, 0)}).Token()
 		if err != nil {
 			var re *oauth2.RetrieveError
-			code := ""
+			said, code := "", ""
 			if errors.As(err, &re) {
-				code = re.ErrorCode
+				said = re.ErrorCode
+				code = standardCode(p.name, said)
 			}
 			switch {
 			case code == "invalid_client":
@@ -120,7 +122,7 @@ func (f *Flow) Refresh(ctx context.Context, accountID, id int64, stale string) (
 				out = cur
 				return nil
 			}
-			f.opts.Logger.WarnContext(ctx, "oauth grant refused: the tool must be connected again", "tool", id, "provider", p.name, "error", sanitizeCode(code))
+			f.opts.Logger.WarnContext(ctx, "oauth grant refused: the tool must be connected again", "tool", id, "provider", p.name, "error", sanitizeCode(said))
 			revoked, result = true, "refused"
 			return f.revoke(t, save)
 		}
@@ -182,6 +184,41 @@ func grantRefused(code string) bool {
 		return true
 	}
 	return false
+}
+
+// providerCodes maps, for the catalog's providers whose token endpoints
+// answer a refresh with error codes of their own rather than RFC 6749
+// §5.2's, each such code to the standard one it means. Without them a dead
+// grant or a refused client is taken for a passing failure, and the tool
+// answers "retry shortly" forever instead of going back to its oauth step.
+//
+//   - github: bad_refresh_token (the refresh token is spent, expired or
+//     revoked) and incorrect_client_credentials, both with HTTP 200.
+//   - slack (oauth.v2.user.access): invalid_refresh_token and
+//     token_revoked (the user, workspace or app is gone), bad_client_secret
+//     and invalid_client_id, each with HTTP 200 and "ok": false.
+//
+// A discovered provider (named by its issuer) speaks RFC 6749 and gets
+// none of these.
+var providerCodes = map[string]map[string]string{
+	"github": {
+		"bad_refresh_token":            "invalid_grant",
+		"incorrect_client_credentials": "invalid_client",
+	},
+	"slack": {
+		"invalid_refresh_token": "invalid_grant",
+		"token_revoked":         "invalid_grant",
+		"bad_client_secret":     "invalid_client",
+		"invalid_client_id":     "invalid_client",
+	},
+}
+
+// standardCode is the RFC 6749 error code that provider means by code.
+func standardCode(provider, code string) string {
+	if c, ok := providerCodes[provider][code]; ok {
+		return c
+	}
+	return code
 }
 
 // revoke stores t back at its oauth step, without a token.
