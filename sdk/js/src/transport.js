@@ -23,7 +23,7 @@ export const VERSION = "0.1.0";
  * nothing about what happened upstream, so it is never retried for these.
  *
  * A DELETE retried after an attempt that may have run unseen (no answer but a refused connection, or a
- * 5xx without Quiver's code) takes a later 404 not_found as success: that attempt deleted it.
+ * 5xx other than Quiver's 503 unavailable) takes a later 404 not_found as success: that attempt deleted it.
  */
 export const SAFE = "safe";
 export const REFUSED_ONLY = "refused_only";
@@ -302,8 +302,7 @@ export class Transport {
       }
       if (attempt < this.maxRetries && shouldRetry(error, retry)) {
         if (error.retryAfter != null && error.retryAfter > MAX_RETRY_AFTER_SECONDS) throw error;
-        // A 5xx without Quiver's code (a proxy's) says nothing of what happened behind it.
-        maybeDone ||= error.code === null && status >= 500;
+        maybeDone ||= mayHaveRun(error);
         await this.sleep(this.#delay(attempt, error.retryAfter));
         continue;
       }
@@ -406,6 +405,16 @@ async function sendAsWritten(method, url, headers, payload, signal) {
     req.on("error", reject);
     req.end(payload);
   });
+}
+
+/**
+ * Whether the request may have taken effect although it was answered with `error`. A 5xx without Quiver's
+ * code (a proxy's) says nothing of what happened behind it, and Quiver's own 500 internal may come after the
+ * change was made (a write whose database connection failed mid-commit "may or may not have been applied").
+ * Only Quiver's 503 unavailable says nothing was done.
+ */
+function mayHaveRun(error) {
+  return (error.status ?? 0) >= 500 && error.code !== "unavailable";
 }
 
 /** Whether the connection was refused: the request was never sent. */

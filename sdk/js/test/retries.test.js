@@ -121,6 +121,22 @@ describe("retries", () => {
     assert.deepEqual(fake.requests.map((r) => r.method), ["DELETE", "DELETE", "DELETE", "DELETE"]);
   });
 
+  test("a DELETE after Quiver's own 500 is done: the retry's 404 is success", async () => {
+    // Quiver's 500 on a write whose database connection failed mid-commit says the change "may or may not
+    // have been applied" (and any 500 is a bug that may come after the delete): that attempt deleted it.
+    fake.push(500, {
+      error: "internal",
+      request_id: "r1",
+      message: "The database connection failed while this change was being saved, so it may or may not have been applied.",
+    });
+    fake.push(404, NOT_FOUND);
+    assert.equal(await client.tools.delete(9), undefined);
+    fake.push(500, { error: "internal", message: "bug", request_id: "r2" });
+    fake.push(404, NOT_FOUND);
+    assert.equal(await client.agents.delete(9), undefined);
+    assert.deepEqual(fake.requests.map((r) => r.method), ["DELETE", "DELETE", "DELETE", "DELETE"]);
+  });
+
   test("a DELETE's 404 is an error unless an earlier attempt may have run", async () => {
     fake.push(404, NOT_FOUND); // the first attempt
     await assert.rejects(client.agents.delete(9), quiver.NotFoundError);

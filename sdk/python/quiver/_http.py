@@ -40,7 +40,7 @@ from ._version import __version__
 #   or 429) proves nothing about what happened upstream, so it is never retried for these.
 #
 # A DELETE retried after an attempt that may have run unseen (no answer but a refused connection, or
-# a 5xx without Quiver's code) takes a later 404 not_found as success: that attempt deleted it.
+# a 5xx other than Quiver's 503 unavailable) takes a later 404 not_found as success: that attempt deleted it.
 SAFE = "safe"
 REFUSED_ONLY = "refused_only"
 
@@ -228,8 +228,7 @@ class Transport:
             if attempt < self.max_retries and _should_retry(error, retry):
                 if error.retry_after is not None and error.retry_after > _MAX_RETRY_AFTER:
                     raise error
-                # A 5xx without Quiver's code (a proxy's) says nothing of what happened behind it.
-                maybe_done = maybe_done or (error.code is None and (error.status or 0) >= 500)
+                maybe_done = maybe_done or _maybe_done(error)
                 self.sleep(self._delay(attempt, error.retry_after))
                 attempt += 1
                 continue
@@ -290,6 +289,16 @@ def _connection_error(exc: BaseException) -> APIConnectionError:
             f"Connection error: the server did not answer in HTTP (its first line: {shown})", cause=exc
         )
     return APIConnectionError(f"Connection error: {exc}", cause=exc)
+
+
+def _maybe_done(error: APIStatusError) -> bool:
+    """Whether the request may have taken effect although it was answered with ``error``.
+
+    A 5xx without Quiver's code (a proxy's) says nothing of what happened behind it, and Quiver's own
+    500 ``internal`` may come after the change was made (a write whose database connection failed
+    mid-commit "may or may not have been applied"). Only Quiver's 503 ``unavailable`` says nothing was done.
+    """
+    return (error.status or 0) >= 500 and error.code != "unavailable"
 
 
 def _refused(error: APIConnectionError) -> bool:

@@ -125,6 +125,19 @@ class TestRetries(Base):
         self.assertIsNone(self.client.tools.delete(9))
         self.assertEqual([r["method"] for r in self.fake.requests], ["DELETE"] * 4)
 
+    def test_delete_after_quivers_own_500_is_done(self) -> None:
+        # Quiver's 500 on a write whose database connection failed mid-commit says the change "may or may
+        # not have been applied" (and any 500 is a bug that may come after the delete): the retry's 404
+        # means that attempt deleted it.
+        self.fake.push(500, {"error": "internal", "request_id": "r1", "message": "The database connection "
+                             "failed while this change was being saved, so it may or may not have been applied."})
+        self.fake.push(404, self.NOT_FOUND)
+        self.assertIsNone(self.client.tools.delete(9))
+        self.fake.push(500, {"error": "internal", "message": "bug", "request_id": "r2"})
+        self.fake.push(404, self.NOT_FOUND)
+        self.assertIsNone(self.client.agents.delete(9))
+        self.assertEqual([r["method"] for r in self.fake.requests], ["DELETE"] * 4)
+
     def test_delete_404_is_an_error_unless_an_attempt_may_have_run(self) -> None:
         self.fake.push(404, self.NOT_FOUND)  # the first attempt
         with self.assertRaises(quiver.NotFoundError):
