@@ -95,7 +95,10 @@ export class APITimeoutError extends APIConnectionError {
 
 /** The server answered with a non-2xx status (a 3xx too: redirects are not followed). */
 export class APIStatusError extends QuiverError {}
-/** 400 (invalid_json, ...). */
+/**
+ * 400 (invalid_json, ...); also Quiver's bad_request for a request it refuses before routing, whatever the
+ * status (431 for a header block over its limit, 417, 505).
+ */
 export class BadRequestError extends APIStatusError {}
 /** 400 invalid_json: the body is not JSON, not an object, or has a duplicate key. */
 export class InvalidJSONError extends BadRequestError {}
@@ -166,6 +169,8 @@ export class UpstreamRefusedError extends APIStatusError {}
 export class ServiceUnavailableError extends APIStatusError {}
 
 const BY_CODE = {
+  // Quiver's code for a request it refuses before routing (431 headers too large, 417, 505), whatever the status.
+  bad_request: BadRequestError,
   invalid_json: InvalidJSONError,
   invalid_idempotency_key: InvalidIdempotencyKeyError,
   idempotency_key_required: IdempotencyKeyRequiredError,

@@ -292,6 +292,18 @@ describe("errors", () => {
     }
   });
 
+  test("bad_request is a BadRequestError whatever the status", async () => {
+    // Quiver answers what it refuses before routing (a header block over its limit: 431; an Expect it does
+    // not know: 417; HTTP/2.0: 505) with the code bad_request, whatever the status.
+    const c = makeClient({ maxRetries: 0 });
+    for (const status of [400, 431, 417, 505]) {
+      fake.push(status, { error: "bad_request", message: "The request's line and headers exceed 1048576 bytes." }, { "X-Request-Id": "req_1" });
+      const err = await c.tools.list().catch((e) => e);
+      assert.ok(err instanceof quiver.BadRequestError, `${status}: ${err.name}`);
+      assert.deepEqual([err.status, err.code, err.requestId], [status, "bad_request", "req_1"]);
+    }
+  });
+
   test("a code-less 5xx is not a Quiver claim", async () => {
     // A proxy's 502/503/504 says nothing of the tool or of what the server did.
     const c = makeClient({ maxRetries: 0 });

@@ -144,7 +144,8 @@ class APIStatusError(QuiverError):
 
 
 class BadRequestError(APIStatusError):
-    """400: the request itself is malformed (``invalid_json``, ...)."""
+    """400: the request itself is malformed (``invalid_json``, ...); also Quiver's ``bad_request`` for a request it
+    refuses before routing, whatever the status (``431`` for a header block over its limit, ``417``, ``505``)."""
 
 
 class InvalidJSONError(BadRequestError):
@@ -265,6 +266,8 @@ class ServiceUnavailableError(APIStatusError):
 
 
 _BY_CODE: Dict[str, Type[APIStatusError]] = {
+    # Quiver's code for a request it refuses before routing (431 headers too large, 417, 505), whatever the status.
+    "bad_request": BadRequestError,
     "invalid_json": InvalidJSONError,
     "invalid_idempotency_key": InvalidIdempotencyKeyError,
     "idempotency_key_required": IdempotencyKeyRequiredError,

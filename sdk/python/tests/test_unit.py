@@ -243,6 +243,19 @@ class TestErrors(Base):
                 self.assertIsNone(ctx.exception.code)
                 self.assertIn("oops", ctx.exception.message)
 
+    def test_bad_request_is_a_bad_request_whatever_the_status(self) -> None:
+        # Quiver answers what it refuses before routing (a header block over its limit: 431; an Expect it
+        # does not know: 417; HTTP/2.0: 505) with the code bad_request, whatever the status.
+        client = self.make_client(max_retries=0)
+        for status in (400, 431, 417, 505):
+            with self.subTest(status=status):
+                self.fake.push(status, {"error": "bad_request", "message": "The request's line and headers exceed "
+                                        "1048576 bytes."}, {"X-Request-Id": "req_1"})
+                with self.assertRaises(quiver.BadRequestError) as ctx:
+                    client.tools.list()
+                self.assertEqual((ctx.exception.status, ctx.exception.code), (status, "bad_request"))
+                self.assertEqual(ctx.exception.request_id, "req_1")
+
     def test_codeless_5xx_is_not_a_quiver_claim(self) -> None:
         # A proxy's 502/503/504 says nothing of the tool or of what the server did.
         client = self.make_client(max_retries=0)
