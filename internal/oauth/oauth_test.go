@@ -87,8 +87,13 @@ type setup struct {
 }
 
 func newSetup(t *testing.T, tokenURL string, tok *toolconfig.Token) *setup {
+	return newSetupOn(t, store.Options{DataDir: t.TempDir()}, tokenURL, tok)
+}
+
+// newSetupOn is newSetup on the database opts names.
+func newSetupOn(t *testing.T, opts store.Options, tokenURL string, tok *toolconfig.Token) *setup {
 	ctx := context.Background()
-	st, err := store.Open(ctx, store.Options{DataDir: t.TempDir()})
+	st, err := store.Open(ctx, opts)
 	if err != nil {
 		t.Fatal(err)
 	}

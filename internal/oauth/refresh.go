@@ -28,8 +28,9 @@ import (
 // refused grant (grantRefused: invalid_grant, invalid_scope,
 // unauthorized_client, unsupported_grant_type, or a catalog provider's own
 // code for one of them: providerCodes) is judged only against the
-// token read under the lock (and read once more), so a refresh another
-// replica completed is never taken for a revoked grant. invalid_client is
+// token read under the lock (and read under it once more, refusedGrant),
+// so a refresh another replica completed is never taken for a revoked
+// grant. invalid_client is
 // ErrClientRejected: the grant is kept, since fixing the client heals it.
 func (f *Flow) Refresh(ctx context.Context, accountID, id int64, stale string) (*store.Tool, error) {
 	began := time.Now()
@@ -60,6 +61,7 @@ func (f *Flow) Refresh(ctx context.Context, accountID, id int64, stale string) (
 	defer cancel()
 
 	var out *store.Tool
+	var refused *refusal // the provider refused the grant (errGrantRefused)
 	revoked := false
 	// result is the refresh's quiver_oauth_refreshes_total result, counted
 	// once the lock is let go; "" counts nothing (no refresh was due, or it
@@ -116,15 +118,10 @@ func (f *Flow) Refresh(ctx context.Context, accountID, id int64, stale string) (
 				result = "failed"
 				return errRefreshFailed
 			}
-			// Before calling the grant dead, read the token once more: on a
-			// database without row locks another process may have refreshed.
-			if cur, err := f.opts.Store.GetTool(ctx, accountID, id); err == nil && cur.OAuthToken != t.OAuthToken {
-				out = cur
-				return nil
-			}
-			f.opts.Logger.WarnContext(ctx, "oauth grant refused: the tool must be connected again", "tool", id, "provider", p.name, "error", sanitizeCode(said))
-			revoked, result = true, "refused"
-			return f.revoke(t, save)
+			// The grant is called dead below, under a lock taken again
+			// (refusedGrant): nothing was written, so this one lets go.
+			refused = &refusal{token: t.OAuthToken, provider: p.name, code: sanitizeCode(said)}
+			return errGrantRefused
 		}
 		// Issued, but counted refreshed only once stored: a token the
 		// provider issued and this server lost is a failed refresh.
@@ -145,6 +142,12 @@ func (f *Flow) Refresh(ctx context.Context, accountID, id int64, stale string) (
 		result = "refreshed"
 		return nil
 	})
+	if errors.Is(err, errGrantRefused) {
+		out, revoked, err = f.refusedGrant(ctx, accountID, id, refused)
+		if revoked {
+			result = "refused"
+		}
+	}
 	if err != nil && (result == "refreshed" || revoked) {
 		// Stored, then not committed; or the tool's return to its oauth
 		// step not saved: it is as it was, its token kept.
@@ -163,6 +166,37 @@ func (f *Flow) Refresh(ctx context.Context, accountID, id int64, stale string) (
 		return out, toolconfig.ErrGrantRevoked
 	}
 	return out, nil
+}
+
+// errGrantRefused ends the locked part of a refresh the provider refused
+// for good (grantRefused), with nothing written: refusedGrant decides.
+var errGrantRefused = errors.New("oauth: the provider refused the grant")
+
+// refusal is a refresh's refused grant: the sealed token it was refused
+// for, and what the provider said.
+type refusal struct {
+	token, provider, code string
+}
+
+// refusedGrant stores the tool back at its oauth step after the provider
+// refused r's grant, if the tool, read under the refresh lock again, still
+// holds that grant; if not, another process refreshed or the tool changed
+// meanwhile, and the row as it is now is the answer. It takes the lock
+// anew rather than reading the tool again inside the refresh's own locked
+// transaction: that read needs a second connection of the pool while the
+// first is held, and as many refusals at once as the pool has connections
+// would wait for one another until their deadline.
+func (f *Flow) refusedGrant(ctx context.Context, accountID, id int64, r *refusal) (out *store.Tool, revoked bool, err error) {
+	err = f.opts.Store.LockTool(ctx, accountID, id, func(t *store.Tool, save store.SaveToolFunc) error {
+		out = t
+		if t.OAuthToken != r.token || toolconfig.State(t.State) != toolconfig.Configured {
+			return nil
+		}
+		f.opts.Logger.WarnContext(ctx, "oauth grant refused: the tool must be connected again", "tool", id, "provider", r.provider, "error", r.code)
+		revoked = true
+		return f.revoke(t, save)
+	})
+	return out, revoked, err
 }
 
 // errRefreshFailed is a refresh that failed for a reason other than a

@@ -6,10 +6,12 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/quiverhq/quiver/internal/store"
+	"github.com/quiverhq/quiver/internal/testdb"
 	"github.com/quiverhq/quiver/internal/toolconfig"
 )
 
@@ -73,5 +75,72 @@ func TestRefreshProviderSpecificCodes(t *testing.T) {
 				t.Fatalf("a refused client changed the tool: state %s, token kept %t", stored.State, tok != nil)
 			}
 		})
+	}
+}
+
+// TestRefreshRefusalsHoldOneConnectionEach: on Postgres a refresh holds
+// its tool's row lock, and so one connection of the pool, while the
+// provider answers; a refresh the provider refuses must judge the refusal
+// without asking the pool for a second one. It used to read the tool again
+// on another connection inside the locked transaction, so as many refused
+// refreshes at once as the pool has connections waited for one another
+// until their deadline (25 s), and then could not store the tools back at
+// their oauth steps either: each call answered 502, and the next ones did
+// it all again.
+func TestRefreshRefusalsHoldOneConnectionEach(t *testing.T) {
+	const pool = 2
+	arrived := make(chan struct{}, pool)
+	all := make(chan struct{})
+	var once sync.Once
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// Every refresh is refused once all of them hold their lock.
+		arrived <- struct{}{}
+		if len(arrived) == pool {
+			once.Do(func() { close(all) })
+		}
+		select {
+		case <-all:
+		case <-time.After(5 * time.Second):
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusBadRequest)
+		io.WriteString(w, `{"error":"invalid_grant"}`)
+	}))
+	t.Cleanup(ts.Close)
+	tok := &toolconfig.Token{AccessToken: "at-first", RefreshToken: "rt-first", Expiry: time.Now().Add(-time.Second)}
+	s := newSetupOn(t, store.Options{DatabaseURL: testdb.Postgres(t, "oauthpool"), MaxConns: pool}, ts.URL, tok)
+	ids := []int64{s.tool.ID}
+	for range pool - 1 {
+		other := *s.tool
+		other.ID = 0
+		if err := s.st.CreateTool(context.Background(), &other); err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, other.ID)
+	}
+	began := time.Now()
+	errs := make(chan error, len(ids))
+	for _, id := range ids {
+		go func() {
+			_, err := s.flow.Refresh(context.Background(), s.tool.AccountID, id, "")
+			errs <- err
+		}()
+	}
+	for range ids {
+		if err := <-errs; !errors.Is(err, toolconfig.ErrGrantRevoked) {
+			t.Errorf("a refused refresh answered %v, want ErrGrantRevoked", err)
+		}
+	}
+	if took := time.Since(began); took > 10*time.Second {
+		t.Errorf("%d refused refreshes on a pool of %d took %s", len(ids), pool, took.Round(time.Second))
+	}
+	for _, id := range ids {
+		row, err := s.st.GetTool(context.Background(), s.tool.AccountID, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if row.State != string(toolconfig.AwaitingAuthorization) || row.OAuthToken != "" {
+			t.Errorf("tool %d after its grant was refused: state %s, token kept %t", id, row.State, row.OAuthToken != "")
+		}
 	}
 }
