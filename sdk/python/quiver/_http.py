@@ -280,6 +280,10 @@ class Transport:
 def _connection_error(exc: BaseException) -> APIConnectionError:
     if isinstance(exc, (socket.timeout, TimeoutError)):
         return APITimeoutError(cause=exc)
+    if isinstance(exc, http.client.RemoteDisconnected):  # a BadStatusLine too, but no sign of a non-HTTP server
+        return APIConnectionError(
+            "Connection error: the server (or a proxy before it) closed the connection without an answer", cause=exc
+        )
     if isinstance(exc, http.client.BadStatusLine):
         # Something that is not an HTTP server (or not at this port): quote its first line, escaped and
         # cut, rather than as it came, line breaks and all.

@@ -284,3 +284,17 @@ class TestNotHTTP(unittest.TestCase):
         self.assertIn("did not answer in HTTP", msg)
         self.assertIn(r"'SSH-2.0-OpenSSH_9.6\r\n'", msg)
         self.assertNotIn("\r", msg)
+
+    def test_a_connection_closed_without_an_answer_says_so(self) -> None:
+        # http.client's RemoteDisconnected is a BadStatusLine too; it is no sign of a server that does not
+        # speak HTTP, only of one (or a proxy) that closed the connection before answering.
+        fake = support.ScriptedServer()
+        self.addCleanup(fake.close)
+        fake.push(200, "DROP")
+        client = AgentClient(api_key="k", base_url=fake.url, max_retries=0)
+        with self.assertRaises(quiver.APIConnectionError) as ctx:
+            client.tools.list()
+        self.assertNotIsInstance(ctx.exception, quiver.APITimeoutError)
+        msg = str(ctx.exception)
+        self.assertNotIn("did not answer in HTTP", msg)
+        self.assertIn("closed the connection without an answer", msg)
