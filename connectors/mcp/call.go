@@ -40,7 +40,7 @@ func (c *Connector) Call(ctx context.Context, t *connectors.Tool, action string,
 		if err != nil {
 			return connectors.Result{}, err
 		}
-		a := &attempt{}
+		a := &attempt{budget: new(streamBudget)}
 		res, err := c.callOn(withAttempt(ctx, a), s, action, args)
 		c.pool.release(s)
 		st := a.snapshot()

@@ -75,6 +75,12 @@ func classify(a attemptState, err error, tgt *target) *connectors.Error {
 		return connectors.Errorf(connectors.KindUpstreamRefused, err,
 			"the MCP server at %s refused the request (HTTP %d): %s", tgt.host, a.status, refusalMessage(a, tgt))
 	}
+	if a.unanswered || errors.Is(err, errUnanswered) || errors.Is(a.err, errUnanswered) {
+		// The call was sent; what came was other messages (notifications,
+		// requests), more of them than the size limit, and never its answer.
+		return connectors.Errorf(connectors.KindOutcomeUnknown, err,
+			"the MCP server sent more than the size limit of other messages on the call's stream, and no answer")
+	}
 	if a.tooLarge || errors.Is(a.err, errTooLarge) {
 		return connectors.Errorf(connectors.KindOutcomeUnknown, err, "the MCP server's answer was too large")
 	}

@@ -69,7 +69,11 @@
 // ({"error": "mcp_error", "code", "message", "data"}) kept and replayed like
 // any other, and the key is not released. A result larger than
 // MaxResponseBytes is an error result too ({"error": "result_too_large"}):
-// the tool ran, and that is its outcome.
+// the tool ran, and that is its outcome. An event stream that carries only
+// other messages (notifications, the server's requests) and no result is
+// KindOutcomeUnknown however long it runs, ends or stalls: no outcome came.
+// The limit is on the answer; the other messages on a call's stream are
+// handled, dropped, and bounded by a budget of their own (callstream.go).
 package mcp
 
 import (

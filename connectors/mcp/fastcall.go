@@ -232,8 +232,10 @@ func (f *fastSession) stream(ctx context.Context, body io.ReadCloser, id int64) 
 		if err == nil {
 			err = errStreamEnded
 		}
-		if lastID == "" || ctx.Err() != nil || errors.Is(err, errTooLarge) {
-			return nil, err // an answer over the limit is not resumed: it stays over
+		if lastID == "" || ctx.Err() != nil || errors.Is(err, errTooLarge) || errors.Is(err, errUnanswered) {
+			// An answer over the limit is not resumed: it stays over; nor is
+			// a stream past its budget of other messages (callstream.go).
+			return nil, err
 		}
 		if lastID == resumedFrom {
 			if resumes++; resumes > maxResumes {
@@ -282,9 +284,12 @@ func (f *fastSession) resume(ctx context.Context, lastID string) (io.ReadCloser,
 		resp.Body.Close()
 		return nil, fmt.Errorf("tools/call: resuming the event stream: HTTP %d", resp.StatusCode)
 	}
-	// The round tripper leaves a GET's event stream uncapped, taking it for
-	// the session's standalone stream: this one is the call's, capped here.
-	return readCloser{&capped{r: resp.Body, left: f.maxBytes}, resp.Body}, nil
+	// The round tripper bounds a call's resumed stream (callStream) when it
+	// knows the call (its attempt); without one, it is bounded here alike.
+	if callAttempt(ctx) != nil {
+		return resp.Body, nil
+	}
+	return readCloser{meterStream(resp.Body, nil, new(streamBudget), f.maxBytes), resp.Body}, nil
 }
 
 // events reads one event stream (text/event-stream) and handles its

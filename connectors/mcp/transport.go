@@ -24,6 +24,9 @@ const maxErrorBody = 4 << 10
 // context that carries it: the request an MCP method sent.
 type attempt struct {
 	claimed atomic.Bool
+	// budget, set on a tools/call's attempt only, bounds the call's event
+	// streams (callstream.go).
+	budget *streamBudget
 
 	mu  sync.Mutex
 	rec attemptState
@@ -37,6 +40,9 @@ type attemptState struct {
 	header   http.Header // the headers of a refused response
 	body     []byte      // the start of a refused response's body
 	tooLarge bool        // the response exceeded MaxResponseBytes
+	// unanswered is set when a call's event stream carried more than
+	// MaxResponseBytes of other messages, or one over it (errUnanswered).
+	unanswered bool
 	// redirected is set when the request was answered with a redirect and
 	// the one recorded is the client's follow-up.
 	redirected bool
@@ -163,7 +169,16 @@ func (rt *roundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
 	// a cap on its total would cut a healthy session after enough
 	// notifications.
 	// A GET that follows a redirect (req.Response set) is some request's
-	// answer, not the standalone stream, and is capped.
+	// answer, not the standalone stream, and is capped. A GET made for a
+	// tools/call (resuming its stream, or led to by a redirect) is bounded
+	// as the call's POST stream is, with the same budget.
+	if req.Method == http.MethodGet && resp.StatusCode == http.StatusOK &&
+		strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
+		if ca := callAttempt(req.Context()); ca != nil {
+			resp.Body = readCloser{meterStream(resp.Body, ca, ca.budget, rt.maxBytes), resp.Body}
+			return resp, nil
+		}
+	}
 	if req.Method == http.MethodGet && resp.StatusCode == http.StatusOK && a == nil && req.Response == nil &&
 		strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
 		if rt.reopened != nil && req.Header.Get(sessionHeader) != "" && rt.streams.Add(1) > 1 && req.Header.Get("Last-Event-ID") == "" {
@@ -199,6 +214,12 @@ func (rt *roundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
 		a.rec.header, a.rec.body = resp.Header.Clone(), head
 		a.rec.session, a.rec.id = req.Header.Get(sessionHeader) != "", requestID(req)
 		resp.Body = readCloser{io.MultiReader(bytes.NewReader(head), body), raw}
+		return resp, nil
+	}
+	if a.budget != nil && strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
+		// A tools/call's event stream: its answer is capped, and the other
+		// messages on it are bounded apart (callstream.go).
+		resp.Body = readCloser{meterStream(raw, a, a.budget, rt.maxBytes), raw}
 		return resp, nil
 	}
 	body.over = func() {
