@@ -239,7 +239,9 @@ class Transport:
     def _delay(self, attempt: int, retry_after: Optional[float]) -> float:
         if retry_after is not None:
             return retry_after
-        base = min(self.max_retry_delay, self.initial_retry_delay * (2 ** attempt))
+        # 2 ** attempt as a float stops growing past the cap: an int past ~1,000 attempts is more than a
+        # float can hold (OverflowError), and max_retries may be large ("retry for ever").
+        base = min(self.max_retry_delay, self.initial_retry_delay * 2.0 ** min(attempt, 64))
         return base * (0.75 + random.random() * 0.25)
 
     def _send(

@@ -103,6 +103,17 @@ class TestRetries(Base):
         self.assertEqual(client.tools.get(1).id, 1)
         self.assertEqual(len(self.fake.requests), 6)
 
+    def test_backoff_stays_capped_however_many_retries(self) -> None:
+        # max_retries as "retry for ever" on reads: past some 1,000 attempts 2 ** attempt is more than a
+        # float can hold, and the backoff must still be max_retry_delay, not an OverflowError.
+        client = AgentClient(api_key="x", base_url=f"http://127.0.0.1:{support.free_port()}", max_retries=1100)
+        delays = []
+        client._transport.sleep = delays.append
+        with self.assertRaises(quiver.APIConnectionError):
+            client.tools.get(1)  # nothing listens: every attempt is refused
+        self.assertEqual(len(delays), 1100)
+        self.assertLessEqual(max(delays), client._transport.max_retry_delay)
+
     def test_get_and_delete_retried(self) -> None:
         self.fake.push(200, "DROP")
         self.fake.push(500, {"error": "internal", "message": "x"})
