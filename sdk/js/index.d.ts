@@ -37,6 +37,11 @@ export interface AgentClientOptions {
   defaultHeaders?: Record<string, string>;
   /** A fetch implementation (defaults to the global fetch of Node 18+). */
   fetch?: typeof fetch;
+  /** The Python SDK's names of apiKey, baseUrl, maxRetries and defaultHeaders; the camelCase one wins. */
+  api_key?: string;
+  base_url?: string;
+  max_retries?: number;
+  default_headers?: Record<string, string>;
 }
 
 export class AgentClient {

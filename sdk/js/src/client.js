@@ -129,7 +129,8 @@ export class AgentClient {
    * @param {{apiKey?: string, baseUrl?: string, timeout?: number, maxRetries?: number,
    *          defaultHeaders?: Record<string,string>, fetch?: typeof fetch}} [options]
    *   apiKey defaults to QUIVER_API_KEY; baseUrl to QUIVER_BASE_URL, then http://localhost:8080;
-   *   timeout is in milliseconds (default 60000); maxRetries defaults to 2.
+   *   timeout is in milliseconds (default 60000); maxRetries defaults to 2. apiKey, baseUrl, maxRetries and
+   *   defaultHeaders are read under the Python SDK's names too (api_key, ...); the camelCase one wins.
    */
   constructor(options = {}) {
     const apiKey = options.apiKey ?? options.api_key ?? env("QUIVER_API_KEY") ?? null;
@@ -141,7 +142,7 @@ export class AgentClient {
       // "no timeout" (there is none) and not the default.
       timeout: given(options.timeout, DEFAULT_TIMEOUT_MS),
       maxRetries: given(options.maxRetries, given(options.max_retries, DEFAULT_MAX_RETRIES)),
-      defaultHeaders: options.defaultHeaders,
+      defaultHeaders: options.defaultHeaders ?? options.default_headers,
       fetch: options.fetch,
     });
     // Not enumerable: console.log(client) and JSON.stringify(client) must not show the key (nor the
