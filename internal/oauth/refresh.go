@@ -62,6 +62,10 @@ func (f *Flow) Refresh(ctx context.Context, accountID, id int64, stale string) (
 
 	var out *store.Tool
 	var refused *refusal // the provider refused the grant (errGrantRefused)
+	// issued is what issuer issued to a refresh whose save found the tool
+	// changed meanwhile (store.ErrConflict).
+	var issued *toolconfig.Token
+	var issuer *provider
 	revoked := false
 	// result is the refresh's quiver_oauth_refreshes_total result, counted
 	// once the lock is let go; "" counts nothing (no refresh was due, or it
@@ -136,12 +140,23 @@ func (f *Flow) Refresh(ctx context.Context, accountID, id int64, stale string) (
 		}
 		t.OAuthToken = sealed
 		if err := save(t); err != nil {
+			if errors.Is(err, store.ErrConflict) {
+				issued, issuer = next, p // overtaken: see below
+			}
 			return err
 		}
 		f.opts.Logger.InfoContext(ctx, "oauth token refreshed", "tool", id, "provider", p.name, "version", t.Version)
 		result = "refreshed"
 		return nil
 	})
+	if issued != nil && issuer.revocationURL != "" && f.holdsNoGrant(ctx, accountID, id) {
+		// Overtaken by a delete or a reset (a database without row
+		// locks): the tokens just issued are stored nowhere, and the
+		// change revoked only the ones it read, a spent refresh token
+		// among them. They are revoked as a callback overtaken the same
+		// way revokes its grant, not left live at the provider.
+		f.revokePair(ctx, issuer, id, issued.RefreshToken, issued.AccessToken)
+	}
 	if errors.Is(err, errGrantRefused) {
 		out, revoked, err = f.refusedGrant(ctx, accountID, id, refused)
 		if revoked {
