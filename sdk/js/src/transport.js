@@ -38,8 +38,11 @@ const MAX_TIMEOUT_MS = 2 ** 31 - 1;
  * sent with node:http, which has no deadline of its own: the SDK's timeout is the one that holds.
  */
 const FETCH_OWN_TIMEOUT_MS = 300_000;
-/** undici's error codes for its own timeouts. */
-const FETCH_TIMEOUT_CODES = new Set(["UND_ERR_HEADERS_TIMEOUT", "UND_ERR_BODY_TIMEOUT"]);
+/**
+ * undici's error codes for its own timeouts: waiting for headers or body chunks (see FETCH_OWN_TIMEOUT_MS), and
+ * connecting (10 s by default, for the TCP connect and, over https, the TLS handshake). Each is APITimeoutError.
+ */
+const FETCH_TIMEOUT_CODES = new Set(["UND_ERR_HEADERS_TIMEOUT", "UND_ERR_BODY_TIMEOUT", "UND_ERR_CONNECT_TIMEOUT"]);
 
 // What an HTTP header can carry: a token as its name; Latin-1 text without NUL, CR or LF as its value.
 const HEADER_NAME = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
