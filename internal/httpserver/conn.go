@@ -2,7 +2,6 @@ package httpserver
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -12,8 +11,6 @@ import (
 	"net/http"
 	"net/url"
 	"runtime/debug"
-	"strconv"
-	"strings"
 	"sync/atomic"
 	"time"
 
@@ -85,18 +82,44 @@ func newConn(s *Server, rwc net.Conn) *conn {
 
 // reader is the connection as the server reads it, keeping its last
 // error: bufio's ReadLine hands a line cut by a timeout or a close over
-// as if whole, and http.ReadRequest then calls it malformed.
+// as if whole, and http.ReadRequest then calls it malformed. It counts its
+// reads, and copies them while a request head that arrives in pieces is
+// read (see readRequest).
 type reader struct {
-	r   io.Reader
-	err error
+	r         io.Reader
+	err       error
+	reads     int
+	recording bool
+	rec       []byte
 }
 
 func (r *reader) Read(p []byte) (int, error) {
 	n, err := r.r.Read(p)
+	r.reads++
+	if r.recording {
+		r.rec = append(r.rec, p[:n]...)
+	}
 	if err != nil {
 		r.err = err
 	}
 	return n, err
+}
+
+// record starts the copy with what br holds, the start of a request.
+func (r *reader) record(br *bufio.Reader) {
+	b, _ := br.Peek(br.Buffered())
+	r.rec = append(r.rec[:0], b...)
+	r.recording = true
+}
+
+// recorded ends the copy and returns it; it is valid until the next.
+func (r *reader) recorded() []byte {
+	r.recording = false
+	b := r.rec
+	if cap(r.rec) > keepBuffer {
+		r.rec = nil // a large head is rare: idle connections do not keep its copy
+	}
+	return b
 }
 
 // writer is the connection as the server writes to it: a client must take
@@ -217,37 +240,6 @@ func refuse(status int, format string, args ...any) error {
 	return &Refusal{Status: status, Message: fmt.Sprintf(format, args...)}
 }
 
-// malformedHeader is http.ReadRequest's error for a header line it refuses
-// (a control character in the value, say), which quotes the whole line.
-const malformedHeader = "malformed MIME header line: "
-
-// parseRefusal is the refusal of a request http.ReadRequest could not
-// parse. For a malformed header line it names the field but does not
-// repeat the line, which may hold a credential; nor does it repeat
-// anything else net/http quotes of the request (the request line, a header
-// value): the message goes to the client and to the log.
-func parseRefusal(err error) *Refusal {
-	msg := err.Error()
-	if line, ok := strings.CutPrefix(msg, malformedHeader); ok {
-		if unq, e := strconv.Unquote(line); e == nil {
-			line = unq
-		}
-		if name, _, ok := strings.Cut(line, ":"); ok && httpguts.ValidHeaderFieldName(name) {
-			name = http.CanonicalHeaderKey(name)
-			return &Refusal{Status: http.StatusBadRequest, Header: name,
-				Message: fmt.Sprintf("The request's %s header holds a character HTTP does not allow in a header value.", name)}
-		}
-		return &Refusal{Status: http.StatusBadRequest, Message: "The request has a malformed header line."}
-	}
-	// What net/http quotes comes last, after a colon or "; got [":
-	// "http: message cannot contain multiple Content-Length headers; got
-	// [\"5\" \"6\"]" keeps its first clause.
-	reason, _, _ := strings.Cut(msg, `"`)
-	reason = strings.TrimRight(reason, " :[")
-	reason = strings.TrimRight(strings.TrimSuffix(reason, " got"), " ;,")
-	return &Refusal{Status: http.StatusBadRequest, Message: fmt.Sprintf("Malformed HTTP request: %s.", reason)}
-}
-
 // setReadDeadline sets the connection's read deadline for anything but
 // the wait for a next request.
 func (c *conn) setReadDeadline(t time.Time) {
@@ -290,14 +282,29 @@ func (c *conn) readRequest() (*http.Request, error) {
 	// modifies a runtime timer, which wakes a thread to watch it. A small
 	// request arrives whole, so reading it never waits, and the idle
 	// deadline stays.
-	if !headBuffered(c.br) {
+	//
+	// check and suspectFraming may need the raw head (request.go). One
+	// held whole stays where it is in br's buffer while http.ReadRequest
+	// reads it: bufio moves what it holds only to read more, and a head
+	// held whole needs no more (reads tells, if that ever changes). One
+	// that arrives in pieces is copied as it is read.
+	head := bufferedHead(c.br)
+	if head == nil {
 		c.setReadDeadline(time.Now().Add(opts.ReadHeaderTimeout))
+		c.in.record(c.br)
 	}
+	reads := c.in.reads
 	c.limit.N = int64(opts.MaxHeaderBytes) + bufferSize
 	c.in.err = nil
 	req, err := http.ReadRequest(c.br)
 	exhausted := c.limit.N <= 0
 	c.limit.N = math.MaxInt64
+	switch {
+	case c.in.recording:
+		head = c.in.recorded()
+	case c.in.reads != reads:
+		head = nil // moved: not known
+	}
 	if err != nil {
 		var target *url.Error
 		switch {
@@ -317,52 +324,20 @@ func (c *conn) readRequest() (*http.Request, error) {
 			// close), not malformed: nothing to answer.
 			return nil, c.in.err
 		}
-		return nil, parseRefusal(err)
+		return nil, parseRefusal(err, head)
 	}
 	if req.Body != http.NoBody && (req.ContentLength < 0 || int64(c.br.Buffered()) < req.ContentLength) {
 		c.setReadDeadline(time.Now().Add(opts.BodyTimeout))
 	} // else nothing reads the connection before the next request's deadline
-	if err := check(req); err != nil {
+	if err := check(req, head); err != nil {
 		return nil, err
+	}
+	if suspectFraming(req, head) {
+		req.Close = true
+		c.unread = true // what follows is not read: close gently
 	}
 	req.RemoteAddr = c.remote
 	return req.WithContext(c.ctx), nil
-}
-
-// headBuffered reports whether br holds a whole request head (its line and
-// headers, up to the empty line), so that reading it cannot wait. A head
-// whose lines end in a bare LF is not recognised, and gets a deadline.
-func headBuffered(br *bufio.Reader) bool {
-	b, _ := br.Peek(br.Buffered())
-	return bytes.Contains(b, []byte("\r\n\r\n"))
-}
-
-// check refuses what net/http's server refuses after parsing.
-// http.ReadRequest has checked header values already, and header names
-// but for spaces, which it lets through.
-func check(req *http.Request) error {
-	if req.ProtoMajor != 1 {
-		return refuse(http.StatusHTTPVersionNotSupported, "HTTP/%d.%d is not supported; use HTTP/1.1.", req.ProtoMajor, req.ProtoMinor)
-	}
-	// http.ReadRequest has refused two Host headers and moved the one to
-	// req.Host, so an empty Host header reads as none.
-	switch {
-	case req.Host == "" && req.ProtoAtLeast(1, 1) && req.Method != "CONNECT":
-		return refuse(http.StatusBadRequest, "The request has no Host header.")
-	case req.Host != "" && !httpguts.ValidHostHeader(req.Host):
-		return refuse(http.StatusBadRequest, "The request's Host header is malformed.")
-	}
-	for k := range req.Header {
-		if !httpguts.ValidHeaderFieldName(k) {
-			return refuse(http.StatusBadRequest, "The request has an invalid header name.")
-		}
-	}
-	if e, ok := req.Header["Expect"]; ok {
-		if len(e) != 1 || !strings.EqualFold(e[0], "100-continue") {
-			return refuse(http.StatusExpectationFailed, "Only the expectation 100-continue is supported.")
-		}
-	}
-	return nil
 }
 
 // serveRequest runs the handler and sends its response; it reports whether

@@ -40,6 +40,11 @@ func TestRefusals(t *testing.T) {
 		unread bool // the server stops reading partway: see TestCloseWithUnreadInput
 	}{
 		{"no host", "GET / HTTP/1.1\r\n\r\n", 400, false},
+		{"absolute-form, no host", "GET http://x/ HTTP/1.1\r\n\r\n", 400, false},
+		{"absolute-form, malformed host", "GET http://x/ HTTP/1.1\r\nHost: a b\r\n\r\n", 400, false},
+		{"two hosts", "GET / HTTP/1.1\r\nHost: a\r\nHost: a\r\n\r\n", 400, false},
+		{"unsupported transfer coding", "POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: gzip, chunked\r\n\r\n0\r\n\r\n", 501, false},
+		{"chunked not last", "POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked, gzip\r\n\r\n0\r\n\r\n", 400, false},
 		{"malformed request line", "GET /\r\nHost: x\r\n\r\n", 400, false},
 		{"not http", "HELLO\r\n\r\n", 400, false},
 		{"bad header name", "GET / HTTP/1.1\r\nHost: x\r\nBad Name: v\r\n\r\n", 400, false},

@@ -281,54 +281,6 @@ func TestExpectContinue(t *testing.T) {
 	})
 }
 
-// The Host header, as net/http's server takes it: required in HTTP/1.1
-// (RFC 9112 3.2: even when the target is absolute-form), once, well-formed,
-// possibly empty; the absolute-form target's authority wins over it; and
-// it ends up in req.Host, not req.Header.
-func TestHostHeader(t *testing.T) {
-	t.Parallel()
-	ts := setup(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if _, ok := r.Header["Host"]; ok {
-			t.Errorf("Host left in req.Header: %q", r.Header["Host"])
-		}
-		io.WriteString(w, "host="+r.Host)
-	}), nil)
-	cases := []struct {
-		name       string
-		req        string
-		wantStatus int
-		wantHost   string
-	}{
-		{"host", "GET / HTTP/1.1\r\nHost: api.example.test:8080\r\n\r\n", 200, "api.example.test:8080"},
-		// http.ReadRequest drops the Host header once read, so an empty one
-		// reads as none (refused; net/http takes it), and an absolute-form
-		// target, which only proxies are sent, is taken without checking
-		// the Host header (net/http refuses one missing or malformed).
-		{"empty host", "GET / HTTP/1.1\r\nHost:\r\n\r\n", 400, ""},
-		{"absolute-form wins", "GET http://example.test/ HTTP/1.1\r\nHost: other.test\r\n\r\n", 200, "example.test"},
-		{"http/1.0 without host", "GET / HTTP/1.0\r\n\r\n", 200, ""},
-		{"no host", "GET / HTTP/1.1\r\n\r\n", 400, ""},
-		{"absolute-form without host", "GET http://example.test/ HTTP/1.1\r\n\r\n", 200, "example.test"},
-		{"absolute-form with malformed host", "GET http://example.test/ HTTP/1.1\r\nHost: a b\r\n\r\n", 200, "example.test"},
-		{"two hosts", "GET / HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n", 400, ""},
-		{"malformed host", "GET / HTTP/1.1\r\nHost: a b\r\n\r\n", 400, ""},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel()
-			rc := dial(t, ts.addr)
-			rc.send(tc.req)
-			resp, body := rc.read("GET")
-			if resp.StatusCode != tc.wantStatus {
-				t.Fatalf("status %d (%q), want %d", resp.StatusCode, body, tc.wantStatus)
-			}
-			if tc.wantStatus == 200 && body != "host="+tc.wantHost {
-				t.Fatalf("handler saw %q, want host=%s", body, tc.wantHost)
-			}
-		})
-	}
-}
-
 // When the server gives up on a connection with input still unread (a
 // header block too large, a body too large to drain), it must end it with a
 // FIN, not a RST: a socket closed with unread data sends a RST, and a client

@@ -17,18 +17,22 @@
 //	                 └──────────────────────── keep-alive ─────────────────────────────────────────┘
 //
 // Parsing is net/http's (http.ReadRequest), plus the checks net/http's
-// server adds: the Host header, header names and values, the size of the
-// header block, Expect. A response is held until the handler returns and
-// goes out in one write with a Content-Length; one that grows past
-// bufferLimit or is flushed is streamed, chunked.
+// server adds: the Host header (RFC 9112 3.2: with an absolute-form target
+// too), header names and values, the size of the header block, Expect;
+// and, stricter than net/http where RFC 9112 asks, the framing a request
+// smuggled past a front proxy would use (request.go): a body framed by both
+// Transfer-Encoding and Content-Length, or by a Transfer-Encoding in
+// HTTP/1.0, is answered and the connection then closes; a Transfer-Encoding
+// not ending in chunked gets 400, another coding before chunked 501.
+//
+// A response is held until the handler returns and goes out in one write
+// with a Content-Length; one that grows past bufferLimit or is flushed is
+// streamed, chunked.
 //
 // Not supported, on purpose: HTTP/2, TLS (terminate it in front), Hijack,
 // response trailers, and cancelling a request's context when its client
 // goes away — every Quiver handler is bounded by its own timeouts, and a
-// dispatched tool call has to outlive its client anyway. One difference in
-// parsing: http.ReadRequest drops the Host header once read, so an empty
-// Host reads as none (refused), and an absolute-form target (sent only to
-// proxies) is taken without looking at the Host header.
+// dispatched tool call has to outlive its client anyway.
 package httpserver
 
 import (
@@ -75,7 +79,7 @@ type Options struct {
 	// MaxHeaderBytes bounds a request's line and headers; more gets 431.
 	MaxHeaderBytes int
 	// ErrorBody renders the body of a request the server refuses before any
-	// handler runs (400, 417, 431, 505). Nil gives text/plain.
+	// handler runs (400, 417, 431, 501, 505). Nil gives text/plain.
 	ErrorBody func(r Refusal) (contentType string, body []byte)
 	// OnRefusal, if set, is called for each refusal, which no handler
 	// sees (to log and count it), and gives header fields to add to it
