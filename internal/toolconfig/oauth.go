@@ -27,6 +27,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/quiverhq/quiver/catalog"
@@ -280,6 +281,9 @@ func (s *Service) refresh(ctx context.Context, r *Resolved, stale string) (*Reso
 		if errors.Is(err, ErrClientRejected) {
 			return nil, clientRejected(r.Row)
 		}
+		if errors.Is(err, ErrProviderNotConfigured) {
+			return nil, providerUnset(r.Entry)
+		}
 		return nil, problem.New(problem.ToolUnreachable,
 			"The tool's OAuth provider could not refresh its access token; nothing was sent to the tool. Retry shortly.")
 	}
@@ -310,6 +314,20 @@ func clientRejected(t *store.Tool) *problem.Error {
 	}
 	return problem.New(problem.UpstreamAuthFailed,
 		"The tool's OAuth provider refuses this server's OAuth client credentials (invalid_client), so its access token cannot be refreshed; nothing was sent to the tool. Retrying will not help until the server's operator fixes the client ID or secret.")
+}
+
+// providerUnset is the answer to a refresh of a tool whose catalog
+// provider has no client on this server any more (ErrProviderNotConfigured):
+// the grant is kept, since setting the client again heals it, but no retry
+// does until then.
+func providerUnset(e *catalog.Entry) *problem.Error {
+	name := ""
+	if e != nil && e.OAuth != nil {
+		name = e.OAuth.Provider
+	}
+	p := strings.ToUpper(name)
+	return problem.New(problem.ToolUnreachable,
+		"The tool's OAuth provider %s is not set up on this server, so its access token cannot be refreshed; nothing was sent to the tool. Retrying will not help until the server's operator sets QUIVER_OAUTH_%s_CLIENT_ID and QUIVER_OAUTH_%s_CLIENT_SECRET.", name, p, p)
 }
 
 // overtaken answers a call whose token refresh could not be saved because
