@@ -342,6 +342,10 @@ export class Transport {
       if (timedOut) throw new APITimeoutError(`Request timed out after ${timeout} ms.`, { cause: err });
       if (err instanceof QuiverError) throw err;
       for (let e = err; e; e = e.cause) {
+        if (e.code === "ETIMEDOUT") {
+          // The system gave up on the connection (as Python's TimeoutError, an APITimeoutError there too).
+          throw new APITimeoutError("Request timed out: the connection timed out (ETIMEDOUT).", { cause: err });
+        }
         if (FETCH_TIMEOUT_CODES.has(e.code)) {
           throw new APITimeoutError(`Request timed out: fetch gave up waiting (${e.code}) before the ${timeout} ms timeout.`, {
             cause: err,

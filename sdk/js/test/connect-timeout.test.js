@@ -1,9 +1,10 @@
-// fetch's own connect timeout. Node's fetch (undici) gives up connecting by itself after 10 s (its
-// connect.timeout: the TCP connect, and the TLS handshake for https), whatever the SDK's timeout. That
-// ended the attempt with APIConnectionError "UND_ERR_CONNECT_TIMEOUT", while its headers and body timeouts
-// were APITimeoutError, and the Python SDK's connect timeout is APITimeoutError too: a timeout is a timeout.
-// Scaled down: fetch's dispatcher is replaced by one like it whose connect timeout is 200 ms, and the server
-// accepts the connection but never answers the TLS handshake.
+// Timeouts that are not the SDK's own. Node's fetch (undici) gives up connecting by itself after 10 s (its
+// connect.timeout: the TCP connect, and the TLS handshake for https), whatever the SDK's timeout; and the
+// system gives up on a connection with ETIMEDOUT. Both ended the attempt with APIConnectionError, while
+// fetch's headers and body timeouts were APITimeoutError, and the Python SDK's connect timeout and
+// ETIMEDOUT (its TimeoutError) are APITimeoutError too: a timeout is a timeout. Scaled down: fetch's
+// dispatcher is replaced by one like it whose connect timeout is 200 ms, and the server accepts the
+// connection but never answers the TLS handshake.
 
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
@@ -48,4 +49,16 @@ test("fetch's own connect timeout is an APITimeoutError, retried like any timeou
   assert.match(err.message, /fetch.*UND_ERR_CONNECT_TIMEOUT/);
   assert.equal(delays.length, 1); // a GET: retried once
   assert.ok(Date.now() - started < 20_000, `took ${Date.now() - started} ms`);
+});
+
+test("the system's own connect timeout (ETIMEDOUT) is an APITimeoutError too, as in the Python SDK", async () => {
+  // What fetch rejects with when the kernel gives up on a connection (no SYN-ACK for ~2 minutes, or a
+  // connection whose peer vanished): Python reads that OSError as TimeoutError, an APITimeoutError.
+  const etimedout = async () => {
+    throw new TypeError("fetch failed", { cause: Object.assign(new Error("connect ETIMEDOUT 10.0.0.1:443"), { code: "ETIMEDOUT" }) });
+  };
+  const c = new AgentClient({ apiKey: "k", baseUrl: "https://10.0.0.1", maxRetries: 0, fetch: etimedout });
+  const err = await c.tools.list().catch((e) => e);
+  assert.ok(err instanceof quiver.APITimeoutError, String(err));
+  assert.match(err.message, /ETIMEDOUT/);
 });
