@@ -446,7 +446,10 @@ function decode(status, headers, text) {
   try {
     return parseJSON(text);
   } catch (err) {
-    throw new QuiverError(`The server answered ${status} with a body that is not JSON.`, {
+    // Its first 200 characters, as an error answer's message shows them: often a web page, from a baseUrl that
+    // names another server.
+    const snippet = JSON.stringify(text.slice(0, 200).trim());
+    throw new QuiverError(`The server answered ${status} with a body that is not JSON (is baseUrl right?): ${snippet}`, {
       status,
       headers,
       cause: err,

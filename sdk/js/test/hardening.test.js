@@ -80,6 +80,17 @@ describe("2xx bodies of the wrong shape", () => {
     await rejection(client.tools.call(1, { action: "s" }), quiver.QuiverError);
   });
 
+  test("a 2xx that is not JSON shows what came", async () => {
+    // A baseUrl naming a web app (which answers every path with its index.html) gets a 200 that is not JSON;
+    // the error said only that, while a non-2xx that is not JSON shows its first 200 characters.
+    fake.push(200, "<!doctype html><html><head><title>Acme Console</title></head>" + "x".repeat(500), { "Content-Type": "text/html" });
+    const err = await rejection(client.tools.list(), quiver.QuiverError);
+    assert.equal(err.constructor, quiver.QuiverError);
+    assert.match(err.message, /Acme Console/);
+    assert.match(err.message, /baseUrl/);
+    assert.doesNotMatch(err.message, /x{300}/);
+  });
+
   test("a list is expected, of objects", async () => {
     const cases = [
       () => client.tools.list(),

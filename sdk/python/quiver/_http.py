@@ -493,8 +493,11 @@ def _decode(response: Response) -> Any:
     try:
         return json.loads(response.body.decode("utf-8"))
     except (ValueError, UnicodeDecodeError) as exc:
+        # Its first 200 characters, as an error answer's message shows them: often a web page, from a base_url
+        # that names another server.
+        snippet = response.body[:200].decode("utf-8", "replace").strip()
         raise QuiverError(
-            f"The server answered {response.status} with a body that is not JSON.",
+            f"The server answered {response.status} with a body that is not JSON (is base_url right?): {snippet!r}",
             status=response.status,
             headers=response.headers,
         ) from exc

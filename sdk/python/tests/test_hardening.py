@@ -70,6 +70,18 @@ class TestResponseShape(Base):
         self.assertIs(type(ctx.exception), quiver.QuiverError)
         self.assertIsNone(ctx.exception.code)
 
+    def test_a_2xx_that_is_not_json_shows_what_came(self) -> None:
+        # A base_url naming a web app (which answers every path with its index.html) gets a 200 that is not
+        # JSON; the error said only that, while a non-2xx that is not JSON shows its first 200 characters.
+        page = b"<!doctype html><html><head><title>Acme Console</title></head>" + b"x" * 500
+        self.fake.push(200, page)
+        with self.assertRaises(quiver.QuiverError) as ctx:
+            self.client.tools.list()
+        self.assertIs(type(ctx.exception), quiver.QuiverError)
+        self.assertIn("Acme Console", ctx.exception.message)
+        self.assertIn("base_url", ctx.exception.message)
+        self.assertNotIn("x" * 300, ctx.exception.message)
+
     def test_right_shapes_still_read(self) -> None:
         self.fake.push(200, {"actions": [{"name": "search", "retryable": True}]})
         self.assertEqual(self.client.tools.actions(1)[0].name, "search")
