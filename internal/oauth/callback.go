@@ -69,9 +69,15 @@ func (f *Flow) Callback(ctx context.Context, q url.Values) *Outcome {
 			Message: "The provider's answer carries no authorization code. Start the connection again from Quiver."})
 	}
 	t, err := f.opts.Store.GetTool(ctx, st.AccountID, st.ToolID)
-	if err != nil {
+	if errors.Is(err, store.ErrNotFound) {
 		return out(&Outcome{Status: http.StatusNotFound, Reason: "tool_gone", Title: "The tool is gone",
 			Message: "The tool this authorization was for no longer exists."})
+	}
+	if err != nil {
+		// The state is spent: the same link would be told so.
+		f.opts.Logger.ErrorContext(ctx, "oauth callback: reading the tool failed", "tool", st.ToolID, "error", err)
+		return out(&Outcome{Status: http.StatusServiceUnavailable, Reason: "unavailable", Title: "Something went wrong",
+			Message: "Quiver could not complete the connection right now. Start it again from Quiver in a moment."})
 	}
 	if st.ToolVersion != 0 && st.ToolVersion != t.Version {
 		// A link of the configuration before a reset or another change:

@@ -2,6 +2,7 @@ package oauth
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -129,5 +130,36 @@ func TestCallbackOutcomes(t *testing.T) {
 	var used int64
 	if err := s.st.DB().Model(&store.OAuthState{}).Where("tool_id = ? AND used_at IS NULL", s.tool.ID).Count(&used).Error; err != nil || used != 0 {
 		t.Fatalf("%d unused links left after connecting (%v), want 0", used, err)
+	}
+}
+
+// downReads is a store whose reads of a tool fail as a database outage
+// does, once down is set.
+type downReads struct {
+	*store.Store
+	down atomic.Bool
+}
+
+func (d *downReads) GetTool(ctx context.Context, accountID, id int64) (*store.Tool, error) {
+	if d.down.Load() {
+		return nil, fmt.Errorf("reading tool %d: %w", id, store.ErrUnavailable)
+	}
+	return d.Store.GetTool(ctx, accountID, id)
+}
+
+// TestCallbackDuringAnOutageIsNotToolGone: a callback that cannot read its
+// tool because the database is down says so, and that the connection is
+// to be started again; it used to tell the person the tool no longer
+// exists.
+func TestCallbackDuringAnOutageIsNotToolGone(t *testing.T) {
+	s := newSetup(t, "http://127.0.0.1:1/token", &toolconfig.Token{AccessToken: "at-first", RefreshToken: "rt-first"})
+	s.awaiting(t)
+	state := s.link(t)
+	d := &downReads{Store: s.st}
+	s.flow.opts.Store = d
+	d.down.Store(true)
+	o := s.flow.Callback(context.Background(), url.Values{"code": {"code-secret"}, "state": {state}})
+	if o.Status != http.StatusServiceUnavailable || o.Reason != "unavailable" || strings.Contains(o.Message, "no longer exists") {
+		t.Fatalf("callback with the database down: %d %s %q, want 503 unavailable", o.Status, o.Reason, o.Message)
 	}
 }
