@@ -30,8 +30,8 @@ import (
 // code for one of them: providerCodes) is judged only against the
 // token read under the lock (and read under it once more, refusedGrant),
 // so a refresh another replica completed is never taken for a revoked
-// grant. invalid_client is
-// ErrClientRejected: the grant is kept, since fixing the client heals it.
+// grant. invalid_client is ErrClientRejected: the grant is kept, since
+// fixing the client heals it.
 func (f *Flow) Refresh(ctx context.Context, accountID, id int64, stale string) (*store.Tool, error) {
 	began := time.Now()
 	g := f.gate(id)
