@@ -284,13 +284,15 @@ export async function buildBinary() {
 /**
  * A `quiver serve` on a free port with its own data dir and two accounts' keys. `beforeServe(dataDir)`, if
  * given, runs once the database exists (made by `quiver keys create`) and before the server starts.
+ * `freePort`, if given, replaces the function that picks each port tried (a test's).
  */
-export async function startQuiver(bin, tavilyUrl, { beforeServe } = {}) {
+export async function startQuiver(bin, tavilyUrl, options = {}) {
+  const { beforeServe } = options;
   const dataDir = mkdtempSync(path.join(os.tmpdir(), "quiver-sdk-js-"));
-  const firstPort = await freePort();
   const env = {
     ...process.env,
     QUIVER_DATA_DIR: dataDir,
+    QUIVER_ADDR: "127.0.0.1:0", // set to the chosen port before `serve`
     QUIVER_EGRESS_ALLOW_PRIVATE: "true",
     QUIVER_TAVILY_BASE_URL: tavilyUrl,
   };
@@ -313,9 +315,10 @@ export async function startQuiver(bin, tavilyUrl, { beforeServe } = {}) {
       return "";
     }
   };
-  // A port from freePort() can be taken by someone else before the server binds it: retry on a new one.
+  // A port from freePort() can be taken by someone else before the server binds it: retry on a new one. It
+  // is chosen just before the server starts, to keep that window short.
   for (let attempt = 1; ; attempt++) {
-    const port = attempt === 1 ? firstPort : await freePort();
+    const port = await (options.freePort ?? freePort)();
     env.QUIVER_ADDR = `127.0.0.1:${port}`;
     const logFd = openSync(logPath, "w");
     const proc = spawn(bin, ["serve"], { env, stdio: ["ignore", logFd, logFd] });
@@ -346,7 +349,10 @@ export async function startQuiver(bin, tavilyUrl, { beforeServe } = {}) {
         break;
       }
       try {
-        const res = await fetch(baseUrl + "/healthz", { signal: AbortSignal.timeout(2000) });
+        // Our key proves it is this server: another one (a quiver serve of another test) may have taken the
+        // port first, and this one will exit (then retried on another port).
+        const res = await fetch(baseUrl + "/api/v1/agents/", { headers: { "X-API-KEY": apiKey }, signal: AbortSignal.timeout(2000) });
+        await res.arrayBuffer();
         if (res.status === 200) break;
       } catch {}
       if (Date.now() > deadline) {

@@ -268,12 +268,10 @@ class QuiverServer:
 
     def __init__(self, binary: str, tavily_url: str) -> None:
         self.tmp = tempfile.mkdtemp(prefix="quiver-sdk-py-")
-        self.port = free_port()
-        self.base_url = f"http://127.0.0.1:{self.port}"
         self.env = dict(os.environ)
         self.env.update({
             "QUIVER_DATA_DIR": self.tmp,
-            "QUIVER_ADDR": f"127.0.0.1:{self.port}",
+            "QUIVER_ADDR": "127.0.0.1:0",  # set to the chosen port before `serve`
             "QUIVER_EGRESS_ALLOW_PRIVATE": "true",
             "QUIVER_TAVILY_BASE_URL": tavily_url,
         })
@@ -283,11 +281,11 @@ class QuiverServer:
         self.api_key = self._create_key("sdk-test")
         self.other_api_key = self._create_key("sdk-other")
         self.log_path = os.path.join(self.tmp, "server.log")
-        # A port from free_port() can be taken by someone else before the server binds it: retry.
+        # A port from free_port() can be taken by someone else before the server binds it: retry. It is
+        # chosen just before the server starts, to keep that window short.
         for attempt in range(1, 4):
-            if attempt > 1:
-                self.port = free_port()
-                self.base_url = f"http://127.0.0.1:{self.port}"
+            self.port = free_port()
+            self.base_url = f"http://127.0.0.1:{self.port}"
             self.env["QUIVER_ADDR"] = f"127.0.0.1:{self.port}"
             self._log = open(self.log_path, "wb")
             self.proc = subprocess.Popen([binary, "serve"], env=self.env, stdout=self._log, stderr=subprocess.STDOUT)
@@ -316,7 +314,10 @@ class QuiverServer:
             if self.proc.poll() is not None:
                 raise RuntimeError(f"quiver serve exited with {self.proc.returncode}:\n{self.log_tail()}")
             try:
-                with urllib.request.urlopen(self.base_url + "/healthz", timeout=2) as r:
+                # Our key proves it is this server: another one (a quiver serve of another test) may have
+                # taken the port first, and this one will exit (then retried on another port).
+                req = urllib.request.Request(self.base_url + "/api/v1/agents/", headers={"X-API-KEY": self.api_key})
+                with urllib.request.urlopen(req, timeout=2) as r:
                     if r.status == 200:
                         return
             except OSError:
