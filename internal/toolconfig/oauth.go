@@ -27,6 +27,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
 	"time"
 
@@ -54,8 +55,9 @@ type Token struct {
 
 func (t *Token) String() string { return "oauth token (redacted)" }
 
-// LogValue keeps the token out of structured logs.
-func (t *Token) LogValue() any { return "[redacted]" }
+// LogValue keeps the token out of structured logs (slog.LogValuer): the
+// JSON handler the server logs with would otherwise marshal it whole.
+func (t *Token) LogValue() slog.Value { return slog.StringValue("oauth token (redacted)") }
 
 // Expiring reports whether the access token is due for a refresh at now
 // (RefreshAt). A token without an expiry never is.
