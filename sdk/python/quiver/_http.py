@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import http.client
-import io
 import json
 import math
 import random
@@ -17,6 +16,7 @@ import urllib.parse
 import urllib.request
 from typing import Any, Callable, Dict, Mapping, Optional, Tuple
 
+from ._deadline import DeadlineHTTPHandler, DeadlineHTTPSHandler
 from ._errors import (
     APIConnectionError,
     APIStatusError,
@@ -160,9 +160,9 @@ class Transport:
                 validate_idempotency_key(value)
         self.user_agent = f"quiver-python/{__version__} (Python {sys.version_info[0]}.{sys.version_info[1]})"
         self._attempt = threading.local()  # the deadline of this thread's current attempt
-        handlers: list = [_NoRedirectHandler(), _DeadlineHTTPHandler(self._attempt)]
-        if _DeadlineHTTPSHandler is not None:
-            handlers.append(_DeadlineHTTPSHandler(self._attempt))
+        handlers: list = [_NoRedirectHandler(), DeadlineHTTPHandler(self._attempt)]
+        if DeadlineHTTPSHandler is not None:
+            handlers.append(DeadlineHTTPSHandler(self._attempt))
         self._opener = urllib.request.build_opener(*handlers)
         self.sleep: Callable[[float], None] = time.sleep
 
@@ -249,7 +249,7 @@ class Transport:
     ) -> Response:
         """One attempt. ``timeout`` is a deadline for all of it: connect, send, status, headers and body."""
         request = urllib.request.Request(url, data=data, method=method, headers=dict(headers))
-        # Read by the connection the opener makes for this request (see _DeadlineHTTPConnection).
+        # Read by the connection the opener makes for this request (see quiver._deadline).
         self._attempt.deadline = None if timeout is None else time.monotonic() + timeout
         try:
             with self._opener.open(request, timeout=timeout) as raw:
@@ -359,80 +359,6 @@ def _encode_body(body: Any) -> bytes:
         ) from exc
 
 
-# -- a deadline for the whole attempt --------------------------------------------------------
-#
-# urllib's timeout bounds each socket operation, so a server sending one byte at a time could hold
-# a request open for ever. These handlers make the opener's connections give every operation (connect,
-# each send, each read of the status line, headers and body) only the time left before the attempt's
-# deadline, and raise socket.timeout once none is left. (A DNS lookup itself is not interruptible.)
-
-
-_MAX_SOCKET_WAIT = 1e6  # seconds; a socket refuses a much longer timeout (OverflowError)
-
-
-def _time_left(deadline: Optional[float]) -> Optional[float]:
-    if deadline is None:
-        return None
-    left = deadline - time.monotonic()
-    if left <= 0:
-        raise socket.timeout("timed out")
-    return min(left, _MAX_SOCKET_WAIT)
-
-
-class _DeadlineReader(io.RawIOBase):
-    """The socket's reading side, each read bounded by the time left before the deadline."""
-
-    def __init__(self, sock: socket.socket, deadline: Optional[float]) -> None:
-        super().__init__()
-        self._sock = sock
-        self._raw = sock.makefile("rb", buffering=0)  # counted by the socket: keeps it open until closed
-        self._deadline = deadline
-
-    def readable(self) -> bool:
-        return True
-
-    def readinto(self, buffer: Any) -> Optional[int]:
-        self._sock.settimeout(_time_left(self._deadline))
-        return self._raw.readinto(buffer)
-
-    def fileno(self) -> int:
-        return self._raw.fileno()
-
-    def close(self) -> None:
-        if not self.closed:
-            self._raw.close()
-        super().close()
-
-
-class _DeadlineSocket:
-    """What http.client.HTTPResponse needs of a socket: ``makefile("rb")``."""
-
-    def __init__(self, sock: socket.socket, deadline: Optional[float]) -> None:
-        self._sock = sock
-        self._deadline = deadline
-
-    def makefile(self, mode: str = "rb", *args: Any, **kwargs: Any) -> io.BufferedReader:
-        return io.BufferedReader(_DeadlineReader(self._sock, self._deadline))
-
-
-class _DeadlineConnectionMixin:
-    deadline: Optional[float] = None
-    sock: Any
-    timeout: Any
-
-    def connect(self) -> None:
-        self.timeout = _time_left(self.deadline)
-        super().connect()  # type: ignore[misc]
-
-    def send(self, data: Any) -> None:
-        if self.sock is not None:
-            self.sock.settimeout(_time_left(self.deadline))
-        super().send(data)  # type: ignore[misc]
-
-    def response_class(self, sock: Any, *args: Any, **kwargs: Any) -> http.client.HTTPResponse:
-        return http.client.HTTPResponse(_DeadlineSocket(sock, self.deadline), *args, **kwargs)
-
-
 class _NoRedirectHandler(urllib.request.HTTPRedirectHandler):
     """Never follow a redirect: the 3xx is raised as an APIStatusError and not retried.
 
@@ -442,49 +368,6 @@ class _NoRedirectHandler(urllib.request.HTTPRedirectHandler):
 
     def redirect_request(self, *args: Any, **kwargs: Any) -> None:
         return None
-
-
-class _DeadlineHTTPConnection(_DeadlineConnectionMixin, http.client.HTTPConnection):
-    pass
-
-
-def _connection_factory(cls: type, attempt: threading.local) -> Callable[..., Any]:
-    deadline = getattr(attempt, "deadline", None)
-
-    def make(*args: Any, **kwargs: Any) -> Any:
-        conn = cls(*args, **kwargs)
-        conn.deadline = deadline
-        return conn
-
-    return make
-
-
-class _DeadlineHTTPHandler(urllib.request.HTTPHandler):
-    def __init__(self, attempt: threading.local) -> None:
-        super().__init__()
-        self._attempt = attempt
-
-    def http_open(self, req: urllib.request.Request) -> Any:
-        return self.do_open(_connection_factory(_DeadlineHTTPConnection, self._attempt), req)
-
-
-_DeadlineHTTPSHandler: Optional[type] = None
-
-if hasattr(http.client, "HTTPSConnection"):  # Python built with ssl
-
-    class _DeadlineHTTPSConnection(_DeadlineConnectionMixin, http.client.HTTPSConnection):
-        pass
-
-    class _DeadlineHTTPSHandler(urllib.request.HTTPSHandler):  # type: ignore[no-redef]
-        def __init__(self, attempt: threading.local) -> None:
-            super().__init__()
-            self._attempt = attempt
-
-        def https_open(self, req: urllib.request.Request) -> Any:
-            kwargs: Dict[str, Any] = {"context": self._context}  # type: ignore[attr-defined]
-            if getattr(self, "_check_hostname", None) is not None:  # Python < 3.12
-                kwargs["check_hostname"] = self._check_hostname  # type: ignore[attr-defined]
-            return self.do_open(_connection_factory(_DeadlineHTTPSConnection, self._attempt), req, **kwargs)
 
 
 def _decode(response: Response) -> Any:
