@@ -112,7 +112,9 @@ func (f *Flow) revokeToken(ctx context.Context, p *provider, token, hint string)
 		return errors.New(safeError(err))
 	}
 	defer resp.Body.Close()
-	if resp.StatusCode == http.StatusOK {
+	if resp.StatusCode == http.StatusOK || resp.StatusCode == http.StatusNoContent {
+		// RFC 7009 §2.2 answers 200; several servers answer 204, no less
+		// revoked.
 		return nil
 	}
 	var body struct {
