@@ -138,33 +138,42 @@ func (s *Service) Check(ctx context.Context, accountID int64, in Input, creating
 	return nil
 }
 
-// checkTools refuses a tool list whole if any ID is not the account's: msg
-// says why. err is the store's, when the IDs could not be looked up.
+// checkTools refuses a tool list whole if any ID is not the account's or
+// is listed twice: msg names every such ID, so that one answer says all
+// that must change. err is the store's, when the IDs could not be looked up.
 func (s *Service) checkTools(ctx context.Context, accountID int64, ids []int64) (msg string, err error) {
 	if len(ids) > MaxTools {
 		return fmt.Sprintf("must list at most %d tools", MaxTools), nil
 	}
-	seen := map[int64]bool{}
+	seen := make(map[int64]bool, len(ids))
+	var unique []int64
+	var twice []string
 	for _, id := range ids {
-		if seen[id] {
-			return fmt.Sprintf("lists tool %d twice", id), nil
+		if !seen[id] {
+			seen[id] = true
+			unique = append(unique, id)
+		} else if !slices.Contains(twice, strconv.FormatInt(id, 10)) {
+			twice = append(twice, strconv.FormatInt(id, 10))
 		}
-		seen[id] = true
 	}
-	found, err := s.store.ExistingToolIDs(ctx, accountID, ids)
+	found, err := s.store.ExistingToolIDs(ctx, accountID, unique)
 	if err != nil {
 		return "", err
 	}
 	var missing []string
-	for _, id := range ids {
+	for _, id := range unique {
 		if !found[id] {
 			missing = append(missing, strconv.FormatInt(id, 10))
 		}
 	}
+	var problems []string
 	if len(missing) > 0 {
-		return "unknown tool IDs: " + strings.Join(missing, ", "), nil
+		problems = append(problems, "unknown tool IDs: "+strings.Join(missing, ", "))
 	}
-	return "", nil
+	if len(twice) > 0 {
+		problems = append(problems, "tool IDs listed more than once: "+strings.Join(twice, ", "))
+	}
+	return strings.Join(problems, "; "), nil
 }
 
 // Create makes an agent.
