@@ -85,9 +85,13 @@ func view(a *store.Agent) *Agent {
 // an account's name is; a goal may run over several lines.
 const OneLine = "must be one line of text, without control characters"
 
-// HasControl reports whether s holds a C0 control character or DEL.
+// HasControl reports whether s holds a control character (C0, DEL or C1)
+// or Unicode's line or paragraph separator: what breaks a line, or drives a
+// terminal, where the text is shown.
 func HasControl(s string) bool {
-	return strings.ContainsFunc(s, func(r rune) bool { return r < 0x20 || r == 0x7f })
+	return strings.ContainsFunc(s, func(r rune) bool {
+		return r < 0x20 || (r >= 0x7f && r <= 0x9f) || r == '\u2028' || r == '\u2029'
+	})
 }
 
 func notFound(id int64) *problem.Error {
