@@ -8,7 +8,6 @@ package e2e
 
 import (
 	"fmt"
-	"net/url"
 	"testing"
 	"time"
 
@@ -20,22 +19,27 @@ import (
 // tool is reset meanwhile answers 409 tool_not_configured with the tool's
 // first step. Both used to answer 502 tool_unreachable, "the tool's OAuth
 // provider could not refresh its access token … Retry shortly", though the
-// provider had refreshed it and no retry could succeed.
+// provider had refreshed it and no retry could succeed. The tokens that
+// refresh was issued are stored nowhere, and the delete or reset revoked
+// only the ones it read (a refresh token the provider had just spent), so
+// the refresh revokes them at the provider's revocation endpoint: they
+// used to be left live there.
 func TestOAuthRefreshOvertakenByDeleteOrReset(t *testing.T) {
 	p := oaStartProvider(t)
 	_, env := oaGitHub(t, p)
 	p.firstTTL, p.nextTTL = time.Second, time.Hour
-	// Each refresh_token grant is held until the test lets it through.
-	tokenURL, entered, release := heldProxy(t, p.URL+"/token", func(body []byte) bool {
-		form, err := url.ParseQuery(string(body))
-		return err == nil && form.Get("grant_type") == "refresh_token"
-	})
+	// Each refresh_token grant is granted by the provider, and its answer
+	// held until the test lets it through.
+	tokenURL, entered, release := oacHeldAnswerProxy(t, p.URL+"/token")
 	env["QUIVER_OAUTH_GITHUB_TOKEN_URL"] = tokenURL
+	rv := orvStart(t, p, true)
+	env["QUIVER_OAUTH_GITHUB_REVOCATION_URL"] = rv.URL + "/revoke"
 	srv := testserver.Start(t, testserver.Options{Env: env})
 
 	// overtaken connects a tool, starts a call that must refresh its token
-	// first, runs change while the provider holds the refresh, and returns
-	// the call's answer.
+	// first, runs change while the refresh's answer is held, and returns
+	// the call's answer once the tokens that refresh was issued have been
+	// revoked at the provider, refresh token first.
 	overtaken := func(t *testing.T, change func(id int64)) (int64, *testserver.Response) {
 		t.Helper()
 		id, step := oaCreate(t, srv, srv.Key, "github-mcp")
@@ -45,14 +49,44 @@ func TestOAuthRefreshOvertakenByDeleteOrReset(t *testing.T) {
 		oaPastHalfLife(p)
 		done := make(chan *testserver.Response, 1)
 		go func() { done <- oaCall(t, srv, id, "read_count") }()
+		var granted oacHeldAnswer
 		select {
-		case <-entered:
+		case granted = <-entered:
 		case <-time.After(10 * time.Second):
 			t.Fatal("the call did not refresh its token")
 		}
+		if granted.RefreshToken == "" || granted.AccessToken == "" {
+			t.Fatalf("the provider's refresh answer held no tokens: %+v", granted)
+		}
 		change(id)
 		release <- struct{}{}
-		return id, <-done
+		r := <-done
+		// revoked is where among the revocation requests token's is (with
+		// its hint and the client's authentication), or -1.
+		revoked := func(token, hint string) int {
+			for i, q := range rv.requests() {
+				if q.token == token && q.hint == hint && q.clientOK {
+					return i
+				}
+			}
+			return -1
+		}
+		testserver.Eventually(t, 10*time.Second, "the rotated refresh token's revocation", func() bool {
+			return revoked(granted.RefreshToken, "refresh_token") >= 0
+		})
+		testserver.Eventually(t, 10*time.Second, "the refreshed access token's revocation", func() bool {
+			return revoked(granted.AccessToken, "access_token") >= 0
+		})
+		if revoked(granted.AccessToken, "access_token") < revoked(granted.RefreshToken, "refresh_token") {
+			t.Fatalf("the refreshed access token was revoked before the rotated refresh token: %+v", rv.requests())
+		}
+		p.mu.Lock()
+		live := p.refresh[granted.RefreshToken]
+		p.mu.Unlock()
+		if live {
+			t.Fatal("the rotated refresh token is still live at the provider")
+		}
+		return id, r
 	}
 
 	t.Run("deleted", func(t *testing.T) {
