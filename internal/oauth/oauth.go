@@ -23,10 +23,10 @@
 //	            ─▶ toolconfig.Authorized (token sealed, tool advances) ─▶ the
 //	            tool's other states deleted
 //
-// A refresh (Refresh) holds a per-tool mutex in this process and, on
-// Postgres, the tool's row lock (SELECT … FOR UPDATE) in a transaction; it
-// re-reads the token under the lock and skips the provider when another
-// caller already refreshed.
+// A refresh (Refresh) holds a per-tool mutex in this process and the tool's
+// refresh lease in the database (store.LockTool: a conditional UPDATE, no
+// connection held while the provider answers); it re-reads the token under
+// the lease and skips the provider when another caller already refreshed.
 package oauth
 
 import (

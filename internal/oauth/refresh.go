@@ -17,18 +17,21 @@ import (
 //
 // Exactly one refresh per expiry, however many calls and replicas want one:
 //
-//	process mutex (per tool) ─▶ row lock (Postgres: SELECT … FOR UPDATE)
-//	  ─▶ re-read the token: fresh, or not the stale one? use it, done
-//	  ─▶ refresh at the provider ─▶ save the new tokens (rotated refresh
-//	     token included) before anyone uses them ─▶ unlock
+//	process mutex (per tool) ─▶ the tool's refresh lease (store.LockTool:
+//	  claimed with a conditional UPDATE; another replica's live lease is
+//	  waited out by polling) ─▶ re-read the token: fresh, or not the stale
+//	  one? use it, done ─▶ refresh at the provider, no database connection
+//	  held ─▶ save the new tokens (rotated refresh token included) before
+//	  anyone uses them, if the lease is still ours and the tool at the
+//	  version read ─▶ the lease is freed
 //
 // Rotating refresh tokens die once used, so two refreshes with one refresh
 // token would leave the loser with invalid_grant and a dead connection; the
-// lock makes the second caller read the first one's result instead. A
+// lease makes the second caller read the first one's result instead. A
 // refused grant (grantRefused: invalid_grant, invalid_scope,
 // unauthorized_client, unsupported_grant_type, or a catalog provider's own
 // code for one of them: providerCodes) is judged only against the
-// token read under the lock (and read under it once more, refusedGrant),
+// token read under the lease (and read under it once more, refusedGrant),
 // so a refresh another replica completed is never taken for a revoked
 // grant. invalid_client is ErrClientRejected: the grant is kept, since
 // fixing the client heals it.
@@ -68,7 +71,7 @@ func (f *Flow) Refresh(ctx context.Context, accountID, id int64, stale string) (
 	var issuer *provider
 	revoked := false
 	// result is the refresh's quiver_oauth_refreshes_total result, counted
-	// once the lock is let go; "" counts nothing (no refresh was due, or it
+	// once the lease is let go; "" counts nothing (no refresh was due, or it
 	// failed before the provider was asked).
 	result := ""
 	err := f.opts.Store.LockTool(ctx, accountID, id, func(t *store.Tool, save store.SaveToolFunc) error {
@@ -122,7 +125,7 @@ func (f *Flow) Refresh(ctx context.Context, accountID, id int64, stale string) (
 				result = "failed"
 				return errRefreshFailed
 			}
-			// The grant is called dead below, under a lock taken again
+			// The grant is called dead below, under a lease taken again
 			// (refusedGrant): nothing was written, so this one lets go.
 			refused = &refusal{token: t.OAuthToken, provider: p.name, code: sanitizeCode(said)}
 			return errGrantRefused
@@ -150,8 +153,8 @@ func (f *Flow) Refresh(ctx context.Context, accountID, id int64, stale string) (
 		return nil
 	})
 	if issued != nil && issuer.revocationURL != "" && f.holdsNoGrant(ctx, accountID, id) {
-		// Overtaken by a delete or a reset (a database without row
-		// locks): the tokens just issued are stored nowhere, and the
+		// Overtaken by a delete or a reset (neither waits for the
+		// refresh lease): the tokens just issued are stored nowhere, and the
 		// change revoked only the ones it read, a spent refresh token
 		// among them. They are revoked as a callback overtaken the same
 		// way revokes its grant, not left live at the provider.
@@ -194,13 +197,9 @@ type refusal struct {
 }
 
 // refusedGrant stores the tool back at its oauth step after the provider
-// refused r's grant, if the tool, read under the refresh lock again, still
+// refused r's grant, if the tool, read under the refresh lease again, still
 // holds that grant; if not, another process refreshed or the tool changed
-// meanwhile, and the row as it is now is the answer. It takes the lock
-// anew rather than reading the tool again inside the refresh's own locked
-// transaction: that read needs a second connection of the pool while the
-// first is held, and as many refusals at once as the pool has connections
-// would wait for one another until their deadline.
+// meanwhile, and the row as it is now is the answer.
 func (f *Flow) refusedGrant(ctx context.Context, accountID, id int64, r *refusal) (out *store.Tool, revoked bool, err error) {
 	err = f.opts.Store.LockTool(ctx, accountID, id, func(t *store.Tool, save store.SaveToolFunc) error {
 		out = t

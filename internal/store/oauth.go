@@ -4,9 +4,6 @@ import (
 	"context"
 	"errors"
 	"time"
-
-	"gorm.io/gorm"
-	"gorm.io/gorm/clause"
 )
 
 // Errors of ConsumeOAuthState besides ErrNotFound.
@@ -130,61 +127,4 @@ func (s *Store) CountOAuthStates(ctx context.Context, toolID int64) (int64, erro
 	var n int64
 	err := s.db.WithContext(ctx).Model(&OAuthState{}).Where("tool_id = ?", toolID).Count(&n).Error
 	return n, interpret(err)
-}
-
-// SaveToolFunc writes a tool's configuration fields and token, bumping its
-// version, under the lock LockTool holds.
-type SaveToolFunc func(t *Tool) error
-
-// LockTool runs fn with the account's tool as stored now, under a lock that
-// serializes token refreshes across replicas.
-//
-// On Postgres, fn runs inside a transaction that holds the row with SELECT …
-// FOR UPDATE: a second replica refreshing the same tool blocks on the row
-// and then reads what the first one wrote, so a refresh token is never spent
-// twice. On SQLite (the embedded default, one process) the caller's own
-// mutex is the lock; fn runs without a transaction, since the single
-// connection must not be held across the provider's round trip.
-//
-// save is conditional on the version fn was given; it returns ErrConflict if
-// the row changed (only possible on SQLite, from a configuration change).
-func (s *Store) LockTool(ctx context.Context, accountID, id int64, fn func(t *Tool, save SaveToolFunc) error) error {
-	if s.dialect != Postgres {
-		t, err := s.GetTool(ctx, accountID, id)
-		if err != nil {
-			return err
-		}
-		state, version := t.State, t.Version
-		return fn(t, func(nt *Tool) error { return s.UpdateToolConfig(ctx, nt, state, version) })
-	}
-	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-		var t Tool
-		if err := tx.Clauses(clause.Locking{Strength: "UPDATE"}).
-			Where("id = ? AND account_id = ?", id, accountID).Take(&t).Error; err != nil {
-			return interpret(err)
-		}
-		state, version := t.State, t.Version
-		return fn(&t, func(nt *Tool) error { return updateTool(tx, nt, state, version) })
-	})
-	return interpretWrite(err)
-}
-
-// updateTool is UpdateToolConfig on a given handle (the store's, or a
-// transaction holding the tool's row lock).
-func updateTool(db *gorm.DB, t *Tool, wantState string, wantVersion int64) error {
-	t.UpdatedAt = time.Now().UTC()
-	res := db.Model(&Tool{}).
-		Where("id = ? AND account_id = ? AND state = ? AND version = ?", t.ID, t.AccountID, wantState, wantVersion).
-		Updates(map[string]any{
-			"state": t.State, "step_index": t.StepIndex, "config": t.Config, "secrets": t.Secrets,
-			"oauth_token": t.OAuthToken, "version": gorm.Expr("version + 1"), "updated_at": t.UpdatedAt,
-		})
-	if res.Error != nil {
-		return interpretWrite(res.Error)
-	}
-	if res.RowsAffected == 0 {
-		return ErrConflict
-	}
-	t.Version = wantVersion + 1
-	return nil
 }

@@ -91,7 +91,32 @@ func (s *Store) ListTools(ctx context.Context, accountID int64, p Page) ([]Tool,
 // at the state and version the caller read (optimistic concurrency), and
 // bumps the version. It returns ErrConflict when someone else changed it.
 func (s *Store) UpdateToolConfig(ctx context.Context, t *Tool, wantState string, wantVersion int64) error {
-	return updateTool(s.db.WithContext(ctx), t, wantState, wantVersion)
+	return updateTool(s.db.WithContext(ctx), t, wantState, wantVersion, "")
+}
+
+// updateTool is UpdateToolConfig on a given handle. With a lease (a
+// refresh lease's owner, LockTool) the row must still hold it too, and the
+// write frees it.
+func updateTool(db *gorm.DB, t *Tool, wantState string, wantVersion int64, lease string) error {
+	t.UpdatedAt = time.Now().UTC()
+	fields := map[string]any{
+		"state": t.State, "step_index": t.StepIndex, "config": t.Config, "secrets": t.Secrets,
+		"oauth_token": t.OAuthToken, "version": gorm.Expr("version + 1"), "updated_at": t.UpdatedAt,
+	}
+	q := db.Model(&Tool{}).Where("id = ? AND account_id = ? AND state = ? AND version = ?", t.ID, t.AccountID, wantState, wantVersion)
+	if lease != "" {
+		q = q.Where("refresh_lease = ?", lease)
+		fields["refresh_lease"], fields["refresh_lease_until"] = "", 0
+	}
+	res := q.Updates(fields)
+	if res.Error != nil {
+		return interpretWrite(res.Error)
+	}
+	if res.RowsAffected == 0 {
+		return ErrConflict
+	}
+	t.Version = wantVersion + 1
+	return nil
 }
 
 // DeleteTool deletes the account's tool and returns the row as it was

@@ -9,7 +9,7 @@ package toolconfig
 //	Resolve ──▶ token due for a refresh (RefreshAt)? ──no──▶ use it
 //	                      │ yes
 //	                      ▼
-//	        TokenRefresher.Refresh (single flight, row lock)
+//	        TokenRefresher.Refresh (single flight, refresh lease)
 //	                      │
 //	       ok ◀───────────┴──────────▶ ErrGrantRevoked: the tool is back at
 //	  (new token, version+1)  │           its oauth step → tool_not_configured
@@ -333,8 +333,9 @@ func providerUnset(e *catalog.Entry) *problem.Error {
 }
 
 // overtaken answers a call whose token refresh could not be saved because
-// the tool changed meanwhile: on a database without row locks it can be
-// deleted, reset or reconfigured while the provider answers. The provider
+// the tool changed meanwhile: a refresh holds the tool's refresh lease, not
+// its row, so the tool can be deleted, reset or reconfigured while the
+// provider answers. The provider
 // did its part, so the call answers for the tool as it is now: gone (404),
 // waiting at a step (tool_not_configured), or configured anew with a token
 // that is not due, which the call then uses.
