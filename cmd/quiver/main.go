@@ -19,6 +19,7 @@ import (
 
 	"github.com/quiverhq/quiver/catalog"
 	"github.com/quiverhq/quiver/internal/accounts"
+	"github.com/quiverhq/quiver/internal/agents"
 	"github.com/quiverhq/quiver/internal/app"
 	"github.com/quiverhq/quiver/internal/config"
 	"github.com/quiverhq/quiver/internal/filelock"
@@ -384,7 +385,11 @@ func keys(ctx context.Context, cfg *config.Config, logger *slog.Logger, args []s
 	if name.value == "" {
 		return errors.New("usage: quiver keys create --account NAME (a name that is not blank)")
 	}
-	if utf8.RuneCountInString(name.value) > 200 || strings.ContainsFunc(name.value, func(r rune) bool { return r < 0x20 || r == 0x7f }) {
+	if !utf8.ValidString(name.value) {
+		return errors.New("keys create: --account must be valid UTF-8")
+	}
+	// The rule an agent's or a tool's name keeps: one line of text.
+	if utf8.RuneCountInString(name.value) > 200 || agents.HasControl(name.value) {
 		return errors.New("keys create: --account must be at most 200 characters, without control characters")
 	}
 	s, err := app.OpenStore(ctx, cfg, logger)

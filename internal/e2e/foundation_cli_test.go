@@ -153,6 +153,9 @@ func TestFoundationCLI(t *testing.T) {
 		}{
 			{[]string{"keys", "create", "--account", "   "}, "not blank"},
 			{[]string{"keys", "create", "--account", "a\tb"}, "without control characters"},
+			{[]string{"keys", "create", "--account", "a\u0085b"}, "without control characters"}, // C1's NEL, as agent names
+			{[]string{"keys", "create", "--account", "a\u2028b"}, "without control characters"},
+			{[]string{"keys", "create", "--account", "a\xffb"}, "valid UTF-8"},
 			{[]string{"keys", "create", "--account", strings.Repeat("é", 201)}, "at most 200 characters"},
 			{[]string{"keys", "create", "--bogus"}, "flag provided but not defined"},
 			{[]string{"keys", "revoke", "qv_nope"}, "no such key"},
