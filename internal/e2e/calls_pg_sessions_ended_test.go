@@ -58,12 +58,24 @@ func TestPostgresEndsSessionsUnderLoad(t *testing.T) {
 	}
 	t.Cleanup(func() { admin.Close(context.Background()) })
 	var adminMu sync.Mutex
-	endSessions := func() {
+	// endSessions ends every session of the replicas' and returns the
+	// pool sessions' pids.
+	endSessions := func() []int32 {
 		adminMu.Lock()
 		defer adminMu.Unlock()
+		var pids []int32
+		rows, err := admin.Query(ctx, `SELECT pid FROM pg_stat_activity WHERE datname = $1 AND application_name <> $2`,
+			dbName, store.WatchApplicationName)
+		if err == nil {
+			pids, err = pgx.CollectRows(rows, pgx.RowTo[int32])
+		}
+		if err != nil {
+			t.Errorf("sessions: %v", err)
+		}
 		if _, err := admin.Exec(ctx, `SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1`, dbName); err != nil {
 			t.Errorf("terminate: %v", err)
 		}
+		return pids
 	}
 	call := func(p *proc, k string) *testserver.Response {
 		return testserver.Do(t, p.URL, key, "POST", callPath, callBody(id, "/"+k, k), "Idempotency-Key", k)
@@ -79,14 +91,15 @@ func TestPostgresEndsSessionsUnderLoad(t *testing.T) {
 		}
 	}
 	endAll := func() {
-		endSessions()
+		pids := endSessions()
+		// The pools' sessions gone: the ones ended, not every one, since a
+		// replica's background work (its sweeps) may open a new one at once,
+		// as the liveness watch does its own.
 		testserver.Eventually(t, 10*time.Second, "the sessions to end", func() bool {
 			var n int
 			adminMu.Lock()
 			defer adminMu.Unlock()
-			// The pool's: the liveness watch opens a new session at once.
-			err := admin.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity WHERE datname = $1 AND application_name <> $2`,
-				dbName, store.WatchApplicationName).Scan(&n)
+			err := admin.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity WHERE pid = ANY($1)`, pids).Scan(&n)
 			return err == nil && n == 0
 		})
 	}
