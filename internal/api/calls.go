@@ -75,7 +75,7 @@ func (s *Server) listCalls(c *gin.Context) {
 		toolID = &id
 		list = filtered(callList, "tool", v) // v is the one spelling of id when it is valid
 	}
-	p, err := page(c, list, bad)
+	p, err := page(c, list, bad, "tool")
 	if err != nil {
 		s.writeError(c, err)
 		return

@@ -39,7 +39,7 @@ func (s *Server) listCatalog(c *gin.Context) {
 		}
 		list = filtered(catalogList, "category", category)
 	}
-	p, err := page(c, list, bad)
+	p, err := page(c, list, bad, "category")
 	if err != nil {
 		s.writeError(c, err)
 		return

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -153,13 +154,20 @@ const (
 // filtered names list under the filter ?param=value.
 func filtered(list, param, value string) string { return list + "?" + param + "=" + value }
 
-// page reads ?limit= and ?cursor= for the list named list. bad holds what
-// the caller found wrong with the list's other parameters (nil: nothing);
-// page adds its own findings, and all of them are one 422.
-func page(c *gin.Context, list string, bad map[string]string) (store.Page, error) {
+// page reads ?limit= and ?cursor= for the list named list, whose filters
+// are the other parameters it takes. bad holds what the caller found wrong
+// with them (nil: nothing); page adds its own findings, a parameter the
+// list does not take among them (a misspelt filter, read as none, would
+// widen the answer), and all of them are one 422.
+func page(c *gin.Context, list string, bad map[string]string, filters ...string) (store.Page, error) {
 	p := store.Page{Limit: 50, List: list}
 	if bad == nil {
 		bad = map[string]string{}
+	}
+	for name := range c.Request.URL.Query() {
+		if name != "limit" && name != "cursor" && !slices.Contains(filters, name) {
+			bad[name] = "is not a parameter of this list, which takes " + listParams(filters)
+		}
 	}
 	// An empty ?limit= is refused like any value that is not an integer: it is
 	// the default only when it is left out.
@@ -180,6 +188,18 @@ func page(c *gin.Context, list string, bad map[string]string) (store.Page, error
 		return p, problem.Validation(listParamsInvalid, bad)
 	}
 	return p, nil
+}
+
+// listParams names the parameters a list with filters takes.
+func listParams(filters []string) string {
+	names := append(slices.Clone(filters), "limit", "cursor")
+	for i, n := range names {
+		names[i] = "'" + n + "'"
+	}
+	if len(names) == 2 {
+		return names[0] + " and " + names[1]
+	}
+	return strings.Join(names[:len(names)-1], ", ") + " and " + names[len(names)-1]
 }
 
 // listParamsInvalid is the message of a 422 for a list's query parameters.

@@ -6,9 +6,10 @@ import (
 	"github.com/quiverhq/quiver/internal/testserver"
 )
 
-// TestQueryMustParse: a query string that does not parse whole, or names a
-// parameter twice, is a 422 naming the parameter on every route that reads
-// one, never a wider answer read from what did parse.
+// TestQueryMustParse: a query string that does not parse whole, names a
+// parameter twice, or names one the list does not take, is a 422 naming the
+// parameter on every route that reads one, never a wider answer read from
+// what did parse.
 func TestQueryMustParse(t *testing.T) {
 	c := fdStart(t, testserver.Options{})
 	for _, tc := range []struct{ path, field string }{
@@ -28,6 +29,13 @@ func TestQueryMustParse(t *testing.T) {
 		{"/api/v1/agents/custom-tools/calls/?tool=", "tool"},
 		{"/api/v1/agents/tools/available/?category=", "category"},
 		{"/api/v1/agents/tools/available/?category=%20", "category"},
+		// A parameter the list does not take (a misspelt filter) would
+		// list everything: refused, naming it.
+		{"/api/v1/agents/custom-tools/calls/?tool_id=5", "tool_id"},
+		{"/api/v1/agents/?limt=5", "limt"},
+		{"/api/v1/agents/tools/available/?categories=search", "categories"},
+		{"/api/v1/agents/custom-tools/?tool=5", "tool"},
+		{"/api/v1/agents/custom-tools/?=5", "query"},
 	} {
 		fdWantFields(t, c.do("GET", tc.path, nil), "validation_error", tc.field)
 	}
