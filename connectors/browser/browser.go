@@ -8,6 +8,7 @@
 package browser
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -150,11 +151,24 @@ func (c *Connector) Call(ctx context.Context, _ *connectors.Tool, action string,
 	if err != nil {
 		return connectors.Result{}, err
 	}
-	content, err := json.Marshal(page)
+	content, err := encode(page)
 	if err != nil {
 		return connectors.Result{}, connectors.Errorf(connectors.KindOutcomeUnknown, err, "cannot encode the page")
 	}
 	return connectors.Result{Content: content, IsError: page.Status >= 400}, nil
+}
+
+// encode is page as JSON, with <, > and & as themselves: escaped, each
+// takes six bytes, and a page of them (a link's query is full of &) could
+// grow past the 8 MiB a call's result may hold.
+func encode(page *Page) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(page); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
 }
 
 func (c *Connector) fetch(ctx context.Context, target *url.URL) (*Page, error) {

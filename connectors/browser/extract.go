@@ -5,7 +5,6 @@ import (
 	"io"
 	"net/url"
 	"strings"
-	"unicode"
 	"unicode/utf8"
 
 	"golang.org/x/net/html"
@@ -13,10 +12,16 @@ import (
 	"golang.org/x/net/html/charset"
 )
 
-// Limits of what a page yields.
+// Limits of what a page yields. With them a page's result stays well under
+// the 8 MiB a call's result may hold, however its bytes are spent: a 5 MiB
+// title or link text, or a thousand huge hrefs, would otherwise lose the
+// whole page to result_too_large.
 const (
-	maxTextRunes = 100_000
-	maxLinks     = 1000
+	maxTextRunes     = 100_000
+	maxLinks         = 1000
+	maxTitleRunes    = 1000
+	maxLinkTextRunes = 300
+	maxHrefBytes     = 2048 // a longer link is left out, not cut
 )
 
 // document is what an agent gets from an HTML page.
@@ -61,11 +66,14 @@ func toUTF8(data []byte, contentType string) string {
 	return strings.ToValidUTF8(string(data), "\uFFFD")
 }
 
-// readHTML parses a page fetched from base.
+// readHTML parses a page fetched from base. A page the parser refuses
+// (nested deeper than the 512 open elements it takes, as tag soup with
+// unclosed elements may be) is read token by token instead.
 func readHTML(data []byte, contentType string, base *url.URL) document {
-	root, err := html.Parse(strings.NewReader(toUTF8(data, contentType)))
+	text := toUTF8(data, contentType)
+	root, err := html.Parse(strings.NewReader(text))
 	if err != nil {
-		return document{links: []Link{}}
+		return readTokens(text, base)
 	}
 	var doc document
 	if b := find(root, atom.Base); b != nil {
@@ -75,15 +83,16 @@ func readHTML(data []byte, contentType string, base *url.URL) document {
 			}
 		}
 	}
+	var titleCut bool
 	if t := find(root, atom.Title); t != nil {
-		doc.title = collapse(textOf(t))
+		doc.title, titleCut = capText(collapse(textOf(t)), maxTitleRunes)
 	}
 	var b strings.Builder
 	writeText(&b, root)
 	doc.text, doc.truncated = capText(lines(b.String()), maxTextRunes)
 	var cut bool
 	doc.links, cut = links(root, base)
-	doc.truncated = doc.truncated || cut
+	doc.truncated = doc.truncated || cut || titleCut
 	return doc
 }
 
@@ -93,12 +102,7 @@ func writeText(b *strings.Builder, n *html.Node) {
 	switch n.Type {
 	case html.TextNode:
 		// Source line breaks are whitespace; only blocks break lines.
-		b.WriteString(strings.Map(func(r rune) rune {
-			if unicode.IsSpace(r) {
-				return ' '
-			}
-			return r
-		}, n.Data))
+		b.WriteString(strings.Map(spaceToBlank, n.Data))
 		return
 	case html.ElementNode:
 		if skipped(n.DataAtom) {
@@ -144,26 +148,59 @@ func capText(s string, max int) (string, bool) {
 	return s[:i], true
 }
 
-// links returns the http(s) links of the page, absolute and de-duplicated,
-// in document order.
+// linkSet gathers a page's links: absolute, de-duplicated, in document
+// order, within the limits.
+type linkSet struct {
+	out       []Link
+	seen      map[string]bool
+	truncated bool
+}
+
+func newLinkSet() *linkSet { return &linkSet{out: []Link{}, seen: map[string]bool{}} }
+
+// add adds the link to href (relative to base) with the first of texts
+// that is not empty, if it is an http(s) link: its href made absolute
+// without the fragment, its text cut to maxLinkTextRunes.
+func (s *linkSet) add(base *url.URL, href string, texts ...string) {
+	u, err := base.Parse(strings.TrimSpace(href))
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") {
+		return
+	}
+	u.Fragment = ""
+	l := Link{Href: u.String()}
+	if s.seen[l.Href] {
+		return
+	}
+	if len(s.out) >= maxLinks || len(l.Href) > maxHrefBytes {
+		s.truncated = true
+		return
+	}
+	for _, text := range texts {
+		if text = collapse(text); text != "" {
+			var cut bool
+			l.Text, cut = capText(text, maxLinkTextRunes)
+			s.truncated = s.truncated || cut
+			break
+		}
+	}
+	s.seen[l.Href] = true
+	s.out = append(s.out, l)
+}
+
+// links returns the http(s) links of the page.
 func links(root *html.Node, base *url.URL) ([]Link, bool) {
-	out := []Link{}
-	seen := map[string]bool{}
-	truncated := false
+	set := newLinkSet()
 	var walk func(n *html.Node)
 	walk = func(n *html.Node) {
 		if n.Type == html.ElementNode {
-			switch n.DataAtom {
-			case atom.Script, atom.Style, atom.Template, atom.Noscript:
+			switch {
+			case hidesLinks(n.DataAtom):
 				return
-			case atom.A, atom.Area:
-				if l, ok := link(n, base); ok && !seen[l.Href] {
-					if len(out) >= maxLinks {
-						truncated = true
-						return
-					}
-					seen[l.Href] = true
-					out = append(out, l)
+			case n.DataAtom == atom.A || n.DataAtom == atom.Area:
+				if href, ok := attr(n, "href"); ok {
+					label, _ := attr(n, "aria-label")
+					title, _ := attr(n, "title")
+					set.add(base, href, textOf(n), label, title)
 				}
 			}
 		}
@@ -172,30 +209,7 @@ func links(root *html.Node, base *url.URL) ([]Link, bool) {
 		}
 	}
 	walk(root)
-	return out, truncated
-}
-
-// link is the hyperlink of an a or area element, if it has an http(s) one:
-// its href made absolute without the fragment, its text or else its
-// aria-label or title.
-func link(n *html.Node, base *url.URL) (Link, bool) {
-	href, ok := attr(n, "href")
-	if !ok {
-		return Link{}, false
-	}
-	u, err := base.Parse(strings.TrimSpace(href))
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") {
-		return Link{}, false
-	}
-	u.Fragment = ""
-	text := collapse(textOf(n))
-	if text == "" {
-		text, _ = attr(n, "aria-label")
-	}
-	if text == "" {
-		text, _ = attr(n, "title")
-	}
-	return Link{Text: text, Href: u.String()}, true
+	return set.out, set.truncated
 }
 
 // textOf is all text under n, skipping non-readable elements.

@@ -1,0 +1,99 @@
+package browser_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"unicode/utf8"
+
+	"github.com/quiverhq/quiver/connectors/browser"
+)
+
+// serve answers every request with body as text/html.
+func serve(t *testing.T, body string) *httptest.Server {
+	t.Helper()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		io.WriteString(w, body)
+	}))
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+// A page nested deeper than the HTML parser takes (512 open elements, as
+// tag soup with unclosed divs easily is) is still read, not answered as
+// an empty page.
+func TestFetchPageDeeplyNested(t *testing.T) {
+	t.Parallel()
+	body := "<html><head><title>Deep</title><script>var hidden = 1;</script></head><body>" +
+		strings.Repeat("<div>", 600) + "<p>Deep text</p><nav>menu</nav><a href=\"/x?a=1#f\">the link</a>"
+	srv := serve(t, body)
+	res, err := call(t, browser.New(browser.Options{AllowPrivate: true}), context.Background(), srv.URL+"/page")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var p browser.Page
+	if err := json.Unmarshal(res.Content, &p); err != nil {
+		t.Fatal(err)
+	}
+	if p.Title != "Deep" || p.Text != "Deep text\nthe link" {
+		t.Errorf("title %q, text %q", p.Title, p.Text)
+	}
+	if len(p.Links) != 1 || p.Links[0].Href != srv.URL+"/x?a=1" || p.Links[0].Text != "the link" {
+		t.Errorf("links = %+v", p.Links)
+	}
+}
+
+// What a page yields is bounded in every field, so that the result stays
+// well under the 8 MiB a call's result may hold: a huge title, link text
+// or href is cut (or the link left out), and the page marked truncated,
+// rather than the whole page lost as result_too_large. <, > and & are
+// not escaped into six bytes each.
+func TestFetchPageBoundedFields(t *testing.T) {
+	t.Parallel()
+	body := "<html><head><title>" + strings.Repeat("<", 1<<20) + "</title></head><body>" +
+		"<a href=\"/long?" + strings.Repeat("&", 1<<20) + "\">long href</a>" +
+		"<a href=\"/short\">" + strings.Repeat("& ", 1<<19) + "</a></body></html>"
+	srv := serve(t, body)
+	res, err := call(t, browser.New(browser.Options{AllowPrivate: true}), context.Background(), srv.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Content) > 1<<20 {
+		t.Errorf("result is %d bytes", len(res.Content))
+	}
+	var p browser.Page
+	if err := json.Unmarshal(res.Content, &p); err != nil {
+		t.Fatal(err)
+	}
+	if !p.Truncated || utf8.RuneCountInString(p.Title) > 1000 || !strings.HasPrefix(p.Title, "<<<") {
+		t.Errorf("truncated %t, title of %d runes", p.Truncated, utf8.RuneCountInString(p.Title))
+	}
+	if len(p.Links) != 1 || p.Links[0].Href != srv.URL+"/short" || utf8.RuneCountInString(p.Links[0].Text) > 300 {
+		t.Errorf("%d links, first %.80q", len(p.Links), p.Links)
+	}
+
+	// A thousand links of 2 KB of & each: 2 MB of page, 12 MB of JSON
+	// if each & became \u0026.
+	var many strings.Builder
+	for i := range 1000 {
+		fmt.Fprintf(&many, "<a href=\"/%d?%s\">%d</a>", i, strings.Repeat("&", 2000), i)
+	}
+	srv = serve(t, many.String())
+	res, err = call(t, browser.New(browser.Options{AllowPrivate: true}), context.Background(), srv.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Content) > 4<<20 {
+		t.Errorf("result of a thousand long links is %d bytes", len(res.Content))
+	}
+	p = browser.Page{}
+	if err := json.Unmarshal(res.Content, &p); err != nil || len(p.Links) != 1000 {
+		t.Errorf("%d links (%v)", len(p.Links), err)
+	}
+}
