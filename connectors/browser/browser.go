@@ -136,6 +136,11 @@ func (c *Connector) Call(ctx context.Context, _ *connectors.Tool, action string,
 	if err != nil || (target.Scheme != "http" && target.Scheme != "https") || target.Host == "" {
 		return connectors.Result{}, badURL("url must be an absolute http:// or https:// URL")
 	}
+	if target.User != nil {
+		// net/http would send it as Basic authorization, and the page's
+		// url, kept and replayed with the result, would show it.
+		return connectors.Result{}, badURL("url must not carry user information (user:password@); the browser sends no credentials")
+	}
 	target.Fragment = ""
 	// A literal address the guard refuses is a bad argument, known before
 	// any dial; a name is checked where it is dialled, as it may resolve

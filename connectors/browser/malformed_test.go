@@ -3,6 +3,7 @@ package browser_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -11,6 +12,7 @@ import (
 	"testing"
 	"unicode/utf8"
 
+	"github.com/quiverhq/quiver/connectors"
 	"github.com/quiverhq/quiver/connectors/browser"
 )
 
@@ -95,5 +97,29 @@ func TestFetchPageBoundedFields(t *testing.T) {
 	p = browser.Page{}
 	if err := json.Unmarshal(res.Content, &p); err != nil || len(p.Links) != 1000 {
 		t.Errorf("%d links (%v)", len(p.Links), err)
+	}
+}
+
+// A url with user information is refused: the browser sends no
+// credentials (net/http would send them as Basic authorization), and the
+// page's url, kept and replayed with the result, would show them.
+func TestFetchPageRefusesUserinfo(t *testing.T) {
+	t.Parallel()
+	got := make(chan string, 2)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got <- r.Header.Get("Authorization")
+	}))
+	t.Cleanup(srv.Close)
+	for _, u := range []string{strings.Replace(srv.URL, "http://", "http://user:pass@", 1), strings.Replace(srv.URL, "http://", "http://user@", 1)} {
+		_, err := call(t, browser.New(browser.Options{AllowPrivate: true}), context.Background(), u)
+		var e *connectors.Error
+		if !errors.As(err, &e) || e.Kind != connectors.KindRejected || e.Argument != "url" {
+			t.Errorf("%s: %v", u, err)
+		}
+	}
+	select {
+	case a := <-got:
+		t.Errorf("the page was fetched, Authorization %q", a)
+	default:
 	}
 }
