@@ -227,10 +227,18 @@ func printableASCII(s string) bool {
 	return true
 }
 
-// observe logs each request and records its metrics.
+// observe logs each request and records its metrics, deferred so that a
+// request aborted by a panic after its answer began (recover re-panics
+// http.ErrAbortHandler) counts and has its line too, with the status it
+// had sent.
 func (s *Server) observe(c *gin.Context) {
 	start := time.Now()
+	defer s.record(c, start)
 	c.Next()
+}
+
+// record counts and logs a request that ended.
+func (s *Server) record(c *gin.Context, start time.Time) {
 	route := strings.TrimSuffix(c.FullPath(), "/")
 	if route == "" {
 		route = "unmatched"
@@ -240,8 +248,24 @@ func (s *Server) observe(c *gin.Context) {
 	method := metricMethod(c.Request.Method)
 	s.Metrics.HTTPRequests.WithLabelValues(route, method, strconv.Itoa(status)).Inc()
 	s.Metrics.HTTPDuration.WithLabelValues(route, method).Observe(d.Seconds())
-	s.log.Log(c.Request.Context(), requestLevel(status), "request", "method", c.Request.Method, "route", route,
+	s.log.Log(c.Request.Context(), requestLevel(status), "request", "method", logMethod(c.Request.Method), "route", route,
 		"status", status, "duration_ms", float64(d.Microseconds())/1000, "bytes", c.Writer.Size())
+}
+
+// maxLoggedMethod is how much of a request's method its log line keeps.
+// HTTP's own are far shorter; an invented one may be as long as the
+// request head allows (a megabyte), which each request would write to the
+// log whole.
+const maxLoggedMethod = 32
+
+// logMethod is the method of a request's log line: the request's, cut to
+// maxLoggedMethod bytes (a method is a token, ASCII only, so any cut is
+// a whole character) with "…" marking the cut.
+func logMethod(m string) string {
+	if len(m) <= maxLoggedMethod {
+		return m
+	}
+	return m[:maxLoggedMethod] + "…"
 }
 
 // requestLevel is the level of a request's log line. ERROR is for what
