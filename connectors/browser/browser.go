@@ -198,6 +198,13 @@ func (c *Connector) fetch(ctx context.Context, target *url.URL) (*Page, error) {
 			errors.As(err, &b)
 			return nil, badURL("%s", redirectInside(b.Addr.String()))
 		}
+		if egress.IsConnectFailure(err) && connectors.KindOf(err) == connectors.KindOutcomeUnknown {
+			// A redirect led to a server that could not be reached
+			// (refused, DNS). The page was not fetched, and what was sent
+			// before were GETs, which changed nothing: unreachable, so a
+			// key is released for a retry rather than held terminal.
+			return nil, connectors.Errorf(connectors.KindUnreachable, errors.Unwrap(err), "the page's server could not be reached")
+		}
 		return nil, err
 	}
 	defer resp.Body.Close()

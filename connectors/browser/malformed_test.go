@@ -8,12 +8,14 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strings"
 	"testing"
 	"unicode/utf8"
 
 	"github.com/quiverhq/quiver/connectors"
 	"github.com/quiverhq/quiver/connectors/browser"
+	"github.com/quiverhq/quiver/connectors/connectortest"
 )
 
 // serve answers every request with body as text/html.
@@ -121,5 +123,28 @@ func TestFetchPageRefusesUserinfo(t *testing.T) {
 	case a := <-got:
 		t.Errorf("the page was fetched, Authorization %q", a)
 	default:
+	}
+}
+
+// A page that redirects to a server that cannot be reached (the
+// connection refused, or the name unknown, which egress.IsConnectFailure
+// tells alike) was not fetched, and what reached
+// the first server was a GET that answered: the call is
+// tool_unreachable, whose key is released for a retry, not
+// tool_outcome_unknown, which would hold its key terminal.
+func TestFetchPageRedirectToUnreachable(t *testing.T) {
+	t.Parallel()
+	closed := "http://" + connectortest.ClosedAddr(t) + "/"
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, r.URL.Query().Get("to"), http.StatusFound)
+	}))
+	t.Cleanup(srv.Close)
+	for _, to := range []string{closed} {
+		_, err := call(t, browser.New(browser.Options{AllowPrivate: true}), context.Background(), srv.URL+"/go?to="+url.QueryEscape(to))
+		if k := connectortest.Kind(t, err); k != connectors.KindUnreachable {
+			t.Errorf("redirect to %s: kind %s (%v)", to, k, err)
+		} else if strings.Contains(err.Error(), string(connectors.KindOutcomeUnknown)) {
+			t.Errorf("error names the outcome unknown: %v", err)
+		}
 	}
 }
