@@ -70,7 +70,7 @@ func readOnlyAllowed(c *gin.Context) bool {
 		return true
 	}
 	route := strings.TrimSuffix(c.FullPath(), "/")
-	return route == "/api/v1/agents/custom-tools/call" || route == "/api/v1/agents/:id/mcp"
+	return route == "/api/v1/agents/custom-tools/call" || route == mcpRoute
 }
 
 // account is the authenticated caller's account.

@@ -231,14 +231,30 @@ func printableASCII(s string) bool {
 // request aborted by a panic after its answer began (recover re-panics
 // http.ErrAbortHandler) counts and has its line too, with the status it
 // had sent.
+//
+// An agent's MCP endpoint answers Quiver's own failures of a tools/call
+// (its database down, a call rejected) as tool errors in a 200: the
+// handler notes them (logging.NoteAnswered), and the request's line names
+// the failure's code and the status REST would have answered, at that
+// status's level, and quiver_mcp_tool_errors_total counts it.
 func (s *Server) observe(c *gin.Context) {
 	start := time.Now()
-	defer s.record(c, start)
+	var answered *logging.Answered
+	if strings.TrimSuffix(c.FullPath(), "/") == mcpRoute {
+		var ctx context.Context
+		ctx, answered = logging.WithAnswered(c.Request.Context())
+		c.Request = c.Request.WithContext(ctx)
+	}
+	defer s.record(c, start, answered)
 	c.Next()
 }
 
-// record counts and logs a request that ended.
-func (s *Server) record(c *gin.Context, start time.Time) {
+// mcpRoute is the route of an agent's MCP endpoint.
+const mcpRoute = "/api/v1/agents/:id/mcp"
+
+// record counts and logs a request that ended; answered, if not nil,
+// holds a failure it answered inside a success.
+func (s *Server) record(c *gin.Context, start time.Time, answered *logging.Answered) {
 	route := strings.TrimSuffix(c.FullPath(), "/")
 	if route == "" {
 		route = "unmatched"
@@ -248,8 +264,17 @@ func (s *Server) record(c *gin.Context, start time.Time) {
 	method := metricMethod(c.Request.Method)
 	s.Metrics.HTTPRequests.WithLabelValues(route, method, strconv.Itoa(status)).Inc()
 	s.Metrics.HTTPDuration.WithLabelValues(route, method).Observe(d.Seconds())
-	s.log.Log(c.Request.Context(), requestLevel(status), "request", "method", logMethod(c.Request.Method), "route", route,
-		"status", status, "duration_ms", float64(d.Microseconds())/1000, "bytes", c.Writer.Size())
+	level := requestLevel(status)
+	attrs := []any{"method", logMethod(c.Request.Method), "route", route,
+		"status", status, "duration_ms", float64(d.Microseconds()) / 1000, "bytes", c.Writer.Size()}
+	if answered != nil {
+		if fs, code := answered.Failure(); fs != 0 {
+			s.Metrics.MCPToolErrors.WithLabelValues(code).Inc()
+			level = max(level, requestLevel(fs))
+			attrs = append(attrs, "tool_error", code, "tool_error_status", fs)
+		}
+	}
+	s.log.Log(c.Request.Context(), level, "request", attrs...)
 }
 
 // maxLoggedMethod is how much of a request's method its log line keeps.

@@ -7,6 +7,7 @@ import (
 	"context"
 	"io"
 	"log/slog"
+	"sync"
 )
 
 type ctxKey struct{}
@@ -78,4 +79,45 @@ func chatterLevel(l slog.Level) slog.Level {
 		return slog.LevelDebug
 	}
 	return l
+}
+
+// An Answered records the failure a request answered inside a success: a
+// tools/call over an agent's MCP endpoint answers Quiver's own errors (its
+// database down, a rejected call) as tool errors in an HTTP 200, which the
+// request's log line and metrics would otherwise show as a success. The
+// handler notes the failure (NoteAnswered) and whoever logs the request
+// reads it. Of several, the one with the highest status is kept.
+type Answered struct {
+	mu     sync.Mutex
+	status int
+	code   string
+}
+
+type answeredKey struct{}
+
+// WithAnswered returns ctx carrying a new Answered.
+func WithAnswered(ctx context.Context) (context.Context, *Answered) {
+	a := new(Answered)
+	return context.WithValue(ctx, answeredKey{}, a), a
+}
+
+// NoteAnswered records, in the Answered ctx carries (if any), a failure
+// answered with the given code, whose HTTP status would have been status.
+func NoteAnswered(ctx context.Context, status int, code string) {
+	a, _ := ctx.Value(answeredKey{}).(*Answered)
+	if a == nil {
+		return
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if status > a.status {
+		a.status, a.code = status, code
+	}
+}
+
+// Failure returns the failure noted, status 0 when none was.
+func (a *Answered) Failure() (status int, code string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.status, a.code
 }

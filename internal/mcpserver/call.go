@@ -332,6 +332,9 @@ func (s *Server) toolError(ctx context.Context, err error) *mcp.CallToolResult {
 	if !ok {
 		p = internalProblem(ctx, s.log, err)
 	}
+	// The HTTP answer is a 200: the request's log line and metrics learn
+	// of the failure from this.
+	logging.NoteAnswered(ctx, p.HTTPStatus(), string(p.Code))
 	env := envelope(ctx, p, true)
 	return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: string(env)}},
 		StructuredContent: json.RawMessage(env)}

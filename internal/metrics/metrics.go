@@ -20,6 +20,10 @@ type Metrics struct {
 
 	HTTPRequests *prometheus.CounterVec   // route, method, status
 	HTTPDuration *prometheus.HistogramVec // route, method
+	// MCPToolErrors counts tools/call answers of an agent's MCP endpoint
+	// that were Quiver's own errors (answered as tool errors in a 200), by
+	// the error code REST would have answered with.
+	MCPToolErrors *prometheus.CounterVec // code
 
 	Calls        *prometheus.CounterVec   // outcome: succeeded, tool_error, outcome_unknown, rejected
 	Replays      prometheus.Counter       // stored outcomes replayed
@@ -57,6 +61,9 @@ func New() *Metrics {
 		HTTPDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name: "quiver_http_request_duration_seconds", Help: "HTTP request latency by route and method.", Buckets: buckets,
 		}, []string{"route", "method"}),
+		MCPToolErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "quiver_mcp_tool_errors_total", Help: "tools/call answers over agents' MCP endpoints that were Quiver's own errors, by error code.",
+		}, []string{"code"}),
 		Calls: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "quiver_calls_total", Help: "Dispatched tool calls by outcome, counted where the outcome was recorded: a call whose replica died is counted by the replica whose sweeper recorded it.",
 		}, []string{"outcome"}),
@@ -112,7 +119,7 @@ func New() *Metrics {
 				"Sessions ended for idle_session_timeout, and sessions Postgres refused to open, are not counted.",
 		}),
 	}
-	r.MustRegister(m.HTTPRequests, m.HTTPDuration, m.Calls, m.Replays, m.Conflicts, m.InProgress,
+	r.MustRegister(m.HTTPRequests, m.HTTPDuration, m.MCPToolErrors, m.Calls, m.Replays, m.Conflicts, m.InProgress,
 		m.CallDuration, m.Swept, m.CacheErrors, m.LogDropped, m.LogPurged,
 		m.OAuthRefreshes, m.OAuthRevocations, m.MCPSessionsOpened, m.MCPSessionFailures, m.MCPSessionsRetired, m.DBSessionsEnded)
 	// Every series of the call metrics exists from the start, at zero: a
