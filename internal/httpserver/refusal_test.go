@@ -249,3 +249,21 @@ func TestRefusalQuotesNothingOfTheRequest(t *testing.T) {
 		}
 	}
 }
+
+// A malformed header's refusal names the header, but no more of a long
+// name than a line can use: the name may be as long as the head allows,
+// and the message goes to the log as well as the answer.
+func TestRefusalCutsALongHeaderName(t *testing.T) {
+	t.Parallel()
+	ts := setup(t, http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}), &httpserver.Options{ErrorBody: refusalBody})
+	rc := dial(t, ts.addr)
+	name := "X-" + strings.Repeat("n", 20<<10)
+	rc.send("GET / HTTP/1.1\r\nHost: x\r\n" + name + ": a\x01b\r\n\r\n")
+	resp, body, err := rc.tryRead("GET")
+	if err != nil {
+		t.Fatalf("no refusal: %v", err)
+	}
+	if resp.StatusCode != 400 || len(body) > 256 || !strings.Contains(body, "X-Nnnn") || !strings.Contains(body, "…") {
+		t.Fatalf("status %d, body of %d bytes (%.120q); want 400 naming the header's start", resp.StatusCode, len(body), body)
+	}
+}

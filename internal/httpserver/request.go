@@ -39,7 +39,7 @@ func parseRefusal(err error, head []byte) *Refusal {
 		if name, _, ok := strings.Cut(line, ":"); ok && httpguts.ValidHeaderFieldName(name) {
 			name = http.CanonicalHeaderKey(name)
 			return &Refusal{Status: http.StatusBadRequest, Header: name,
-				Message: fmt.Sprintf("The request's %s header holds a character HTTP does not allow in a header value.", name)}
+				Message: fmt.Sprintf("The request's %s header holds a character HTTP does not allow in a header value.", shownName(name))}
 		}
 		return &Refusal{Status: http.StatusBadRequest, Message: "The request has a malformed header line."}
 	}
@@ -56,6 +56,19 @@ func parseRefusal(err error, head []byte) *Refusal {
 	reason = strings.TrimRight(reason, " :[")
 	reason = strings.TrimRight(strings.TrimSuffix(reason, " got"), " ;,")
 	return &Refusal{Status: http.StatusBadRequest, Message: fmt.Sprintf("Malformed HTTP request: %s.", reason)}
+}
+
+// maxShownName is how much of a header's name a refusal's message (and
+// its log line) shows: a name may be as long as the head allows.
+const maxShownName = 64
+
+// shownName is a header name as a refusal shows it: cut to maxShownName
+// bytes (a name is a token, ASCII only), "…" marking the cut.
+func shownName(name string) string {
+	if len(name) <= maxShownName {
+		return name
+	}
+	return name[:maxShownName] + "…"
 }
 
 // codingRefusal refuses a Transfer-Encoding other than chunked alone. RFC
