@@ -64,9 +64,12 @@ func TestREADMENamesEveryMetric(t *testing.T) {
 		if m[3] == "" {
 			continue
 		}
-		label, _, _ := strings.Cut(m[3], "=")
-		if !slices.Contains(labels, label) {
-			t.Errorf("README names %s with label %q; its labels are %v", name, label, labels)
+		// {a} or {a="x"|"y"}, or several: {a,b}.
+		for _, l := range strings.Split(m[3], ",") {
+			label, _, _ := strings.Cut(strings.TrimSpace(l), "=")
+			if !slices.Contains(labels, label) {
+				t.Errorf("README names %s with label %q; its labels are %v", name, label, labels)
+			}
 		}
 	}
 	for name := range exported {
