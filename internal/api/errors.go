@@ -21,6 +21,9 @@ func (s *Server) writeError(c *gin.Context, err error) {
 			// a second one.
 			s.log.ErrorContext(c.Request.Context(), "database connection failed mid-write", "error", err, "route", c.FullPath())
 			p = problem.New(problem.Internal, "The database connection failed while this change was being saved, so it may or may not have been applied; read it back before retrying.")
+		} else if errors.Is(err, store.ErrWritesInFlight) {
+			p = &problem.Error{Code: problem.Unavailable, RetryAfter: 1,
+				Message: "This list waits for the writes in flight when it was asked for, and they did not end in time: the database is slow or busy. Retry shortly."}
 		} else if errors.Is(err, store.ErrUnavailable) {
 			p = &problem.Error{Code: problem.Unavailable, Message: "The database is unavailable. Retry shortly.", RetryAfter: 1}
 		} else if errors.Is(err, store.ErrBadCursor) {

@@ -183,7 +183,7 @@ func (l *callLog) sync(ctx context.Context) error {
 			case <-ctx.Done():
 				return ctx.Err()
 			case <-wait.C:
-				return fmt.Errorf("%w: a keyed call has been writing the call log for %v", store.ErrUnavailable, heldWait)
+				return fmt.Errorf("%w: %w: a keyed call has been writing the call log for %v", store.ErrUnavailable, store.ErrWritesInFlight, heldWait)
 			}
 		}
 	}

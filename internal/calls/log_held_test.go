@@ -85,8 +85,8 @@ func TestListWaitsForEntriesAKeyedCallHolds(t *testing.T) {
 			second := call("")
 			release = make(chan struct{})
 			k2 := keyed("k2", release)
-			if ids, err := list(); !errors.Is(err, store.ErrUnavailable) {
-				t.Fatalf("a list while a keyed call's statement stalls: %v, %v; want ErrUnavailable", ids, err)
+			if ids, err := list(); !errors.Is(err, store.ErrUnavailable) || !errors.Is(err, store.ErrWritesInFlight) {
+				t.Fatalf("a list while a keyed call's statement stalls: %v, %v; want ErrUnavailable and ErrWritesInFlight", ids, err)
 			}
 			close(release)
 			k2ID := <-k2

@@ -148,7 +148,7 @@ func (s *Store) settle(ctx context.Context, table string, find func(db *gorm.DB,
 	}
 	for deadline := time.Now().Add(settleWait); writers != ""; {
 		if time.Now().After(deadline) {
-			return fmt.Errorf("%w: a write to %s has been in flight for %v", ErrUnavailable, table, settleWait)
+			return fmt.Errorf("%w: %w: a write to %s has been in flight for %v", ErrUnavailable, ErrWritesInFlight, table, settleWait)
 		}
 		select {
 		case <-ctx.Done():

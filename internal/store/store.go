@@ -44,6 +44,10 @@ var (
 	// connection failed once it was made: the change may have been applied
 	// (a commit sent, its answer lost), and must not be assumed undone.
 	ErrInterrupted = errors.New("store: the database connection failed during a write")
+	// ErrWritesInFlight comes with ErrUnavailable from a list that waits
+	// for the writes in flight when it was asked for, and they did not end
+	// in time: the database answers, slowly.
+	ErrWritesInFlight = errors.New("store: writes in flight did not end in time")
 )
 
 // Dialect names the database behind a Store.
