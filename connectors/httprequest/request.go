@@ -83,10 +83,8 @@ func join(base *url.URL, path string) (*url.URL, error) {
 	if rel.Scheme != "" || rel.Host != "" || rel.User != nil || rel.Opaque != "" {
 		return nil, refused("path", "path must be relative to the base URL; absolute URLs are refused")
 	}
-	for _, seg := range strings.Split(rel.Path, "/") {
-		if seg == ".." {
-			return nil, refused("path", `path cannot contain ".." segments`)
-		}
+	if climbs(rel.Path) {
+		return nil, refused("path", `path cannot contain ".." segments`)
 	}
 	out := *base
 	out.Fragment, out.RawFragment = "", ""
@@ -106,6 +104,19 @@ func join(base *url.URL, path string) (*url.URL, error) {
 		return nil, refused("path", "path must stay under the base URL")
 	}
 	return &out, nil
+}
+
+// climbs reports whether a decoded path has a segment some server reads as
+// "..": ".." itself, or followed by ";" (Tomcat and Jetty take the rest
+// for the segment's parameters), or between backslashes (IIS takes "\"
+// for "/").
+func climbs(path string) bool {
+	for _, seg := range strings.FieldsFunc(path, func(r rune) bool { return r == '/' || r == '\\' }) {
+		if seg, _, _ = strings.Cut(seg, ";"); seg == ".." {
+			return true
+		}
+	}
+	return false
 }
 
 func joinQueries(parts ...string) string {
@@ -174,11 +185,17 @@ func reserved(canonical string) bool {
 }
 
 func setHeaders(h http.Header, in map[string]json.RawMessage) error {
+	given := make(map[string]bool, len(in))
 	for name, raw := range in {
 		if !httpguts.ValidHeaderFieldName(name) {
 			return refused("headers", "header name %q is not valid", name)
 		}
 		canonical := http.CanonicalHeaderKey(name)
+		if given[canonical] {
+			// Which of them would be sent would depend on map order.
+			return refused("headers", "header %q is given twice (header names are case-insensitive)", canonical)
+		}
+		given[canonical] = true
 		if reserved(canonical) {
 			return refused("headers", "header %q is managed by Quiver and cannot be set", canonical)
 		}
