@@ -275,8 +275,11 @@ func flatten(h http.Header) map[string]string {
 // bytes that are not text.
 func decodeBody(data []byte, contentType string) (any, string) {
 	mediaType, params, _ := mime.ParseMediaType(contentType)
-	if (mediaType == "application/json" || strings.HasSuffix(mediaType, "+json")) && json.Valid(data) {
-		return json.RawMessage(data), ""
+	if mediaType == "application/json" || strings.HasSuffix(mediaType, "+json") {
+		// A byte order mark may lead (RFC 8259 §8.1 lets a parser ignore it).
+		if doc := bytes.TrimPrefix(data, []byte("\xEF\xBB\xBF")); json.Valid(doc) {
+			return json.RawMessage(doc), ""
+		}
 	}
 	if label := strings.ToLower(params["charset"]); label != "" && label != "utf-8" && label != "utf8" {
 		if r, err := charset.NewReaderLabel(label, bytes.NewReader(data)); err == nil {
