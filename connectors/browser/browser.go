@@ -218,6 +218,14 @@ func (c *Connector) fetch(ctx context.Context, target *url.URL) (*Page, error) {
 		data, page.Truncated = data[:c.maxBytes], true
 	}
 	mediaType, _, _ := mime.ParseMediaType(page.ContentType)
+	if page.ContentType == "" {
+		// Untyped: read as HTML, as before, unless its bytes say it is
+		// not text (an image, an archive). content_type stays as the
+		// server sent it.
+		if sniffed, _, _ := mime.ParseMediaType(http.DetectContentType(data)); !strings.HasPrefix(sniffed, "text/") {
+			mediaType = sniffed
+		}
+	}
 	switch {
 	case mediaType == "" || mediaType == "text/html" || mediaType == "application/xhtml+xml":
 		doc := readHTML(data, page.ContentType, resp.Request.URL)

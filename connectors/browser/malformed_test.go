@@ -148,3 +148,36 @@ func TestFetchPageRedirectToUnreachable(t *testing.T) {
 		}
 	}
 }
+
+// A page served without a Content-Type is read by what it holds: HTML as
+// HTML, and bytes that are not text (an image, an archive) not as text.
+func TestFetchPageWithoutContentType(t *testing.T) {
+	t.Parallel()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header()["Content-Type"] = nil // no sniffing by the test server
+		if r.URL.Path == "/png" {
+			w.Write([]byte("\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\x00\x00\x00\x01binary text"))
+			return
+		}
+		if r.URL.Path == "/span" { // sniffed as text/plain, still HTML
+			io.WriteString(w, "<span>fragment</span>")
+			return
+		}
+		io.WriteString(w, "<!doctype html><title>Untyped</title><p>hello</p>")
+	}))
+	t.Cleanup(srv.Close)
+	c := browser.New(browser.Options{AllowPrivate: true})
+	for path, want := range map[string][2]string{"/png": {"", ""}, "/html": {"Untyped", "hello"}, "/span": {"", "fragment"}} {
+		res, err := call(t, c, context.Background(), srv.URL+path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var p browser.Page
+		if err := json.Unmarshal(res.Content, &p); err != nil {
+			t.Fatal(err)
+		}
+		if p.Title != want[0] || p.Text != want[1] {
+			t.Errorf("%s: title %q, text %q", path, p.Title, p.Text)
+		}
+	}
+}
