@@ -169,7 +169,9 @@ func (c *Connector) Call(ctx context.Context, t *connectors.Tool, action string,
 		out.Error, isError = "response_too_large", true
 		data = nil
 	}
-	data = hideToken(t.Config, out.Headers, data)
+	// Masked as the caller will read it: a token echoed in UTF-16, say,
+	// is only the token's bytes once decoded.
+	data = hideToken(t.Config, out.Headers, inUTF8(data, resp.Header.Get("Content-Type")))
 	if out.Error == "" {
 		out.Body, out.BodyEncoding = decodeBody(data, resp.Header.Get("Content-Type"))
 	}

@@ -270,22 +270,30 @@ func flatten(h http.Header) map[string]string {
 	return out
 }
 
-// decodeBody is the parsed JSON for a JSON response, else the text (in
-// UTF-8, decoded from the charset the response declares), else base64 for
-// bytes that are not text.
+// inUTF8 is data decoded from the charset contentType declares, when it
+// declares one other than UTF-8 that decodes data to valid UTF-8; else data
+// as it is.
+func inUTF8(data []byte, contentType string) []byte {
+	_, params, _ := mime.ParseMediaType(contentType)
+	if label := strings.ToLower(params["charset"]); label != "" && label != "utf-8" && label != "utf8" {
+		if r, err := charset.NewReaderLabel(label, bytes.NewReader(data)); err == nil {
+			if decoded, err := io.ReadAll(r); err == nil && utf8.Valid(decoded) {
+				return decoded
+			}
+		}
+	}
+	return data
+}
+
+// decodeBody is the parsed JSON for a JSON response, else the text, of a
+// body already in UTF-8 where it could be (inUTF8); else base64 for bytes
+// that are not text.
 func decodeBody(data []byte, contentType string) (any, string) {
-	mediaType, params, _ := mime.ParseMediaType(contentType)
+	mediaType, _, _ := mime.ParseMediaType(contentType)
 	if mediaType == "application/json" || strings.HasSuffix(mediaType, "+json") {
 		// A byte order mark may lead (RFC 8259 §8.1 lets a parser ignore it).
 		if doc := bytes.TrimPrefix(data, []byte("\xEF\xBB\xBF")); json.Valid(doc) {
 			return json.RawMessage(doc), ""
-		}
-	}
-	if label := strings.ToLower(params["charset"]); label != "" && label != "utf-8" && label != "utf8" {
-		if r, err := charset.NewReaderLabel(label, bytes.NewReader(data)); err == nil {
-			if text, err := io.ReadAll(r); err == nil && utf8.Valid(text) {
-				return string(text), ""
-			}
 		}
 	}
 	if utf8.Valid(data) {
