@@ -18,6 +18,25 @@ import (
 func heldProxy(t *testing.T, target string, hold func(body []byte) bool) (u string, entered, release chan struct{}) {
 	t.Helper()
 	entered, release = make(chan struct{}, 8), make(chan struct{}, 8)
+	u = bodyProxy(t, target, func(_ http.ResponseWriter, body []byte) bool {
+		if hold(body) {
+			entered <- struct{}{}
+			select {
+			case <-release:
+			case <-time.After(30 * time.Second):
+			}
+		}
+		return false
+	})
+	return u, entered, release
+}
+
+// bodyProxy serves a reverse proxy to target, its path kept, in which
+// answer sees each request's body first: it answers the request itself and
+// returns true, or returns false to let it through to target (it may hold
+// it first). It returns the URL to use in target's place.
+func bodyProxy(t *testing.T, target string, answer func(w http.ResponseWriter, body []byte) bool) string {
+	t.Helper()
 	to, err := url.Parse(target)
 	if err != nil {
 		t.Fatal(err)
@@ -26,15 +45,11 @@ func heldProxy(t *testing.T, target string, hold func(body []byte) bool) (u stri
 	proxy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
 		r.Body = io.NopCloser(bytes.NewReader(body))
-		if hold(body) {
-			entered <- struct{}{}
-			select {
-			case <-release:
-			case <-time.After(30 * time.Second):
-			}
+		if answer(w, body) {
+			return
 		}
 		rp.ServeHTTP(w, r)
 	}))
 	t.Cleanup(proxy.Close)
-	return proxy.URL + to.Path, entered, release
+	return proxy.URL + to.Path
 }

@@ -23,28 +23,13 @@ func oacRefresh(body []byte) bool {
 	return err == nil && form.Get("grant_type") == "refresh_token"
 }
 
-// oacTokenProxy serves a reverse proxy to target, its path kept, in which
-// answer sees each request's form first: it answers the request itself and
-// returns true, or returns false to let it through to target (it may hold
-// it first). It returns the URL to use in target's place.
+// oacTokenProxy is bodyProxy with each request's body read as a form.
 func oacTokenProxy(t *testing.T, target string, answer func(w http.ResponseWriter, form url.Values) bool) string {
 	t.Helper()
-	to, err := url.Parse(target)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rp := httputil.NewSingleHostReverseProxy(&url.URL{Scheme: to.Scheme, Host: to.Host})
-	proxy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		body, _ := io.ReadAll(r.Body)
-		r.Body = io.NopCloser(bytes.NewReader(body))
+	return bodyProxy(t, target, func(w http.ResponseWriter, body []byte) bool {
 		form, _ := url.ParseQuery(string(body))
-		if answer(w, form) {
-			return
-		}
-		rp.ServeHTTP(w, r)
-	}))
-	t.Cleanup(proxy.Close)
-	return proxy.URL + to.Path
+		return answer(w, form)
+	})
 }
 
 // oacHeldAnswer is a refresh the provider granted whose answer a proxy
