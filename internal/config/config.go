@@ -233,8 +233,8 @@ func parseFor(getenv func(string) string, environ []string, sealing bool) (*Conf
 	}
 	if v := strings.TrimSpace(getenv("QUIVER_BODY_LIMIT")); v != "" {
 		n, err := strconv.ParseInt(v, 10, 64)
-		if err != nil || n < 1024 {
-			errs = append(errs, fmt.Errorf("QUIVER_BODY_LIMIT: %q is not a byte count of at least 1024", v))
+		if err != nil || n < MinBodyLimit || n > MaxBodyLimit {
+			errs = append(errs, fmt.Errorf("QUIVER_BODY_LIMIT: %q is not a byte count from %d to %d (1 GiB)", v, MinBodyLimit, MaxBodyLimit))
 		} else {
 			c.BodyLimit = n
 		}
@@ -294,6 +294,14 @@ func parseFor(getenv func(string) string, environ []string, sealing bool) (*Conf
 const (
 	MinDBMaxConns = 4
 	MaxDBMaxConns = 10000
+)
+
+// Bounds of QUIVER_BODY_LIMIT: a body is read whole into memory before it
+// is parsed, and the largest int64 overflowed a reader's limit + 1 (every
+// agent MCP message then read as empty).
+const (
+	MinBodyLimit = 1024
+	MaxBodyLimit = 1 << 30
 )
 
 // MinSweepInterval bounds QUIVER_SWEEP_INTERVAL from below: the sweeper
@@ -441,11 +449,11 @@ func (c *Config) validate(sealing bool) error {
 	} else {
 		c.DataDir = filepath.Clean(c.DataDir)
 	}
-	if u, err := url.Parse(c.PublicURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		errs = append(errs, errors.New("QUIVER_PUBLIC_URL: must be an absolute http(s) URL"))
+	if err := checkBaseURL("QUIVER_PUBLIC_URL", c.PublicURL, true); err != nil {
+		errs = append(errs, err)
 	}
-	if u, err := url.Parse(c.TavilyBaseURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		errs = append(errs, errors.New("QUIVER_TAVILY_BASE_URL: must be an absolute http(s) URL"))
+	if err := checkBaseURL("QUIVER_TAVILY_BASE_URL", c.TavilyBaseURL, false); err != nil {
+		errs = append(errs, err)
 	}
 	switch c.LogLevel {
 	case "debug", "info", "warn", "error":
