@@ -201,6 +201,7 @@ func normalize(e *Entry, v *validator) {
 			v.add(field("actions", i, "input_schema"), "cannot be written as JSON: %v", err)
 			continue
 		}
+		v.resolveSchema(raw, a.SchemaYAML, field("actions", i, "input_schema"))
 		a.InputSchema = raw
 	}
 }
