@@ -146,6 +146,7 @@ func (s *Server) listedTool(account int64, t agentTool, name string, a *connecto
 	if err != nil {
 		return nil, fastTool{}, err
 	}
+	soundBindings(tool) // headerbind.go
 	inv := s.invokeListed(account, t.id, t.base, a.Name, key)
 	return tool, fastTool{invoke: inv, headerBound: headerBound(tool), typed: tool.OutputSchema != nil}, nil
 }

@@ -3,6 +3,7 @@ package mcpserver
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"slices"
 	"strconv"
 	"sync"
@@ -100,7 +101,7 @@ func (ts *toolsets) get(ctx context.Context, account, agent int64) (*toolset, er
 
 	// The build is shared, so it must not end with the first caller.
 	bctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), ts.s.opts.BuildTimeout)
-	next.err = ts.s.build(bctx, next, account, agent, cur)
+	next.err = ts.buildOnce(bctx, next, key, cur)
 	cancel()
 	next.expires = time.Now().Add(ts.s.opts.ListTTL)
 	close(next.done)
@@ -115,6 +116,28 @@ func (ts *toolsets) get(ctx context.Context, account, agent int64) (*toolset, er
 		return nil, next.err
 	}
 	return next, nil
+}
+
+// buildOnce is s.build, which ends next whatever happens: a build that
+// panics is dropped and its waiters get an error before the panic goes
+// on, instead of waiting on it until their requests time out.
+func (ts *toolsets) buildOnce(ctx context.Context, next *toolset, key agentKey, cur *toolset) error {
+	finished := false
+	defer func() {
+		if finished {
+			return
+		}
+		next.err = errors.New("mcp: building the agent's tool list failed")
+		close(next.done)
+		ts.mu.Lock()
+		if ts.m[key] == next {
+			delete(ts.m, key)
+		}
+		ts.mu.Unlock()
+	}()
+	err := ts.s.build(ctx, next, key.account, key.agent, cur)
+	finished = true
+	return err
 }
 
 func (t *toolset) wait(ctx context.Context) (*toolset, error) {
@@ -264,7 +287,10 @@ func (s *Server) build(ctx context.Context, ts *toolset, account, agentID int64,
 				s.log.WarnContext(ctx, "mcp: action left out", "agent", agentID, "tool", t.id, "action", a.Name, "error", err)
 				continue
 			}
-			srv.AddTool(tool, s.handle(ft.invoke, ft.typed))
+			if err := addTool(srv, tool, s.handle(ft.invoke, ft.typed)); err != nil {
+				s.log.WarnContext(ctx, "mcp: action left out", "agent", agentID, "tool", t.id, "action", a.Name, "error", err)
+				continue
+			}
 			fast[name] = ft
 			if !calls.ReadOnlyAction(a) {
 				hidden[name] = true
