@@ -1,7 +1,9 @@
 package api
 
 import (
+	"net/url"
 	"strconv"
+	"strings"
 
 	"github.com/gin-gonic/gin"
 
@@ -89,10 +91,29 @@ func (s *Server) listCalls(c *gin.Context) {
 }
 
 func (s *Server) getKey(c *gin.Context) {
-	ks, err := s.Calls.Key(c.Request.Context(), account(c), c.Param("key"))
+	ks, err := s.Calls.Key(c.Request.Context(), account(c), pathKey(c))
 	if err != nil {
 		s.writeError(c, err)
 		return
 	}
 	c.JSON(200, ks)
+}
+
+// pathKey is the key GET /idempotency-keys/{key} names, read from the
+// request's escaped path with url.PathUnescape. Gin's c.Param decodes an
+// escaped path's values as a query's, which reads '+' as a space: a client
+// that escapes "a+b/c" as a path segment (a+b%2Fc) would be shown another
+// key's state, "a b/c".
+func pathKey(c *gin.Context) string {
+	const seg = "/idempotency-keys/"
+	raw := c.Request.URL.EscapedPath()
+	i := strings.Index(raw, seg)
+	if i < 0 {
+		return c.Param("key")
+	}
+	key, err := url.PathUnescape(strings.TrimSuffix(raw[i+len(seg):], "/"))
+	if err != nil {
+		return c.Param("key")
+	}
+	return key
 }
