@@ -117,6 +117,30 @@ func (e loggedError) Unwrap() error { return e.error }
 
 var errUsage = errors.New("unknown command; see `quiver help`")
 
+// commandLineError is the usage error of a command line that names no
+// command quiver has, or a command in a shape it does not take; nil lets
+// the command read its configuration and check the rest (keys create's
+// flags).
+func commandLineError(args []string) error {
+	switch args[0] {
+	case "serve":
+		if len(args) > 1 {
+			return fmt.Errorf("serve takes no arguments (got %q); it is configured by environment variables", args[1])
+		}
+	case "migrate":
+		if len(args) != 2 || !slices.Contains([]string{"up", "down", "status", "help"}, args[1]) {
+			return errors.New(migrateUsage)
+		}
+	case "keys":
+		if len(args) < 2 || (args[1] != "create" && (args[1] != "revoke" || len(args) != 3)) {
+			return errors.New(keysUsage)
+		}
+	default:
+		return fmt.Errorf("unknown command %q; see `quiver help`", args[0])
+	}
+	return nil
+}
+
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
 		fmt.Fprint(stdout, usage)
@@ -131,6 +155,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			return errors.New(catalogUsage)
 		}
 		return catalogCheck(stdout)
+	}
+	if err := commandLineError(args); err != nil { // before the configuration too: it is the first thing wrong
+		return err
 	}
 	// Only serve opens and seals the tools' secrets: migrate and keys run
 	// without QUIVER_SECRET_KEY (the secret reaches only the processes that
