@@ -467,3 +467,19 @@ func TestTextInItsCharset(t *testing.T) {
 		}
 	}
 }
+
+// A header value refused says why: a NUL is no line break, and an object
+// is no string.
+func TestHeaderValueRefusalsSayWhy(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct{ args, want string }{
+		{`{"path":"/","headers":{"X-A":"a\u0000b"}}`, "control characters"},
+		{`{"path":"/","headers":{"X-A":"a\r\nX-B: b"}}`, "one line"},
+		{`{"path":"/","headers":{"X-A":{"b":1}}}`, "string, number or boolean"},
+	} {
+		_, err := open().Call(context.Background(), tool("http://example.com"), "get", json.RawMessage(tc.args))
+		if connectortest.Kind(t, err) != connectors.KindRejected || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: %v; want a refusal saying %q", tc.args, err, tc.want)
+		}
+	}
+}

@@ -200,8 +200,11 @@ func setHeaders(h http.Header, in map[string]json.RawMessage) error {
 			return refused("headers", "header %q is managed by Quiver and cannot be set", canonical)
 		}
 		v, ok := scalar(raw)
-		if !ok || !httpguts.ValidHeaderFieldValue(v) {
-			return refused("headers", "header %q must be a string without line breaks", canonical)
+		if !ok {
+			return refused("headers", "header %q must be a string, number or boolean", canonical)
+		}
+		if !httpguts.ValidHeaderFieldValue(v) {
+			return refused("headers", "header %q must be one line without control characters (CR, LF, NUL and the like)", canonical)
 		}
 		h.Set(canonical, v)
 	}
