@@ -382,9 +382,11 @@ func (c *Config) Validate() error { return c.validate(true) }
 func (c *Config) validate(sealing bool) error {
 	var errs []error
 	if c.DatabaseURL != "" {
-		u, err := url.Parse(c.DatabaseURL)
-		if err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") {
-			errs = append(errs, errors.New("DATABASE_URL: must be a postgres:// URL"))
+		// Parse's own error would quote the URL, password and all.
+		if u, err := url.Parse(c.DatabaseURL); err != nil {
+			errs = append(errs, errors.New("DATABASE_URL: cannot be parsed as a URL (postgres://USER:PASSWORD@HOST:5432/DATABASE)"))
+		} else if u.Scheme != "postgres" && u.Scheme != "postgresql" {
+			errs = append(errs, errors.New("DATABASE_URL: must be a postgres:// (or postgresql://) URL"))
 		}
 		if c.SecretKey == "" && sealing {
 			errs = append(errs, errors.New("QUIVER_SECRET_KEY: required when DATABASE_URL is set (32 bytes, base64)"))
@@ -397,8 +399,13 @@ func (c *Config) validate(sealing bool) error {
 	}
 	if c.RedisURL != "" {
 		u, err := url.Parse(c.RedisURL)
-		if err != nil || (u.Scheme != "redis" && u.Scheme != "rediss" && u.Scheme != "redis-sentinel" && u.Scheme != "redis-cluster") {
+		if err != nil {
+			errs = append(errs, errors.New("REDIS_URL: cannot be parsed as a URL (redis://[:PASSWORD@]HOST:PORT/DB)"))
+		} else if u.Scheme != "redis" && u.Scheme != "rediss" && u.Scheme != "redis-sentinel" && u.Scheme != "redis-cluster" {
 			errs = append(errs, errors.New("REDIS_URL: must be a redis://, rediss://, redis-sentinel:// or redis-cluster:// URL"))
+		} else if n, err := strconv.Atoi(u.Port()); u.Port() != "" && (err != nil || n < 1 || n > 65535) {
+			// Serve would start on a Redis it can never dial, as if down.
+			errs = append(errs, fmt.Errorf("REDIS_URL: port %q is not from 1 to 65535", u.Port()))
 		} else if u.Hostname() == "" {
 			// go-redis would fill in localhost:6379: someone else's Redis,
 			// or none, never what a URL without a host meant.
