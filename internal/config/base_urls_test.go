@@ -19,6 +19,8 @@ func TestBaseURLsTakeNoQueryOrFragment(t *testing.T) {
 		{"QUIVER_PUBLIC_URL", "https://user:pw@q.example.com", "credentials"},
 		{"QUIVER_TAVILY_BASE_URL", "https://tavily.example.com?key=1", "query"},
 		{"QUIVER_TAVILY_BASE_URL", "https://tavily.example.com/#x", "fragment"},
+		{"QUIVER_PUBLIC_URL", "https://q.example.com:99999", "port"},
+		{"QUIVER_TAVILY_BASE_URL", "https://tavily.example.com:0", "port"},
 	} {
 		_, err := parse(map[string]string{tc.name: tc.value})
 		if err == nil || !strings.Contains(err.Error(), tc.name+": ") || !strings.Contains(err.Error(), tc.want) {

@@ -3,6 +3,7 @@ package config
 import (
 	"fmt"
 	"net/url"
+	"strconv"
 	"strings"
 )
 
@@ -17,6 +18,8 @@ func checkBaseURL(name, raw string, noCredentials bool) error {
 	switch {
 	case err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "":
 		return fmt.Errorf("%s: must be an absolute http(s) URL", name)
+	case u.Port() != "" && !validPort(u.Port()):
+		return fmt.Errorf("%s: port %q is not from 1 to 65535", name, u.Port())
 	case strings.Contains(raw, "?"):
 		return fmt.Errorf("%s: must not have a query (?...): paths are appended to it", name)
 	case strings.Contains(raw, "#"):
@@ -25,4 +28,10 @@ func checkBaseURL(name, raw string, noCredentials bool) error {
 		return fmt.Errorf("%s: must not carry credentials (user:password@): OAuth providers and browsers are shown it", name)
 	}
 	return nil
+}
+
+// validPort reports whether port, a URL's digits, is one a host can have.
+func validPort(port string) bool {
+	n, err := strconv.Atoi(port)
+	return err == nil && n >= 1 && n <= 65535
 }

@@ -403,7 +403,7 @@ func (c *Config) validate(sealing bool) error {
 			errs = append(errs, errors.New("REDIS_URL: cannot be parsed as a URL (redis://[:PASSWORD@]HOST:PORT/DB)"))
 		} else if u.Scheme != "redis" && u.Scheme != "rediss" && u.Scheme != "redis-sentinel" && u.Scheme != "redis-cluster" {
 			errs = append(errs, errors.New("REDIS_URL: must be a redis://, rediss://, redis-sentinel:// or redis-cluster:// URL"))
-		} else if n, err := strconv.Atoi(u.Port()); u.Port() != "" && (err != nil || n < 1 || n > 65535) {
+		} else if u.Port() != "" && !validPort(u.Port()) {
 			// Serve would start on a Redis it can never dial, as if down.
 			errs = append(errs, fmt.Errorf("REDIS_URL: port %q is not from 1 to 65535", u.Port()))
 		} else if u.Hostname() == "" {
