@@ -304,9 +304,13 @@ const (
 	MaxBodyLimit = 1 << 30
 )
 
-// MinSweepInterval bounds QUIVER_SWEEP_INTERVAL from below: the sweeper
-// queries the database on each tick.
-const MinSweepInterval = 100 * time.Millisecond
+// Bounds of QUIVER_SWEEP_INTERVAL: the sweeper queries the database on
+// each tick, and API.md promises that it records a dead replica's call as
+// an unknown outcome within seconds.
+const (
+	MinSweepInterval = 100 * time.Millisecond
+	MaxSweepInterval = 30 * time.Second
+)
 
 // Bounds of QUIVER_MCP_RELIST_INTERVAL: each re-read may list many pages
 // from the tool's server, and a list is read anew every minute anyway
@@ -424,8 +428,8 @@ func (c *Config) validate(sealing bool) error {
 			errs = append(errs, err)
 		}
 	}
-	if c.SweepInterval < MinSweepInterval {
-		errs = append(errs, fmt.Errorf("QUIVER_SWEEP_INTERVAL: must be at least %s", MinSweepInterval))
+	if c.SweepInterval < MinSweepInterval || c.SweepInterval > MaxSweepInterval {
+		errs = append(errs, fmt.Errorf("QUIVER_SWEEP_INTERVAL: must be from %s to %s (a dead replica's calls are recorded within it)", MinSweepInterval, MaxSweepInterval))
 	}
 	if c.RelistInterval < MinRelistInterval || c.RelistInterval > MaxRelistInterval {
 		errs = append(errs, fmt.Errorf("QUIVER_MCP_RELIST_INTERVAL: must be from %s to %s", MinRelistInterval, MaxRelistInterval))

@@ -74,6 +74,7 @@ func TestErrorsNameTheVariable(t *testing.T) {
 		"QUIVER_ADDR":                  {"QUIVER_ADDR": ":99999"},
 		"QUIVER_PPROF_ADDR":            {"QUIVER_PPROF_ADDR": "localhost"},
 		"QUIVER_SWEEP_INTERVAL":        {"QUIVER_SWEEP_INTERVAL": "1ns"},
+		"QUIVER_SWEEP_INTERVAL: must":  {"QUIVER_SWEEP_INTERVAL": "1000h"},
 		"QUIVER_MCP_RELIST_INTERVAL":   {"QUIVER_MCP_RELIST_INTERVAL": "1ms"},
 		"QUIVER_MCP_RELIST_INTERVAL:":  {"QUIVER_MCP_RELIST_INTERVAL": "1h"},
 		"QUIVER_LOG_LEVEL":             {"QUIVER_LOG_LEVEL": "loud"},
