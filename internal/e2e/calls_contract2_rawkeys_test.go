@@ -53,7 +53,9 @@ func TestKeyHeaderBytes(t *testing.T) {
 	if n := e.tool.count("/raw-key"); n != 0 {
 		t.Fatalf("tool ran %d times", n)
 	}
-	for i, key := range []string{"t", "t/", ".", "..", "a/../b", "%2F", "a;b", "?x", "#"} {
+	// '+' is itself in a path segment, also beside an escaped character:
+	// "a+b,c" is not "a b,c", another key, nor "+," the invalid " ,".
+	for i, key := range []string{"t", "t/", ".", "..", "a/../b", "%2F", "a;b", "?x", "#", "a b,c", "a+b,c", "+,", "x+y/z"} {
 		if r := e.call(callBody(e.id, "/seg", i), key); r.Status != 200 {
 			t.Fatalf("%q: %d %s", key, r.Status, r.Body)
 		}
