@@ -27,6 +27,23 @@ var pad = "X-Pad: " + strings.Repeat("p", 5<<10) + "\r\n"
 
 const next = "GET /next HTTP/1.1\r\nHost: x\r\n\r\n"
 
+// bothWays runs f as a parallel subtest named name twice: on head, which
+// arrives whole, and on head with pad, which arrives in pieces.
+func bothWays(t *testing.T, name, head string, f func(t *testing.T, head string)) {
+	t.Helper()
+	for _, big := range []bool{false, true} {
+		name, head := name, head
+		if big {
+			name += ", head in pieces"
+			head += pad
+		}
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			f(t, head)
+		})
+	}
+}
+
 // A request with both Transfer-Encoding and Content-Length (RFC 9112 6.1:
 // the server MUST close after responding), or with a Transfer-Encoding in
 // HTTP/1.0 (6.1: the framing is faulty; close after), is answered, framed
@@ -46,27 +63,18 @@ func TestSuspectFramingClosesConnection(t *testing.T) {
 		{"http/1.0 gzip", "POST /a HTTP/1.0\r\nConnection: keep-alive\r\ntransfer-encoding: gzip\r\nContent-Length: 3\r\n", "abc", "abc"},
 	}
 	for _, tc := range cases {
-		for _, big := range []bool{false, true} {
-			name := tc.name
-			head := tc.head
-			if big {
-				name += ", head in pieces"
-				head += pad
+		bothWays(t, tc.name, tc.head, func(t *testing.T, head string) {
+			rc := dial(t, ts.addr)
+			rc.send(head + "\r\n" + tc.body + next)
+			resp, body := rc.read("POST")
+			if resp.StatusCode != http.StatusOK || body != tc.want {
+				t.Fatalf("status %d, body %q; want 200 %q", resp.StatusCode, body, tc.want)
 			}
-			t.Run(name, func(t *testing.T) {
-				t.Parallel()
-				rc := dial(t, ts.addr)
-				rc.send(head + "\r\n" + tc.body + next)
-				resp, body := rc.read("POST")
-				if resp.StatusCode != http.StatusOK || body != tc.want {
-					t.Fatalf("status %d, body %q; want 200 %q", resp.StatusCode, body, tc.want)
-				}
-				if !resp.Close {
-					t.Error("no Connection: close")
-				}
-				rc.expectClosed()
-			})
-		}
+			if !resp.Close {
+				t.Error("no Connection: close")
+			}
+			rc.expectClosed()
+		})
 	}
 }
 
@@ -119,35 +127,27 @@ func TestUnsupportedTransferEncoding(t *testing.T) {
 		{"not ascii", "Transfer-Encoding: chun\u212aed\r\n", 400},
 	}
 	for _, tc := range cases {
-		for _, big := range []bool{false, true} {
-			name, head := tc.name, "POST / HTTP/1.1\r\nHost: x\r\n"+tc.fields
-			if big {
-				name += ", head in pieces"
-				head += pad
+		bothWays(t, tc.name, "POST / HTTP/1.1\r\nHost: x\r\n"+tc.fields, func(t *testing.T, head string) {
+			rc := dial(t, ts.addr)
+			rc.send(head + "\r\n0\r\n\r\n" + next)
+			resp, body, err := rc.tryRead("POST")
+			if err != nil {
+				t.Fatalf("no refusal: %v", err)
 			}
-			t.Run(name, func(t *testing.T) {
-				t.Parallel()
-				rc := dial(t, ts.addr)
-				rc.send(head + "\r\n0\r\n\r\n" + next)
-				resp, body, err := rc.tryRead("POST")
-				if err != nil {
-					t.Fatalf("no refusal: %v", err)
-				}
-				if resp.StatusCode != tc.want || !strings.HasPrefix(body, fmt.Sprint(tc.want, "|")) {
-					t.Fatalf("status %d (%q), want %d", resp.StatusCode, body, tc.want)
-				}
-				if ct := resp.Header.Get("Content-Type"); ct != "application/x-refusal" {
-					t.Errorf("Content-Type %q, want ErrorBody's", ct)
-				}
-				if !resp.Close {
-					t.Error("no Connection: close")
-				}
-				if strings.Contains(body, "gzip") || strings.Contains(body, "custom") {
-					t.Errorf("the refusal repeats the coding: %q", body)
-				}
-				rc.expectClosed()
-			})
-		}
+			if resp.StatusCode != tc.want || !strings.HasPrefix(body, fmt.Sprint(tc.want, "|")) {
+				t.Fatalf("status %d (%q), want %d", resp.StatusCode, body, tc.want)
+			}
+			if ct := resp.Header.Get("Content-Type"); ct != "application/x-refusal" {
+				t.Errorf("Content-Type %q, want ErrorBody's", ct)
+			}
+			if !resp.Close {
+				t.Error("no Connection: close")
+			}
+			if strings.Contains(body, "gzip") || strings.Contains(body, "custom") {
+				t.Errorf("the refusal repeats the coding: %q", body)
+			}
+			rc.expectClosed()
+		})
 	}
 	t.Cleanup(func() {
 		if reached.Load() {
