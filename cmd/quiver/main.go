@@ -178,11 +178,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		}
 		logger.Warn(msg, attrs...)
 	}
-	switch args[0] {
+	switch args[0] { // each command line's shape is commandLineError's, checked above
 	case "serve":
-		if len(args) > 1 {
-			return fmt.Errorf("serve takes no arguments (got %q); it is configured by environment variables", args[1])
-		}
 		if sysmonNote != "" {
 			logger.Info("serving without adding GODEBUG "+serveGODEBUG+" (the setting saves CPU on every call: README, Performance)", "reason", sysmonNote)
 		}
@@ -197,9 +194,6 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		}
 		return nil
 	case "migrate":
-		if len(args) != 2 {
-			return errors.New(migrateUsage)
-		}
 		return migrate(ctx, cfg, logger, args[1], stdout)
 	case "keys":
 		return keys(ctx, cfg, logger, args[1:], stdout)
