@@ -239,23 +239,24 @@ func printableASCII(s string) bool {
 // status's level, and quiver_mcp_tool_errors_total counts it.
 func (s *Server) observe(c *gin.Context) {
 	start := time.Now()
+	route := strings.TrimSuffix(c.FullPath(), "/") // routed before any handler runs
 	var answered *logging.Answered
-	if strings.TrimSuffix(c.FullPath(), "/") == mcpRoute {
+	if route == mcpRoute {
 		var ctx context.Context
 		ctx, answered = logging.WithAnswered(c.Request.Context())
 		c.Request = c.Request.WithContext(ctx)
 	}
-	defer s.record(c, start, answered)
+	defer s.record(c, route, start, answered)
 	c.Next()
 }
 
 // mcpRoute is the route of an agent's MCP endpoint.
 const mcpRoute = "/api/v1/agents/:id/mcp"
 
-// record counts and logs a request that ended; answered, if not nil,
-// holds a failure it answered inside a success.
-func (s *Server) record(c *gin.Context, start time.Time, answered *logging.Answered) {
-	route := strings.TrimSuffix(c.FullPath(), "/")
+// record counts and logs a request that ended on route ("" when
+// unmatched); answered, if not nil, holds a failure it answered inside a
+// success.
+func (s *Server) record(c *gin.Context, route string, start time.Time, answered *logging.Answered) {
 	if route == "" {
 		route = "unmatched"
 	}
