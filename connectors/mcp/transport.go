@@ -172,21 +172,30 @@ func (rt *roundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
 	// answer, not the standalone stream, and is capped. A GET made for a
 	// tools/call (resuming its stream, or led to by a redirect) is bounded
 	// as the call's POST stream is, with the same budget.
-	if req.Method == http.MethodGet && resp.StatusCode == http.StatusOK &&
-		strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
+	sse := strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream")
+	if req.Method == http.MethodGet && resp.StatusCode == http.StatusOK && sse {
 		if ca := callAttempt(req.Context()); ca != nil {
 			resp.Body = readCloser{meterStream(resp.Body, ca, ca.budget, rt.maxBytes), resp.Body}
 			return resp, nil
 		}
-	}
-	if req.Method == http.MethodGet && resp.StatusCode == http.StatusOK && a == nil && req.Response == nil &&
-		strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
-		if rt.reopened != nil && req.Header.Get(sessionHeader) != "" && rt.streams.Add(1) > 1 && req.Header.Get("Last-Event-ID") == "" {
-			rt.reopened()
+		if a == nil && req.Response == nil {
+			if rt.reopened != nil && req.Header.Get(sessionHeader) != "" && rt.streams.Add(1) > 1 && req.Header.Get("Last-Event-ID") == "" {
+				rt.reopened()
+			}
+			return resp, nil
 		}
-		return resp, nil
 	}
 	raw := resp.Body
+	if a != nil && a.budget != nil && sse && resp.StatusCode >= 200 && resp.StatusCode <= 299 {
+		// A tools/call's event stream: its answer is capped, and the other
+		// messages on it are bounded apart (callstream.go), so it needs no
+		// capped body of its own.
+		a.mu.Lock()
+		a.rec.status = resp.StatusCode
+		a.mu.Unlock()
+		resp.Body = readCloser{meterStream(raw, a, a.budget, rt.maxBytes), raw}
+		return resp, nil
+	}
 	body := &capped{r: raw, left: rt.maxBytes}
 	resp.Body = readCloser{body, raw}
 	if a == nil {
@@ -214,12 +223,6 @@ func (rt *roundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
 		a.rec.header, a.rec.body = resp.Header.Clone(), head
 		a.rec.session, a.rec.id = req.Header.Get(sessionHeader) != "", requestID(req)
 		resp.Body = readCloser{io.MultiReader(bytes.NewReader(head), body), raw}
-		return resp, nil
-	}
-	if a.budget != nil && strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
-		// A tools/call's event stream: its answer is capped, and the other
-		// messages on it are bounded apart (callstream.go).
-		resp.Body = readCloser{meterStream(raw, a, a.budget, rt.maxBytes), raw}
 		return resp, nil
 	}
 	body.over = func() {
