@@ -124,14 +124,11 @@ func (f *Flow) Callback(ctx context.Context, q url.Values) *Outcome {
 	if _, err := f.opts.Tools.Authorized(xctx, st.AccountID, st.ToolID, t.Version, toToken(tok)); err != nil {
 		pe, _ := problem.As(err)
 		gone, changed := pe != nil && pe.Code == problem.NotFound, errors.Is(err, store.ErrConflict)
-		if (gone || changed && f.holdsNoGrant(xctx, st.AccountID, st.ToolID)) && p.revocationURL != "" {
+		if gone || changed {
 			// The tool was deleted or reset while the user authorized: the
 			// grant just issued is kept nowhere, so it is revoked as a
 			// delete revokes a kept one, not left live at the provider.
-			// One connected meanwhile keeps its own grant, which at some
-			// providers is this one too (the same user and client): it is
-			// left alone.
-			f.revokePair(xctx, p, st.ToolID, tok.RefreshToken, tok.AccessToken)
+			f.revokeUnkept(xctx, p, st.AccountID, st.ToolID, gone, tok.RefreshToken, tok.AccessToken)
 		}
 		if gone {
 			return out(&Outcome{Status: http.StatusNotFound, Reason: "tool_gone", Title: "The tool is gone",
@@ -154,6 +151,18 @@ func (f *Flow) Callback(ctx context.Context, q url.Values) *Outcome {
 	}
 	return out(&Outcome{Status: http.StatusOK, OK: true, Reason: "connected", Title: t.Name + " is connected",
 		Message: "Quiver can now use " + t.Name + " on your behalf. You can close this window."})
+}
+
+// revokeUnkept revokes at p the tokens just issued for the tool that a
+// write could not store, because the tool was deleted (gone) or changed
+// meanwhile. A changed tool is read again: one that holds a grant now
+// (connected meanwhile) keeps it, which at some providers is this one too
+// (the same user and client), so it is left alone.
+func (f *Flow) revokeUnkept(ctx context.Context, p *provider, accountID, toolID int64, gone bool, refresh, access string) {
+	if p.revocationURL == "" || !gone && !f.holdsNoGrant(ctx, accountID, toolID) {
+		return
+	}
+	f.revokePair(ctx, p, toolID, refresh, access)
 }
 
 // holdsNoGrant reports whether the tool is gone or holds no OAuth token,

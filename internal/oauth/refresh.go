@@ -152,13 +152,13 @@ func (f *Flow) Refresh(ctx context.Context, accountID, id int64, stale string) (
 		result = "refreshed"
 		return nil
 	})
-	if issued != nil && issuer.revocationURL != "" && f.holdsNoGrant(ctx, accountID, id) {
+	if issued != nil {
 		// Overtaken by a delete or a reset (neither waits for the
 		// refresh lease): the tokens just issued are stored nowhere, and the
 		// change revoked only the ones it read, a spent refresh token
 		// among them. They are revoked as a callback overtaken the same
 		// way revokes its grant, not left live at the provider.
-		f.revokePair(ctx, issuer, id, issued.RefreshToken, issued.AccessToken)
+		f.revokeUnkept(ctx, issuer, accountID, id, false, issued.RefreshToken, issued.AccessToken)
 	}
 	if errors.Is(err, errGrantRefused) {
 		out, revoked, err = f.refusedGrant(ctx, accountID, id, refused)
