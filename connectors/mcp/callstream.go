@@ -58,10 +58,17 @@ func callAttempt(ctx context.Context) *attempt {
 	return a
 }
 
-// meterStream returns body, an event stream of the call a records (a may be
-// nil), bounded as the file's comment says.
-func meterStream(body io.Reader, a *attempt, budget *streamBudget, limit int64) io.Reader {
-	return &callStream{r: body, a: a, budget: budget, max: limit}
+// meterStream returns body, an event stream of the call a records, bounded
+// as the file's comment says, with a's budget. a may be nil: the stream is
+// then bounded alone, with a budget of its own.
+func meterStream(body io.Reader, a *attempt, limit int64) io.Reader {
+	s := &callStream{r: body, a: a, max: limit}
+	if a != nil {
+		s.budget = a.budget
+	} else {
+		s.budget = new(streamBudget)
+	}
+	return s
 }
 
 // callStream reads a call's event stream through, following its lines,

@@ -202,7 +202,7 @@ func TestCallStreamMeter(t *testing.T) {
 					src = iotest.OneByteReader(src)
 				}
 				a := &attempt{budget: new(streamBudget)}
-				got, err := readBig(meterStream(src, a, a.budget, limit))
+				got, err := readBig(meterStream(src, a, limit))
 				if !errors.Is(err, tc.want) {
 					t.Fatalf("err = %v, want %v", err, tc.want)
 				}
@@ -261,7 +261,7 @@ func FuzzCallStreamMeter(f *testing.F) {
 		if cut > 0 {
 			src = &choppy{r: src, n: int(cut)}
 		}
-		got, err := readBig(meterStream(src, a, a.budget, limit))
+		got, err := readBig(meterStream(src, a, limit))
 		if !bytes.HasPrefix(stream, got) {
 			t.Fatalf("handed over %q, not the stream's start", got)
 		}

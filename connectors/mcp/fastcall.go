@@ -289,7 +289,7 @@ func (f *fastSession) resume(ctx context.Context, lastID string) (io.ReadCloser,
 	if callAttempt(ctx) != nil {
 		return resp.Body, nil
 	}
-	return readCloser{meterStream(resp.Body, nil, new(streamBudget), f.maxBytes), resp.Body}, nil
+	return readCloser{meterStream(resp.Body, nil, f.maxBytes), resp.Body}, nil
 }
 
 // events reads one event stream (text/event-stream) and handles its

@@ -175,7 +175,7 @@ func (rt *roundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
 	sse := strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream")
 	if req.Method == http.MethodGet && resp.StatusCode == http.StatusOK && sse {
 		if ca := callAttempt(req.Context()); ca != nil {
-			resp.Body = readCloser{meterStream(resp.Body, ca, ca.budget, rt.maxBytes), resp.Body}
+			resp.Body = readCloser{meterStream(resp.Body, ca, rt.maxBytes), resp.Body}
 			return resp, nil
 		}
 		if a == nil && req.Response == nil {
@@ -193,7 +193,7 @@ func (rt *roundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
 		a.mu.Lock()
 		a.rec.status = resp.StatusCode
 		a.mu.Unlock()
-		resp.Body = readCloser{meterStream(raw, a, a.budget, rt.maxBytes), raw}
+		resp.Body = readCloser{meterStream(raw, a, rt.maxBytes), raw}
 		return resp, nil
 	}
 	body := &capped{r: raw, left: rt.maxBytes}
