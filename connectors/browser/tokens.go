@@ -23,12 +23,12 @@ func readTokens(text string, base *url.URL) document {
 	// How many skipped elements are open, and how many of those hide
 	// links too, as links() skips them.
 	skip, hidden := 0, 0
-	var hrefs []string
-	var texts [][3]string
+	// The links are resolved at the end, against the last base seen.
+	type pending struct{ href, text, label, hint string }
+	var found []pending
 	endAnchor := func() {
 		if inAnchor {
-			hrefs = append(hrefs, href)
-			texts = append(texts, [3]string{anchor.String(), label, hint})
+			found = append(found, pending{href, anchor.String(), label, hint})
 			anchor.Reset()
 			inAnchor = false
 		}
@@ -112,8 +112,8 @@ func readTokens(text string, base *url.URL) document {
 	doc.title, titleCut = capText(collapse(title.String()), maxTitleRunes)
 	doc.text, doc.truncated = capText(lines(body.String()), maxTextRunes)
 	set := newLinkSet()
-	for i, h := range hrefs {
-		set.add(base, h, texts[i][0], texts[i][1], texts[i][2])
+	for _, l := range found {
+		set.add(base, l.href, l.text, l.label, l.hint)
 	}
 	doc.links = set.out
 	doc.truncated = doc.truncated || titleCut || set.truncated
