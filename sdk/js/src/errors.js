@@ -230,11 +230,16 @@ export function errorFromResponse(status, headers, text) {
     return new APIStatusError(message, { code, status, body, headers });
   }
   let message = typeof body.message === "string" && body.message ? body.message : null;
-  if (!message) message = (text || "").slice(0, 200).trim() || `HTTP ${status}`;
+  if (!message) message = bodySnippet(text) || `HTTP ${status}`;
   const Cls =
     (code && Object.hasOwn(BY_CODE, code) && BY_CODE[code]) ||
     (status >= 500 ? InternalServerError : BY_STATUS[status] ?? APIStatusError);
   return new Cls(message, { code, status, body, headers });
+}
+
+/** A body's first 200 characters, as an error's message quotes a body that says nothing itself. */
+export function bodySnippet(text) {
+  return (text || "").slice(0, 200).trim();
 }
 
 /** A readable one-line form: "404 not_found: Tool 9 does not exist." */

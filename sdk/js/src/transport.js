@@ -6,6 +6,7 @@ import {
   InvalidIdempotencyKeyError,
   InvalidRequestError,
   QuiverError,
+  bodySnippet,
   errorFromResponse,
 } from "./errors.js";
 import { parseJSON, stringifyJSON } from "./json.js";
@@ -446,9 +447,8 @@ function decode(status, headers, text) {
   try {
     return parseJSON(text);
   } catch (err) {
-    // Its first 200 characters, as an error answer's message shows them: often a web page, from a baseUrl that
-    // names another server.
-    const snippet = JSON.stringify(text.slice(0, 200).trim());
+    // Often a web page, from a baseUrl that names another server.
+    const snippet = JSON.stringify(bodySnippet(text));
     throw new QuiverError(`The server answered ${status} with a body that is not JSON (is baseUrl right?): ${snippet}`, {
       status,
       headers,

@@ -319,6 +319,11 @@ def error_class_for(code: Optional[str], status: int) -> Type[APIStatusError]:
     return _BY_STATUS.get(status, APIStatusError)
 
 
+def body_snippet(raw: bytes) -> str:
+    """A body's first 200 characters, as an error's message quotes a body that says nothing itself."""
+    return raw[:200].decode("utf-8", "replace").strip() if raw else ""
+
+
 def error_from_response(status: int, headers: Mapping[str, str], raw: bytes) -> APIStatusError:
     """Build the typed error for a non-2xx response."""
     body: Dict[str, Any] = {}
@@ -331,8 +336,7 @@ def error_from_response(status: int, headers: Mapping[str, str], raw: bytes) -> 
     code = body.get("error") if isinstance(body.get("error"), str) else None
     message = body.get("message") if isinstance(body.get("message"), str) else None
     if not message:
-        snippet = raw[:200].decode("utf-8", "replace").strip() if raw else ""
-        message = snippet or f"HTTP {status}"
+        message = body_snippet(raw) or f"HTTP {status}"
     if 300 <= status < 400:
         location = headers.get("Location")
         message = (f"The server answered {status}" + (f" redirecting to {location}" if location else "")

@@ -24,6 +24,7 @@ from ._errors import (
     InvalidIdempotencyKeyError,
     InvalidRequestError,
     QuiverError,
+    body_snippet,
     error_from_response,
 )
 from ._version import __version__
@@ -376,9 +377,8 @@ def _decode(response: Response) -> Any:
     try:
         return json.loads(response.body.decode("utf-8"))
     except (ValueError, UnicodeDecodeError) as exc:
-        # Its first 200 characters, as an error answer's message shows them: often a web page, from a base_url
-        # that names another server.
-        snippet = response.body[:200].decode("utf-8", "replace").strip()
+        # Often a web page, from a base_url that names another server.
+        snippet = body_snippet(response.body)
         raise QuiverError(
             f"The server answered {response.status} with a body that is not JSON (is base_url right?): {snippet!r}",
             status=response.status,
