@@ -16,25 +16,12 @@ import (
 // in it.
 func leaseSetup(t *testing.T) map[string][2]*store.Store {
 	t.Helper()
-	ctx := context.Background()
 	out := map[string][2]*store.Store{}
 	for name, opts := range map[string]store.Options{
 		"postgres": {DatabaseURL: testdb.Postgres(t, "lease"), MaxConns: 1},
 		"sqlite":   {DataDir: t.TempDir()},
 	} {
-		var pair [2]*store.Store
-		for i := range pair {
-			s, err := store.Open(ctx, opts)
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { s.Close() })
-			if _, err := s.MigrateUp(ctx); err != nil {
-				t.Fatalf("%s: migrate up: %v", name, err)
-			}
-			pair[i] = s
-		}
-		out[name] = pair
+		out[name] = [2]*store.Store{openMigrated(t, name, opts), openMigrated(t, name, opts)}
 	}
 	return out
 }

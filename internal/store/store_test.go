@@ -14,23 +14,30 @@ import (
 // setup returns a migrated store of each dialect.
 func setup(t *testing.T) map[string]*store.Store {
 	t.Helper()
-	ctx := context.Background()
 	out := map[string]*store.Store{}
 	for name, opts := range map[string]store.Options{
 		"postgres": {DatabaseURL: testdb.Postgres(t, "store")},
 		"sqlite":   {DataDir: t.TempDir()},
 	} {
-		s, err := store.Open(ctx, opts)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { s.Close() })
-		if _, err := s.MigrateUp(ctx); err != nil {
-			t.Fatalf("%s: migrate up: %v", name, err)
-		}
-		out[name] = s
+		out[name] = openMigrated(t, name, opts)
 	}
 	return out
+}
+
+// openMigrated opens a store with opts, closed at cleanup, and migrates it
+// up; name is its dialect, for the failure.
+func openMigrated(t *testing.T, name string, opts store.Options) *store.Store {
+	t.Helper()
+	ctx := context.Background()
+	s, err := store.Open(ctx, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	if _, err := s.MigrateUp(ctx); err != nil {
+		t.Fatalf("%s: migrate up: %v", name, err)
+	}
+	return s
 }
 
 func TestMigrateUpDownUp(t *testing.T) {
