@@ -57,7 +57,7 @@ func (t *Token) String() string { return "oauth token (redacted)" }
 
 // LogValue keeps the token out of structured logs (slog.LogValuer): the
 // JSON handler the server logs with would otherwise marshal it whole.
-func (t *Token) LogValue() slog.Value { return slog.StringValue("oauth token (redacted)") }
+func (t *Token) LogValue() slog.Value { return slog.StringValue(t.String()) }
 
 // Expiring reports whether the access token is due for a refresh at now
 // (RefreshAt). A token without an expiry never is.
@@ -327,9 +327,14 @@ func providerUnset(e *catalog.Entry) *problem.Error {
 	if e != nil && e.OAuth != nil {
 		name = e.OAuth.Provider
 	}
-	p := strings.ToUpper(name)
 	return problem.New(problem.ToolUnreachable,
-		"The tool's OAuth provider %s is not set up on this server, so its access token cannot be refreshed; nothing was sent to the tool. Retrying will not help until the server's operator sets QUIVER_OAUTH_%s_CLIENT_ID and QUIVER_OAUTH_%s_CLIENT_SECRET.", name, p, p)
+		"The tool's OAuth provider %s is not set up on this server, so its access token cannot be refreshed; nothing was sent to the tool. Retrying will not help until the server's operator sets %s.", name, clientVars(name))
+}
+
+// clientVars names the variables that set provider's OAuth client.
+func clientVars(provider string) string {
+	p := strings.ToUpper(provider)
+	return "QUIVER_OAUTH_" + p + "_CLIENT_ID and QUIVER_OAUTH_" + p + "_CLIENT_SECRET"
 }
 
 // overtaken answers a call whose token refresh could not be saved because

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -476,8 +475,7 @@ func (s *Service) stepView(ctx context.Context, t *store.Tool, e *catalog.Entry)
 		sv.AuthorizationURL = ""
 		if errors.Is(err, ErrProviderNotConfigured) {
 			sv.Error = ProviderNotConfigured
-			p := strings.ToUpper(sv.Provider)
-			sv.Description = fmt.Sprintf("The %s OAuth provider is not set up on this server: an operator must set QUIVER_OAUTH_%s_CLIENT_ID and QUIVER_OAUTH_%s_CLIENT_SECRET before this tool can be connected.", sv.Provider, p, p)
+			sv.Description = fmt.Sprintf("The %s OAuth provider is not set up on this server: an operator must set %s before this tool can be connected.", sv.Provider, clientVars(sv.Provider))
 		} else {
 			s.opts.Logger.ErrorContext(ctx, "oauth authorization url", "tool", t.ID, "error", err)
 			sv.Error = "oauth_unavailable"
