@@ -108,11 +108,7 @@ func (ts *toolsets) get(ctx context.Context, account, agent int64) (*toolset, er
 	if next.err != nil {
 		// Errors are not cached: an agent created a moment ago must be
 		// found on the next request.
-		ts.mu.Lock()
-		if ts.m[key] == next {
-			delete(ts.m, key)
-		}
-		ts.mu.Unlock()
+		ts.forget(key, next)
 		return nil, next.err
 	}
 	return next, nil
@@ -129,15 +125,21 @@ func (ts *toolsets) buildOnce(ctx context.Context, next *toolset, key agentKey, 
 		}
 		next.err = errors.New("mcp: building the agent's tool list failed")
 		close(next.done)
-		ts.mu.Lock()
-		if ts.m[key] == next {
-			delete(ts.m, key)
-		}
-		ts.mu.Unlock()
+		ts.forget(key, next)
 	}()
 	err := ts.s.build(ctx, next, key.account, key.agent, cur)
 	finished = true
 	return err
+}
+
+// forget drops the failed build next from the cache, unless a newer one
+// took its place.
+func (ts *toolsets) forget(key agentKey, next *toolset) {
+	ts.mu.Lock()
+	if ts.m[key] == next {
+		delete(ts.m, key)
+	}
+	ts.mu.Unlock()
 }
 
 func (t *toolset) wait(ctx context.Context) (*toolset, error) {
