@@ -101,8 +101,8 @@ func (ts *toolsets) get(ctx context.Context, account, agent int64) (*toolset, er
 
 	// The build is shared, so it must not end with the first caller.
 	bctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), ts.s.opts.BuildTimeout)
+	defer cancel() // a build that panics stops its timer too
 	next.err = ts.buildOnce(bctx, next, key, cur)
-	cancel()
 	next.expires = time.Now().Add(ts.s.opts.ListTTL)
 	close(next.done)
 	if next.err != nil {
