@@ -12,6 +12,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"mime"
 	"net/http"
 	"time"
 
@@ -171,9 +172,10 @@ func (c *Connector) Call(ctx context.Context, t *connectors.Tool, action string,
 	}
 	// Masked as the caller will read it: a token echoed in UTF-16, say,
 	// is only the token's bytes once decoded.
-	data = hideToken(t.Config, out.Headers, inUTF8(data, resp.Header.Get("Content-Type")))
+	mediaType, params, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
+	data = hideToken(t.Config, out.Headers, inUTF8(data, params["charset"]))
 	if out.Error == "" {
-		out.Body, out.BodyEncoding = decodeBody(data, resp.Header.Get("Content-Type"))
+		out.Body, out.BodyEncoding = decodeBody(data, mediaType)
 	}
 	content, err := json.Marshal(out)
 	if err != nil {

@@ -6,7 +6,6 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"io"
-	"mime"
 	"net/http"
 	"net/url"
 	"sort"
@@ -273,12 +272,11 @@ func flatten(h http.Header) map[string]string {
 	return out
 }
 
-// inUTF8 is data decoded from the charset contentType declares, when it
-// declares one other than UTF-8 that decodes data to valid UTF-8; else data
-// as it is.
-func inUTF8(data []byte, contentType string) []byte {
-	_, params, _ := mime.ParseMediaType(contentType)
-	if label := strings.ToLower(params["charset"]); label != "" && label != "utf-8" && label != "utf8" {
+// inUTF8 is data decoded from the charset the response declares (its
+// Content-Type's charset parameter), when it declares one other than UTF-8
+// that decodes data to valid UTF-8; else data as it is.
+func inUTF8(data []byte, declared string) []byte {
+	if label := strings.ToLower(declared); label != "" && label != "utf-8" && label != "utf8" {
 		if r, err := charset.NewReaderLabel(label, bytes.NewReader(data)); err == nil {
 			if decoded, err := io.ReadAll(r); err == nil && utf8.Valid(decoded) {
 				return decoded
@@ -290,9 +288,9 @@ func inUTF8(data []byte, contentType string) []byte {
 
 // decodeBody is the parsed JSON for a JSON response, else the text, of a
 // body already in UTF-8 where it could be (inUTF8); else base64 for bytes
-// that are not text.
-func decodeBody(data []byte, contentType string) (any, string) {
-	mediaType, _, _ := mime.ParseMediaType(contentType)
+// that are not text. mediaType is the response's, parsed from its
+// Content-Type.
+func decodeBody(data []byte, mediaType string) (any, string) {
 	if mediaType == "application/json" || strings.HasSuffix(mediaType, "+json") {
 		// A byte order mark may lead (RFC 8259 §8.1 lets a parser ignore it).
 		if doc := bytes.TrimPrefix(data, []byte("\xEF\xBB\xBF")); json.Valid(doc) {
