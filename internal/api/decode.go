@@ -164,22 +164,23 @@ func page(c *gin.Context, list string, bad map[string]string, filters ...string)
 	if bad == nil {
 		bad = map[string]string{}
 	}
-	for name := range c.Request.URL.Query() {
+	q := c.Request.URL.Query() // parsed once, for the names and the values
+	for name := range q {
 		if name != "limit" && name != "cursor" && !slices.Contains(filters, name) {
 			bad[name] = "is not a parameter of this list, which takes " + listParams(filters)
 		}
 	}
 	// An empty ?limit= is refused like any value that is not an integer: it is
 	// the default only when it is left out.
-	if v, given := c.GetQuery("limit"); given {
-		n, err := strconv.Atoi(v)
+	if vs, given := q["limit"]; given {
+		n, err := strconv.Atoi(vs[0])
 		if err != nil || n < 1 || n > 200 {
 			bad["limit"] = "must be an integer from 1 to 200"
 		} else {
 			p.Limit = n
 		}
 	}
-	after, err := store.DecodeCursor(list, c.Query("cursor"))
+	after, err := store.DecodeCursor(list, q.Get("cursor"))
 	if err != nil {
 		bad["cursor"] = cursorMessage(err)
 	}
