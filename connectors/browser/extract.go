@@ -76,12 +76,8 @@ func readHTML(data []byte, contentType string, base *url.URL) document {
 		return readTokens(text, base)
 	}
 	var doc document
-	if b := find(root, atom.Base); b != nil {
-		if href, ok := attr(b, "href"); ok {
-			if u, err := base.Parse(href); err == nil {
-				base = u
-			}
-		}
+	if href, ok := baseHref(root); ok {
+		base = frozenBase(base, href)
 	}
 	var titleCut bool
 	if t := find(root, atom.Title); t != nil {
@@ -229,6 +225,39 @@ func textOf(n *html.Node) string {
 	}
 	walk(n)
 	return b.String()
+}
+
+// baseHref is the href of the document's first <base> element that has
+// one, in tree order (HTML's frozen base URL): a later one, or one in a
+// template's contents or in SVG or MathML (another language's "base"), does
+// not count.
+func baseHref(n *html.Node) (string, bool) {
+	if n.Type == html.ElementNode {
+		if n.Namespace != "" || n.DataAtom == atom.Template {
+			return "", false
+		}
+		if n.DataAtom == atom.Base {
+			if href, ok := attr(n, "href"); ok {
+				return href, true
+			}
+		}
+	}
+	for c := n.FirstChild; c != nil; c = c.NextSibling {
+		if href, ok := baseHref(c); ok {
+			return href, true
+		}
+	}
+	return "", false
+}
+
+// frozenBase is the base URL a <base href> gives a page fetched from page:
+// href resolved against the page's own URL, or that URL when href does not
+// parse.
+func frozenBase(page *url.URL, href string) *url.URL {
+	if u, err := page.Parse(strings.TrimSpace(href)); err == nil {
+		return u
+	}
+	return page
 }
 
 // find returns the first element of type a under n.

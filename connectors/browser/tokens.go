@@ -23,7 +23,12 @@ func readTokens(text string, base *url.URL) document {
 	// How many skipped elements are open, and how many of those hide
 	// links too, as links() skips them.
 	skip, hidden := 0, 0
-	// The links are resolved at the end, against the last base seen.
+	// How many templates, SVG and MathML elements are open: a <base> in
+	// them is not the document's.
+	outside := 0
+	// The links are resolved at the end, against the first <base href>
+	// (frozenBase, as readHTML does).
+	page, baseSeen := base, false
 	type pending struct{ href, text, label, hint string }
 	var found []pending
 	endAnchor := func() {
@@ -55,14 +60,15 @@ func readTokens(text string, base *url.URL) document {
 			name, _ := z.TagName()
 			a := atom.Lookup(name)
 			attrs := tokenAttrs(z)
+			if foreign(a) && tt == html.StartTagToken {
+				outside++
+			}
 			switch {
 			case a == atom.Title:
 				inTitle = tt == html.StartTagToken && !titleSeen
 			case a == atom.Base:
-				if h, ok := attrs["href"]; ok && base != nil {
-					if u, err := base.Parse(h); err == nil {
-						base = u
-					}
+				if h, ok := attrs["href"]; ok && !baseSeen && outside == 0 && page != nil {
+					base, baseSeen = frozenBase(page, h), true
 				}
 			case a == atom.Head:
 			case skipped(a):
@@ -87,6 +93,9 @@ func readTokens(text string, base *url.URL) document {
 		case html.EndTagToken:
 			name, _ := z.TagName()
 			a := atom.Lookup(name)
+			if foreign(a) {
+				outside = max(outside-1, 0)
+			}
 			switch {
 			case a == atom.Title:
 				if inTitle {
@@ -118,6 +127,12 @@ func readTokens(text string, base *url.URL) document {
 	doc.links = set.out
 	doc.truncated = doc.truncated || titleCut || set.truncated
 	return doc
+}
+
+// foreign reports whether a's contents are no part of the HTML document's
+// own elements: a template's, and SVG's and MathML's.
+func foreign(a atom.Atom) bool {
+	return a == atom.Template || a == atom.Svg || a == atom.Math
 }
 
 // hidesLinks reports whether links under a skipped element are left out
