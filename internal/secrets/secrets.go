@@ -61,34 +61,67 @@ func ParseKey(s string) ([]byte, error) {
 // LoadOrCreateKeyFile reads the base64 key in path, creating it with a new
 // random key (mode 0600) if it does not exist; created reports whether this
 // call made the file.
+//
+// The key is written and synced to a file of its own first and then linked
+// to path, which fails if path exists: two processes started at once on a
+// new data directory make one key between them, and neither can read the
+// other's file before its key is in it.
 func LoadOrCreateKeyFile(path string) (key []byte, created bool, err error) {
-	b, err := os.ReadFile(path)
-	if err == nil {
-		key, err = ParseKey(string(b))
-		return key, false, err
-	}
+	key, err = readKeyFile(path)
 	if !errors.Is(err, os.ErrNotExist) {
-		return nil, false, err
+		return key, false, err
 	}
 	key = make([]byte, KeySize)
 	if _, err := rand.Read(key); err != nil {
 		return nil, false, err
 	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+	dir := filepath.Dir(path)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, false, err
 	}
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-	if errors.Is(err, os.ErrExist) { // another process created it first
-		return LoadOrCreateKeyFile(path)
-	}
+	tmp, err := writeKeyFile(dir, key)
 	if err != nil {
 		return nil, false, err
 	}
-	defer f.Close()
-	if _, err := f.WriteString(base64.StdEncoding.EncodeToString(key) + "\n"); err != nil {
+	defer os.Remove(tmp)
+	switch err := os.Link(tmp, path); {
+	case errors.Is(err, os.ErrExist): // another process linked its key first
+		key, err = readKeyFile(path)
+		return key, false, err
+	case err != nil:
 		return nil, false, err
 	}
-	return key, true, f.Sync()
+	return key, true, nil
+}
+
+func readKeyFile(path string) ([]byte, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	return ParseKey(string(b))
+}
+
+// writeKeyFile writes key to a new file in dir (mode 0600, CreateTemp's),
+// synced, and returns its name.
+func writeKeyFile(dir string, key []byte) (string, error) {
+	f, err := os.CreateTemp(dir, ".secret.key-*")
+	if err != nil {
+		return "", err
+	}
+	name := f.Name()
+	_, err = f.WriteString(base64.StdEncoding.EncodeToString(key) + "\n")
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		os.Remove(name)
+		return "", err
+	}
+	return name, nil
 }
 
 // Seal encrypts plaintext into a printable string.
