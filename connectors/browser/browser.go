@@ -76,6 +76,10 @@ func New(opts Options) *Connector {
 			// The client names the page redirected from, whose query may
 			// carry a token, to the next one, which may be another site.
 			req.Header.Del("Referer")
+			// Nor does it log in where a page sends it: net/http would send
+			// a redirect URL's user information as Basic authorization, and
+			// the page's url would show it.
+			req.URL.User = nil
 			if len(via) >= DefaultMaxRedirects {
 				return &errRedirect{fmt.Sprintf("stopped after %d redirects", DefaultMaxRedirects)}
 			}

@@ -126,6 +126,34 @@ func TestFetchPageRefusesUserinfo(t *testing.T) {
 	}
 }
 
+// A redirect to a URL with user information is followed without it: the
+// browser sends no credentials, neither the caller's nor ones a page hands
+// it (net/http would send them as Basic authorization to the redirect's
+// target), and the page's url shows none.
+func TestFetchPageRedirectDropsUserinfo(t *testing.T) {
+	t.Parallel()
+	var srv *httptest.Server
+	srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/go" {
+			http.Redirect(w, r, strings.Replace(srv.URL, "http://", "http://alice:s3cret@", 1)+"/landing", http.StatusFound)
+			return
+		}
+		io.WriteString(w, "<title>Authorization="+r.Header.Get("Authorization")+"</title>")
+	}))
+	t.Cleanup(srv.Close)
+	res, err := call(t, browser.New(browser.Options{AllowPrivate: true}), context.Background(), srv.URL+"/go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var p browser.Page
+	if err := json.Unmarshal(res.Content, &p); err != nil {
+		t.Fatal(err)
+	}
+	if p.Title != "Authorization=" || p.URL != srv.URL+"/landing" || strings.Contains(string(res.Content), "s3cret") {
+		t.Errorf("title %q, url %q: want the landing page fetched without credentials", p.Title, p.URL)
+	}
+}
+
 // A page that redirects to a server that cannot be reached (the
 // connection refused, or the name unknown, which egress.IsConnectFailure
 // tells alike) was not fetched, and what reached
