@@ -211,7 +211,12 @@ func (c *call) unknown(ctx context.Context, rt *toolconfig.Resolved, action *con
 		recorded, err = e.opts.Store.MarkUnknown(ctx, c.req.AccountID, c.req.Key, c.token, &entry, earlier.entries...)
 		e.log.settle(earlier, err)
 		if err != nil {
-			e.opts.Logger.ErrorContext(ctx, "recording an unknown outcome failed; the sweeper will", "call_id", callID, "error", err)
+			// The statement may have committed all the same, its reply
+			// lost: then no sweeper will find the row, and the call is
+			// counted and cached here or nowhere.
+			if recorded = c.markedUnknown(ctx, callID); !recorded {
+				e.opts.Logger.ErrorContext(ctx, "recording an unknown outcome failed; the sweeper will", "call_id", callID, "error", err)
+			}
 		}
 		// Only what the row says goes to the cache. A row this call could
 		// not mark may hold its outcome after all (a Complete that
@@ -230,6 +235,23 @@ func (c *call) unknown(ctx context.Context, rt *toolconfig.Resolved, action *con
 		c.observe() // a sweeper marks the row, and counts the call: once in all
 	}
 	return nil, outcomeUnknown(cause, c.req.HasKey)
+}
+
+// markedUnknown reports whether the key's row, read after a MarkUnknown
+// that failed, holds this call as outcome_unknown: that MarkUnknown
+// committed, its reply lost. A read that returned before c.leaseUntil, when
+// the lease ends at the earliest, is read before the sweeper could mark the
+// row (it marks only rows whose lease ran out on the database's clock), and
+// nothing else marks a row so; a later read cannot tell the two apart, and
+// leaves the call to the sweeper.
+func (c *call) markedUnknown(ctx context.Context, callID string) bool {
+	if !time.Now().Before(c.leaseUntil) {
+		return false
+	}
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
+	defer cancel()
+	r, err := c.e.opts.Store.GetIdem(rctx, c.req.AccountID, c.req.Key)
+	return err == nil && time.Now().Before(c.leaseUntil) && r.CallID == callID && r.State == store.IdemOutcomeUnknown
 }
 
 // outcomeUnknown is the first answer of a call dispatched with no outcome.
