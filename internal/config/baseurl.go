@@ -14,12 +14,11 @@ import (
 // noCredentials, user information is refused too: the public URL is shown
 // to every OAuth provider and browser.
 func checkBaseURL(name, raw string, noCredentials bool) error {
-	u, err := url.Parse(raw)
+	if err := checkHTTPURL(name, raw); err != nil {
+		return err
+	}
+	u, _ := url.Parse(raw)
 	switch {
-	case err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "":
-		return fmt.Errorf("%s: must be an absolute http(s) URL", name)
-	case u.Port() != "" && !validPort(u.Port()):
-		return fmt.Errorf("%s: port %q is not from 1 to 65535", name, u.Port())
 	case strings.Contains(raw, "?"):
 		return fmt.Errorf("%s: must not have a query (?...): paths are appended to it", name)
 	case strings.Contains(raw, "#"):
@@ -28,6 +27,50 @@ func checkBaseURL(name, raw string, noCredentials bool) error {
 		return fmt.Errorf("%s: must not carry credentials (user:password@): OAuth providers and browsers are shown it", name)
 	}
 	return nil
+}
+
+// checkHTTPURL checks the URL in variable name: absolute http(s), and a
+// port, when it has one, from 1 to 65535. A port that is no number fails
+// url.Parse; it is named as the port at fault, not as a URL that is not
+// absolute.
+func checkHTTPURL(name, raw string) error {
+	u, err := url.Parse(raw)
+	if err != nil {
+		if port, ok := rawPort(raw); ok && !validPort(port) {
+			return fmt.Errorf("%s: port %q is not a number from 1 to 65535", name, port)
+		}
+		return fmt.Errorf("%s: must be an absolute http(s) URL", name)
+	}
+	switch {
+	case (u.Scheme != "http" && u.Scheme != "https") || u.Host == "":
+		return fmt.Errorf("%s: must be an absolute http(s) URL", name)
+	case u.Port() != "" && !validPort(u.Port()):
+		return fmt.Errorf("%s: port %q is not a number from 1 to 65535", name, u.Port())
+	}
+	return nil
+}
+
+// rawPort is the port of an http(s) URL that url.Parse refused, read from
+// its authority as written: what follows the last colon after the host (an
+// IPv6 literal's closing bracket, when it has one).
+func rawPort(raw string) (string, bool) {
+	rest, ok := strings.CutPrefix(raw, "http://")
+	if !ok {
+		if rest, ok = strings.CutPrefix(raw, "https://"); !ok {
+			return "", false
+		}
+	}
+	if i := strings.IndexAny(rest, "/?#"); i >= 0 {
+		rest = rest[:i]
+	}
+	if i := strings.LastIndexByte(rest, '@'); i >= 0 {
+		rest = rest[i+1:]
+	}
+	if i := strings.LastIndexByte(rest, ']'); i >= 0 {
+		rest = rest[i+1:]
+	}
+	_, port, ok := strings.Cut(rest, ":")
+	return port, ok && port != ""
 }
 
 // validPort reports whether port, a URL's digits, is one a host can have.

@@ -379,10 +379,13 @@ func checkAddr(name, addr string) error {
 // secrets (quiver serve); each error names its variable.
 func (c *Config) Validate() error { return c.validate(true) }
 
+// secretKeyHelp says what QUIVER_SECRET_KEY holds and how to make one.
+const secretKeyHelp = "the key is 32 random bytes in base64, 44 characters; make one with `openssl rand -base64 32`"
+
 // validate is Validate; with sealing false, for a command that never opens
-// or seals a sealed value, QUIVER_SECRET_KEY is not required, and checked
-// when set. A serving process's key is checked where its box is made
-// (app.SecretBox), as the key file of the embedded default is.
+// or seals a sealed value, QUIVER_SECRET_KEY is not required. A key that is
+// set is checked either way, before anything runs; the key file of the
+// embedded default is checked where its box is made (app.SecretBox).
 func (c *Config) validate(sealing bool) error {
 	var errs []error
 	if c.DatabaseURL != "" {
@@ -396,9 +399,9 @@ func (c *Config) validate(sealing bool) error {
 			errs = append(errs, errors.New("QUIVER_SECRET_KEY: required when DATABASE_URL is set (32 bytes, base64)"))
 		}
 	}
-	if c.SecretKey != "" && !sealing {
+	if c.SecretKey != "" {
 		if _, err := secrets.ParseKey(c.SecretKey); err != nil {
-			errs = append(errs, fmt.Errorf("QUIVER_SECRET_KEY: %w", err)) // as serve says it (app.SecretBox)
+			errs = append(errs, fmt.Errorf("QUIVER_SECRET_KEY: %w (%s)", err, secretKeyHelp))
 		}
 	}
 	if c.RedisURL != "" {
@@ -452,6 +455,10 @@ func (c *Config) validate(sealing bool) error {
 	if c.CallRateLimit != 0 && (c.CallRateLimit < MinCallRate || c.CallRateLimit > MaxCallRate) {
 		errs = append(errs, fmt.Errorf("QUIVER_CALL_RATE_LIMIT: must be 0 (no limit) or from %g (one call an hour) to %g", MinCallRate, MaxCallRate))
 	}
+	if c.CallRateBurst > 0 && c.CallRateLimit == 0 {
+		// The burst sizes the limit's bucket: alone it limited nothing.
+		errs = append(errs, errors.New("QUIVER_CALL_RATE_BURST: sizes the bucket of QUIVER_CALL_RATE_LIMIT, which is not set (or 0: no limit); set QUIVER_CALL_RATE_LIMIT to the calls per second it allows, or unset the burst"))
+	}
 	if c.CallRateBurst > MaxCallBurst {
 		errs = append(errs, fmt.Errorf("QUIVER_CALL_RATE_BURST: must be at most %d", MaxCallBurst))
 	}
@@ -477,8 +484,10 @@ func (c *Config) validate(sealing bool) error {
 			errs = append(errs, fmt.Errorf("%s_CLIENT_ID and _CLIENT_SECRET: set both or neither", name))
 		}
 		for suffix, u := range map[string]string{"_AUTH_URL": oc.AuthURL, "_TOKEN_URL": oc.TokenURL, "_REVOCATION_URL": oc.RevocationURL} {
-			if u != "" && !absoluteHTTP(u) {
-				errs = append(errs, fmt.Errorf("%s%s: must be an absolute http(s) URL", name, suffix))
+			if u != "" {
+				if err := checkHTTPURL(name+suffix, u); err != nil {
+					errs = append(errs, err)
+				}
 			}
 		}
 		switch oc.TokenAuth {
@@ -488,14 +497,9 @@ func (c *Config) validate(sealing bool) error {
 		}
 	}
 	for entry, u := range c.MCPURLs {
-		if !absoluteHTTP(u) {
-			errs = append(errs, fmt.Errorf("QUIVER_MCP_URL_%s: must be an absolute http(s) URL", strings.ToUpper(strings.ReplaceAll(entry, "-", "_"))))
+		if err := checkHTTPURL("QUIVER_MCP_URL_"+strings.ToUpper(strings.ReplaceAll(entry, "-", "_")), u); err != nil {
+			errs = append(errs, err)
 		}
 	}
 	return errors.Join(errs...)
-}
-
-func absoluteHTTP(raw string) bool {
-	u, err := url.Parse(raw)
-	return err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host != ""
 }

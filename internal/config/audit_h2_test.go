@@ -1,0 +1,93 @@
+package config
+
+import (
+	"strings"
+	"testing"
+)
+
+// TestRateBurstNeedsALimit: QUIVER_CALL_RATE_BURST sizes the bucket of
+// QUIVER_CALL_RATE_LIMIT; set alone it was silently ignored (no limit at
+// all), which an operator who meant to cap calls would never notice.
+func TestRateBurstNeedsALimit(t *testing.T) {
+	for _, env := range []map[string]string{
+		{"QUIVER_CALL_RATE_BURST": "20"},
+		{"QUIVER_CALL_RATE_BURST": "20", "QUIVER_CALL_RATE_LIMIT": "0"},
+	} {
+		_, err := parse(env)
+		if err == nil || !strings.Contains(err.Error(), "QUIVER_CALL_RATE_BURST: ") || !strings.Contains(err.Error(), "QUIVER_CALL_RATE_LIMIT") {
+			t.Errorf("%v: err = %v, want a refusal naming QUIVER_CALL_RATE_BURST and QUIVER_CALL_RATE_LIMIT", env, err)
+		}
+	}
+	for _, env := range []map[string]string{
+		{"QUIVER_CALL_RATE_BURST": "20", "QUIVER_CALL_RATE_LIMIT": "5"},
+		{"QUIVER_CALL_RATE_BURST": "0"}, // the default, written out
+		{"QUIVER_CALL_RATE_LIMIT": "5"},
+	} {
+		if _, err := parse(env); err != nil {
+			t.Errorf("%v: %v", env, err)
+		}
+	}
+}
+
+// TestSecretKeyMessageSaysHowToMakeOne: a malformed QUIVER_SECRET_KEY is
+// refused at start, by serve as by the commands that do not seal, with a
+// message that says what a key is and how to make one, without the value.
+func TestSecretKeyMessageSaysHowToMakeOne(t *testing.T) {
+	for _, sealing := range []bool{true, false} {
+		for _, bad := range []string{"c2hvcnQ=", "s3cr3t?", "dG9vLXNob3J0LWtleS1mb3ItcXVpdmVy"} {
+			env := map[string]string{"QUIVER_SECRET_KEY": bad}
+			_, err := parseFor(func(k string) string { return env[k] }, []string{"QUIVER_SECRET_KEY=" + bad}, sealing)
+			if err == nil {
+				t.Errorf("sealing %v, QUIVER_SECRET_KEY=%q: accepted", sealing, bad)
+				continue
+			}
+			msg := err.Error()
+			for _, want := range []string{"QUIVER_SECRET_KEY: ", "32 random bytes", "base64", "openssl rand -base64 32"} {
+				if !strings.Contains(msg, want) {
+					t.Errorf("sealing %v, QUIVER_SECRET_KEY=%q: %q does not say %q", sealing, bad, msg, want)
+				}
+			}
+			if strings.Contains(msg, bad) {
+				t.Errorf("sealing %v: %q shows the key", sealing, msg)
+			}
+		}
+	}
+	// Still said as before, for whoever matched on it.
+	_, err := parse(map[string]string{"QUIVER_SECRET_KEY": "c2hvcnQ="})
+	if err == nil || !strings.Contains(err.Error(), "QUIVER_SECRET_KEY: must decode to 32 bytes, got 5") {
+		t.Errorf("short key: %v", err)
+	}
+}
+
+// TestURLPortsRefusedClearly: a base or endpoint URL whose port is 0, past
+// 65535 or no number is refused at start, naming the variable and the port;
+// a port that is no number was said to be "not an absolute http(s) URL",
+// and the OAuth endpoint and MCP URL overrides took any port at all.
+func TestURLPortsRefusedClearly(t *testing.T) {
+	for _, tc := range []struct{ name, value, want string }{
+		{"QUIVER_PUBLIC_URL", "https://q.example.com:abc", `port "abc" is not a number from 1 to 65535`},
+		{"QUIVER_PUBLIC_URL", "https://q.example.com:-1/x", `port "-1" is not a number from 1 to 65535`},
+		{"QUIVER_TAVILY_BASE_URL", "https://t.example.com:8o8o", `port "8o8o" is not a number from 1 to 65535`},
+		{"QUIVER_TAVILY_BASE_URL", "https://t.example.com:65536", `port "65536" is not`},
+		{"QUIVER_OAUTH_GITHUB_AUTH_URL", "https://gh.example.com:0/auth", `port "0" is not`},
+		{"QUIVER_OAUTH_GITHUB_TOKEN_URL", "https://gh.example.com:70000/token", `port "70000" is not`},
+		{"QUIVER_OAUTH_GITHUB_REVOCATION_URL", "https://gh.example.com:x/revoke", `port "x" is not`},
+		{"QUIVER_MCP_URL_GITHUB_MCP", "https://mcp.example.com:99999/mcp", `port "99999" is not`},
+		{"QUIVER_MCP_URL_GITHUB_MCP", "https://mcp.example.com:http/mcp", `port "http" is not`},
+	} {
+		_, err := parse(map[string]string{tc.name: tc.value})
+		if err == nil || !strings.Contains(err.Error(), tc.name+": "+tc.want) {
+			t.Errorf("%s=%q: err = %v, want %q", tc.name, tc.value, err, tc.name+": "+tc.want)
+		}
+	}
+	for name, value := range map[string]string{
+		"QUIVER_PUBLIC_URL":            "http://[::1]:19140",
+		"QUIVER_TAVILY_BASE_URL":       "https://t.example.com:65535/v1",
+		"QUIVER_OAUTH_GITHUB_AUTH_URL": "https://gh.example.com:1/auth",
+		"QUIVER_MCP_URL_GITHUB_MCP":    "http://mcp.example.com:8080/mcp",
+	} {
+		if _, err := parse(map[string]string{name: value}); err != nil {
+			t.Errorf("%s=%q: %v", name, value, err)
+		}
+	}
+}
