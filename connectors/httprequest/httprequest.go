@@ -11,6 +11,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"mime"
 	"net/http"
@@ -103,8 +104,9 @@ type Response struct {
 	Body         any    `json:"body"`
 	BodyEncoding string `json:"body_encoding,omitempty"`
 	// Error is "response_too_large" when the body was over the limit and
-	// was not kept.
-	Error string `json:"error,omitempty"`
+	// was not kept; Message then says so in words.
+	Error   string `json:"error,omitempty"`
+	Message string `json:"message,omitempty"`
 }
 
 // args are an action's arguments.
@@ -168,6 +170,7 @@ func (c *Connector) Call(ctx context.Context, t *connectors.Tool, action string,
 	isError := resp.StatusCode >= 400
 	if int64(len(data)) > c.maxBytes {
 		out.Error, isError = "response_too_large", true
+		out.Message = fmt.Sprintf("The response body was larger than %d bytes, the most http-request reads of one (decompressed); it was not kept.", c.maxBytes)
 		data = nil
 	}
 	// Masked as the caller will read it: a token echoed in UTF-16, say,
