@@ -97,7 +97,7 @@ func (c *call) dispatch(ctx context.Context, rt *toolconfig.Resolved, action *co
 		if err != nil || !ok {
 			return c.unstored(ctx, rt, action, callID, outcome, dur, err)
 		}
-		c.cacheOutcome(callID, replaycache.StateSucceeded, 200, ContentType, respBody, readOnlyRecord(action), c.freshTTL())
+		c.cacheOutcome(ctx, callID, replaycache.StateSucceeded, 200, ContentType, respBody, readOnlyRecord(action), c.freshTTL())
 	} else {
 		e.log.add(c.entry(rt, action, callID, outcome, dur)) // a keyed call's was written with its outcome
 	}
@@ -178,7 +178,7 @@ func (c *call) unstored(ctx context.Context, rt *toolconfig.Resolved, action *co
 	r, err := e.opts.Store.GetIdem(fctx, c.req.AccountID, c.req.Key)
 	if err == nil && r.CallID == callID && r.State == store.IdemSucceeded {
 		// The Complete that committed wrote the log entry too.
-		c.cacheOutcome(callID, replaycache.StateSucceeded, 200, ContentType, r.Response, r.ReadOnly, rowTTL(r))
+		c.cacheOutcome(ctx, callID, replaycache.StateSucceeded, 200, ContentType, r.Response, r.ReadOnly, rowTTL(r))
 		return c.succeeded(outcome, r.Response), nil
 	}
 	if cause == nil {
@@ -223,7 +223,7 @@ func (c *call) unknown(ctx context.Context, rt *toolconfig.Resolved, action *con
 		// committed, its answer lost): readers of the row replay it, and a
 		// cached outcome_unknown would contradict them.
 		if recorded {
-			c.cacheOutcome(callID, replaycache.StateOutcomeUnknown, 0, "", nil, readOnlyRecord(action), c.freshTTL())
+			c.cacheOutcome(ctx, callID, replaycache.StateOutcomeUnknown, 0, "", nil, readOnlyRecord(action), c.freshTTL())
 		}
 	}
 	if !c.req.HasKey || !recorded {

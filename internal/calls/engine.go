@@ -269,7 +269,7 @@ func (e *Engine) Call(ctx context.Context, req Request) (*Response, error) {
 	}
 	resp, err := c.run(ctx)
 	if c.locked {
-		e.cacheDo(func(ctx context.Context) error { return e.opts.Cache.Unlock(ctx, req.AccountID, req.Key, c.token) })
+		e.cacheDo(ctx, func(ctx context.Context) error { return e.opts.Cache.Unlock(ctx, req.AccountID, req.Key, c.token) })
 	}
 	return resp, err
 }
@@ -316,7 +316,7 @@ func (c *call) rejectBeforeReserve(ctx context.Context, rejection error) (*Respo
 	case r.ExpiresAt <= r.NowMS && !(r.State == store.IdemDispatched && !r.LeaseExpired()):
 		return nil, rejection // past its TTL: the key is new again
 	}
-	return c.fromRow(r)
+	return c.fromRow(ctx, r)
 }
 
 // readOnlyForbidden refuses a read-only key's call of an action known not
@@ -394,7 +394,7 @@ func (c *call) runOnce(ctx context.Context) (*Response, error) {
 		err = problem.New(problem.IdempotencyKeyRequired, "Action %q is not retryable: call it with an Idempotency-Key header.", action.Name)
 	}
 	if err == nil {
-		err = e.checkArguments(action, c.b.Arguments)
+		err = e.checkArguments(ctx, action, c.b.Arguments)
 	}
 	if err != nil {
 		return c.rejectBeforeReserve(ctx, unavailable(err))
@@ -423,7 +423,7 @@ func (c *call) runOnce(ctx context.Context) (*Response, error) {
 			return nil, unavailable(err)
 		}
 		if existing != nil {
-			return c.fromRow(existing)
+			return c.fromRow(ctx, existing)
 		}
 	}
 	if err := e.timeToRun(ctx); err != nil {

@@ -21,7 +21,7 @@ func (c *call) lookup(ctx context.Context) (*Response, error, bool) {
 	}
 	res, err := e.opts.Cache.Begin(ctx, c.req.AccountID, c.req.Key, c.fp, c.token, e.opts.Lease)
 	if err != nil {
-		e.cacheFailed(err)
+		e.cacheFailed(ctx, err)
 		return nil, nil, false
 	}
 	switch {
@@ -104,7 +104,7 @@ func (c *call) rowReadOnly(ctx context.Context, en *replaycache.Entry) *bool {
 	if err != nil || r.CallID != en.CallID || r.ReadOnly == nil {
 		return nil
 	}
-	c.cacheOutcome(en.CallID, en.State, en.Status, en.ContentType, en.Body, r.ReadOnly, rowTTL(r))
+	c.cacheOutcome(ctx, en.CallID, en.State, en.Status, en.ContentType, en.Body, r.ReadOnly, rowTTL(r))
 	return r.ReadOnly
 }
 
@@ -113,7 +113,7 @@ func (c *call) rowReadOnly(ctx context.Context, en *replaycache.Entry) *bool {
 // when it was reserved, whatever its tool has become; a row reserved
 // before rows recorded it (ReadOnly nil) answers it as any key, once
 // readOnlyForbidden found nothing to refuse.
-func (c *call) fromRow(r *store.IdemRecord) (*Response, error) {
+func (c *call) fromRow(ctx context.Context, r *store.IdemRecord) (*Response, error) {
 	if !bytes.Equal(r.Fingerprint, c.fp) {
 		return nil, c.conflict(problem.IdempotencyKeyReused)
 	}
@@ -130,10 +130,10 @@ func (c *call) fromRow(r *store.IdemRecord) (*Response, error) {
 		if r.StatusCode != nil {
 			status = *r.StatusCode
 		}
-		c.cacheOutcome(r.CallID, replaycache.StateSucceeded, status, ct, r.Response, r.ReadOnly, rowTTL(r))
+		c.cacheOutcome(ctx, r.CallID, replaycache.StateSucceeded, status, ct, r.Response, r.ReadOnly, rowTTL(r))
 		return c.replay(status, ct, r.Response), nil
 	case r.State == store.IdemOutcomeUnknown || r.LeaseExpired():
-		c.cacheOutcome(r.CallID, replaycache.StateOutcomeUnknown, 0, "", nil, r.ReadOnly, rowTTL(r))
+		c.cacheOutcome(ctx, r.CallID, replaycache.StateOutcomeUnknown, 0, "", nil, r.ReadOnly, rowTTL(r))
 		return nil, c.conflict(problem.OutcomeUnknownConflict)
 	default:
 		return nil, c.conflict(problem.RequestInProgress)
@@ -152,31 +152,33 @@ func (c *call) freshTTL() time.Duration { return c.e.opts.IdempotencyTTL - time.
 // cacheOutcome puts a terminal outcome in the replay cache for the rest of
 // its key's life (best effort), with whether its action was read-only as
 // the key's row records it.
-func (c *call) cacheOutcome(callID string, state byte, status int, ct string, b []byte, readOnly *bool, ttl time.Duration) {
+func (c *call) cacheOutcome(ctx context.Context, callID string, state byte, status int, ct string, b []byte, readOnly *bool, ttl time.Duration) {
 	e := c.e
 	if e.opts.Cache == nil || ttl <= 0 {
 		return
 	}
 	en := &replaycache.Entry{Fingerprint: c.fp, State: state, Status: status, ContentType: ct, Body: b, CallID: callID,
 		ReadOnly: readOnly, ExpiresAt: time.Now().Add(ttl).UnixMilli()}
-	e.cacheDo(func(ctx context.Context) error { return e.opts.Cache.Finish(ctx, c.req.AccountID, c.req.Key, en, ttl) })
+	e.cacheDo(ctx, func(ctx context.Context) error { return e.opts.Cache.Finish(ctx, c.req.AccountID, c.req.Key, en, ttl) })
 	c.locked = false
 }
 
-// cacheDo runs a cache write on a context of its own: it must happen even
-// if the client left, and must not hold the answer up for long. While the
+// cacheDo runs a cache write on a context of its own, detached from the
+// request's ctx but carrying its values (its request ID, for the log): it
+// must happen even if the client left, and must not hold the answer up for
+// long. While the
 // cache is marked down it is skipped, as lookups are: a dead Redis costs
 // one timeout, not one per call. A lock left in place that way ends with
 // its lease; until then a retry with the same body asks the database
 // (lookup), which holds the outcome.
-func (e *Engine) cacheDo(fn func(ctx context.Context) error) {
+func (e *Engine) cacheDo(ctx context.Context, fn func(ctx context.Context) error) {
 	if time.Now().UnixNano() < e.cacheDownUntil.Load() {
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
 	defer cancel()
-	if err := fn(ctx); err != nil {
-		e.cacheFailed(err)
+	if err := fn(wctx); err != nil {
+		e.cacheFailed(ctx, err)
 	}
 }
 
@@ -185,10 +187,11 @@ const cacheBackoff = time.Second
 
 // cacheFailed records a cache error and skips the cache for cacheBackoff:
 // calls go to the database alone meanwhile, which is slower, never weaker.
-func (e *Engine) cacheFailed(err error) {
+// The warning names the request (ctx) that met the error.
+func (e *Engine) cacheFailed(ctx context.Context, err error) {
 	e.opts.Metrics.CacheErrors.Inc()
 	now := time.Now().UnixNano()
 	if prev := e.cacheDownUntil.Load(); now >= prev && e.cacheDownUntil.CompareAndSwap(prev, now+int64(cacheBackoff)) {
-		e.opts.Logger.Warn("replay cache unavailable; using the database alone for a moment", "error", err)
+		e.opts.Logger.WarnContext(ctx, "replay cache unavailable; using the database alone for a moment", "error", err)
 	}
 }

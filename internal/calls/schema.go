@@ -2,6 +2,7 @@ package calls
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -23,7 +24,7 @@ type compiledSchema struct {
 	err      error
 }
 
-func (e *Engine) schemaFor(raw json.RawMessage) *compiledSchema {
+func (e *Engine) schemaFor(ctx context.Context, raw json.RawMessage) *compiledSchema {
 	e.schemasMu.RLock()
 	cs := e.schemas[string(raw)]
 	e.schemasMu.RUnlock()
@@ -37,7 +38,7 @@ func (e *Engine) schemaFor(raw json.RawMessage) *compiledSchema {
 		cs.err = err
 	} else if err := json.Unmarshal(raw, &doc); err != nil || inPlaceLoop(doc) {
 		cs.err = errSchemaLoops
-		e.opts.Logger.Warn("an action's input schema applies itself to the same value endlessly; it is not enforced", "schema_bytes", len(raw))
+		e.opts.Logger.WarnContext(ctx, "an action's input schema applies itself to the same value endlessly; it is not enforced", "schema_bytes", len(raw))
 	} else {
 		cs.schema, cs.doc = &s, decodeNumbers(raw)
 		cs.resolved, cs.err = s.Resolve(&jsonschema.ResolveOptions{ValidateDefaults: false})
@@ -61,7 +62,7 @@ var errSchemaLoops = errors.New("calls: the schema applies itself to the same va
 // checkArguments validates arguments against the action's input schema.
 // A schema the validator cannot use (a tool's own mistake) is not enforced:
 // the tool will judge its arguments itself.
-func (e *Engine) checkArguments(a *connectors.Action, args json.RawMessage) error {
+func (e *Engine) checkArguments(ctx context.Context, a *connectors.Action, args json.RawMessage) error {
 	if len(args) == 0 || string(args) == "null" {
 		args = json.RawMessage("{}")
 	}
@@ -77,7 +78,7 @@ func (e *Engine) checkArguments(a *connectors.Action, args json.RawMessage) erro
 	if len(a.InputSchema) == 0 {
 		return nil
 	}
-	cs := e.schemaFor(a.InputSchema)
+	cs := e.schemaFor(ctx, a.InputSchema)
 	if cs.err != nil {
 		return nil
 	}

@@ -1,6 +1,7 @@
 package calls
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"strings"
@@ -84,7 +85,7 @@ func TestArgumentSentences(t *testing.T) {
 		`{"s":"","one":1}`:                          {"one": "matches more than one of the forms its schema allows, and must match exactly one"},
 		`{"s":"","not":"x"}`:                        {"not": "is a value its schema rules out"},
 	} {
-		err := e.checkArguments(a, json.RawMessage(args))
+		err := e.checkArguments(context.Background(), a, json.RawMessage(args))
 		p, ok := problem.As(err)
 		if !ok || p.Code != problem.InvalidArguments {
 			t.Errorf("%s: %v, want invalid_arguments", args, err)

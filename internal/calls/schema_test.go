@@ -1,6 +1,7 @@
 package calls
 
 import (
+	"context"
 	"encoding/json"
 	"strings"
 	"testing"
@@ -14,7 +15,7 @@ import (
 func TestCheckArgumentsNull(t *testing.T) {
 	e := New(Options{})
 	a := &connectors.Action{Name: "get", InputSchema: json.RawMessage(`{"type":"object","properties":{"query":{"type":"object"}}}`)}
-	err := e.checkArguments(a, json.RawMessage(`{"query":null}`))
+	err := e.checkArguments(context.Background(), a, json.RawMessage(`{"query":null}`))
 	p, ok := problem.As(err)
 	if !ok || p.Code != problem.InvalidArguments {
 		t.Fatalf("err = %v, want invalid_arguments", err)
@@ -31,12 +32,12 @@ func TestCheckArgumentsNull(t *testing.T) {
 func TestSchemaForCompiledOnce(t *testing.T) {
 	e := New(Options{})
 	raw := `{"type":"object","properties":{"q":{"type":"string"}}}`
-	first := e.schemaFor(json.RawMessage(raw))
+	first := e.schemaFor(context.Background(), json.RawMessage(raw))
 	again := json.RawMessage(raw)
-	if e.schemaFor(again) != first {
+	if e.schemaFor(context.Background(), again) != first {
 		t.Fatal("compiled twice")
 	}
-	if n := testing.AllocsPerRun(100, func() { e.schemaFor(again) }); n != 0 {
+	if n := testing.AllocsPerRun(100, func() { e.schemaFor(context.Background(), again) }); n != 0 {
 		t.Errorf("a compiled schema's lookup allocates %v times", n)
 	}
 }

@@ -1,6 +1,7 @@
 package calls
 
 import (
+	"context"
 	"encoding/json"
 	"testing"
 
@@ -46,13 +47,13 @@ func TestInPlaceLoop(t *testing.T) {
 func TestCheckArgumentsSkipsALoopingSchema(t *testing.T) {
 	e := New(Options{})
 	a := &connectors.Action{Name: "loop", InputSchema: json.RawMessage(`{"$ref":"#/$defs/X","$defs":{"X":{"$ref":"#/$defs/X"}}}`)}
-	if err := e.checkArguments(a, json.RawMessage(`{"q":1}`)); err != nil {
+	if err := e.checkArguments(context.Background(), a, json.RawMessage(`{"q":1}`)); err != nil {
 		t.Fatalf("err = %v, want the arguments passed on unchecked", err)
 	}
 	// A recursive schema that ends is still enforced.
 	tree := &connectors.Action{Name: "tree", InputSchema: json.RawMessage(
 		`{"type":"object","properties":{"name":{"type":"string"},"child":{"$ref":"#"}},"required":["name"]}`)}
-	err := e.checkArguments(tree, json.RawMessage(`{"name":"a","child":{"child":{"name":"c"}}}`))
+	err := e.checkArguments(context.Background(), tree, json.RawMessage(`{"name":"a","child":{"child":{"name":"c"}}}`))
 	if p, ok := problem.As(err); !ok || p.Code != problem.InvalidArguments {
 		t.Fatalf("a nested value missing its name: %v, want invalid_arguments", err)
 	}
