@@ -333,6 +333,14 @@ export class QuiverError extends Error {
   /** Seconds from the Retry-After header (delta-seconds or IMF-fixdate only), or null. */
   retryAfter: number | null;
   readonly retry_after: number | null;
+  /**
+   * Whether the request provably did nothing, on none of its attempts, so sending it again (same key or a
+   * new one) cannot do anything twice: an error thrown before sending, a refused connection, or Quiver's
+   * own answer saying so (see the README); false for a cut connection, a timeout, 500, tool_outcome_unknown,
+   * idempotency_key_reused, request_in_progress and any answer without Quiver's code.
+   */
+  readonly didNothing: boolean;
+  readonly did_nothing: boolean;
   /** Extra fields of the error body (snake_case and camelCase). */
   [extra: string]: any;
 }
@@ -352,6 +360,7 @@ export class IdempotencyKeyRequiredError extends BadRequestError {}
 export class AuthenticationError extends APIStatusError {}
 export class PermissionDeniedError extends APIStatusError {}
 export class NotFoundError extends APIStatusError {}
+/** 409; `instanceof ConflictError` holds for every 409, the ToolOutcomeUnknownConflictError too. */
 export class ConflictError extends APIStatusError {}
 export class IdempotencyKeyReusedError extends ConflictError {}
 export class RequestInProgressError extends ConflictError {}
@@ -360,7 +369,10 @@ export class ToolNotConfiguredError extends ConflictError {
   next_configuration_step?: ConfigurationStep | null;
   nextConfigurationStep?: ConfigurationStep | null;
 }
+/** 504 or 409 tool_outcome_unknown: terminal for the key. */
 export class ToolOutcomeUnknownError extends APIStatusError {}
+/** 409 tool_outcome_unknown: instanceof ToolOutcomeUnknownError and instanceof ConflictError. */
+export class ToolOutcomeUnknownConflictError extends ToolOutcomeUnknownError {}
 export class PayloadTooLargeError extends APIStatusError {}
 export class ValidationError extends APIStatusError {
   /** Each bad field and why. */

@@ -31,6 +31,7 @@ export {
   RequestInProgressError,
   ToolNotConfiguredError,
   ToolOutcomeUnknownError,
+  ToolOutcomeUnknownConflictError,
   PayloadTooLargeError,
   ValidationError,
   InvalidArgumentsError,

@@ -24,6 +24,53 @@ export function parseRetryAfter(value) {
   return Math.max(0, (when - Date.now()) / 1000);
 }
 
+/**
+ * The error codes of API.md whose answer says the request did nothing: it was refused before anything was
+ * sent to the tool (unavailable: before anything was dispatched), so no idempotency key holds an outcome of
+ * it. Not among them: idempotency_key_reused and request_in_progress (the key's earlier request ran or is
+ * running), tool_outcome_unknown, and internal (a bug, which may come after a change was made). The one rule
+ * both SDKs share; see QuiverError#didNothing.
+ */
+export const DID_NOTHING_CODES = new Set([
+  "bad_request",
+  "invalid_json",
+  "invalid_idempotency_key",
+  "idempotency_key_required",
+  "unauthorized",
+  "forbidden",
+  "not_found",
+  "tool_not_configured",
+  "payload_too_large",
+  "validation_error",
+  "invalid_arguments",
+  "rate_limited",
+  "tool_unreachable",
+  "upstream_auth_failed",
+  "upstream_refused",
+  "unavailable",
+]);
+
+/**
+ * Set by the transport on an error thrown after an earlier attempt of the same request (retried
+ * automatically) may have been acted on: the request as a whole then did not provably do nothing.
+ */
+export const EARLIER_ATTEMPT_MAY_HAVE_RUN = Symbol("quiver.earlierAttemptMayHaveRun");
+
+/** Whether the connection was refused: the request was never sent. */
+function refused(err) {
+  for (let e = err; e; e = e.cause) if (e.code === "ECONNREFUSED") return true;
+  return false;
+}
+
+/** What the error itself says of the attempt it came from (see QuiverError#didNothing). */
+function saysItDidNothing(err) {
+  if (err instanceof InvalidRequestError) return true; // nothing was sent
+  // Only a refused connection was never sent; any other may have been cut after the request left.
+  if (err instanceof APIConnectionError) return refused(err);
+  if (err instanceof APIStatusError) return DID_NOTHING_CODES.has(err.code);
+  return false; // a 2xx that is not JSON, or not the API's shape, proves nothing
+}
+
 /** Base class of every error the SDK throws. */
 export class QuiverError extends Error {
   /**
@@ -53,6 +100,25 @@ export class QuiverError extends Error {
       const alias = camelCase(key);
       if (alias !== key && !(alias in this)) this[alias] = value;
     }
+  }
+
+  /**
+   * Whether the request provably did nothing, on none of its attempts: sending it again (with the same
+   * idempotency key, which then holds no outcome, or a new one) cannot do anything twice. True for an error
+   * thrown before anything was sent (InvalidRequestError, a key refused client-side), a refused connection,
+   * and Quiver's answers that say so (a 4xx other than idempotency_key_reused, request_in_progress and
+   * tool_outcome_unknown; 502 tool_unreachable, upstream_auth_failed, upstream_refused; 503 unavailable), as
+   * long as no earlier attempt of the same request may have been acted on. False for everything else: a cut
+   * connection or timeout, 500 internal, tool_outcome_unknown, and any answer without Quiver's `error` code
+   * (a proxy's page proves nothing of what happened behind it).
+   */
+  get didNothing() {
+    return !this[EARLIER_ATTEMPT_MAY_HAVE_RUN] && saysItDidNothing(this);
+  }
+
+  /** Alias of `didNothing`. */
+  get did_nothing() {
+    return this.didNothing;
   }
 
   /** Alias of `status`. */
@@ -112,8 +178,18 @@ export class AuthenticationError extends APIStatusError {}
 export class PermissionDeniedError extends APIStatusError {}
 /** 404: not found, or another account's. */
 export class NotFoundError extends APIStatusError {}
-/** 409 (base of the specific conflicts). */
-export class ConflictError extends APIStatusError {}
+/**
+ * 409 (base of the specific conflicts). `instanceof ConflictError` also holds for the 409 form of
+ * tool_outcome_unknown, a ToolOutcomeUnknownConflictError (as in the Python SDK, where it is both).
+ */
+export class ConflictError extends APIStatusError {
+  static [Symbol.hasInstance](value) {
+    const plain = Function.prototype[Symbol.hasInstance];
+    if (plain.call(this, value)) return true;
+    // Only ConflictError itself: its subclasses inherit this method, and are not the 409 tool_outcome_unknown.
+    return this === ConflictError && plain.call(ToolOutcomeUnknownConflictError, value);
+  }
+}
 /** 409 idempotency_key_reused: same key, different body. */
 export class IdempotencyKeyReusedError extends ConflictError {}
 /** 409 request_in_progress: an earlier request with this key is still running (`retryAfter`). */
@@ -131,8 +207,17 @@ export class ToolNotConfiguredError extends ConflictError {
     }
   }
 }
-/** 504 or 409 tool_outcome_unknown: terminal for the key; the tool is never re-run for it. */
+/**
+ * 504 or 409 tool_outcome_unknown: terminal for the key; the tool is never re-run for it. The 409 form
+ * (every later answer for the key) is a ToolOutcomeUnknownConflictError, an instanceof ConflictError too.
+ */
 export class ToolOutcomeUnknownError extends APIStatusError {}
+/**
+ * 409 tool_outcome_unknown: a later request with a key whose outcome is unknown. Both `instanceof
+ * ToolOutcomeUnknownError` (both forms) and `instanceof ConflictError` (every 409); the first answer, the
+ * 504, is a ToolOutcomeUnknownError only.
+ */
+export class ToolOutcomeUnknownConflictError extends ToolOutcomeUnknownError {}
 /** 413 payload_too_large. */
 export class PayloadTooLargeError extends APIStatusError {}
 /** 422 validation_error / invalid_arguments: carries `fields`. */
@@ -232,6 +317,7 @@ export function errorFromResponse(status, headers, text) {
   let message = typeof body.message === "string" && body.message ? body.message : null;
   if (!message) message = bodySnippet(text) || `HTTP ${status}`;
   const Cls =
+    (code === "tool_outcome_unknown" && status === 409 && ToolOutcomeUnknownConflictError) ||
     (code && Object.hasOwn(BY_CODE, code) && BY_CODE[code]) ||
     (status >= 500 ? InternalServerError : BY_STATUS[status] ?? APIStatusError);
   return new Cls(message, { code, status, body, headers });

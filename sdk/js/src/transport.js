@@ -3,6 +3,7 @@
 import {
   APIConnectionError,
   APITimeoutError,
+  EARLIER_ATTEMPT_MAY_HAVE_RUN,
   InvalidIdempotencyKeyError,
   InvalidRequestError,
   QuiverError,
@@ -19,12 +20,15 @@ export const VERSION = "0.1.0";
  * tool_outcome_unknown and the deterministic upstream_auth_failed and upstream_refused), 429 and 409
  * request_in_progress, with or without Quiver's error code.
  * REFUSED_ONLY: repeating it could duplicate an effect (POST without a key, PATCH). Retried only when
- * Quiver itself answered that it did nothing: 429 rate_limited and 503 unavailable. An answer without
- * Quiver's code (a proxy's HTML 503 "upstream reset before headers", a gateway's 502/504 or 429) proves
- * nothing about what happened upstream, so it is never retried for these.
+ * Quiver itself answered that it did nothing (QuiverError#didNothing) about a state that passes: 429
+ * rate_limited and 503 unavailable. An answer without Quiver's code (a proxy's HTML 503 "upstream reset
+ * before headers", a gateway's 502/504 or 429) proves nothing about what happened upstream, so it is never
+ * retried for these.
  *
- * A DELETE retried after an attempt that may have run unseen (no answer but a refused connection, or a
- * 5xx other than Quiver's 503 unavailable) takes a later 404 not_found as success: that attempt deleted it.
+ * A DELETE retried after an attempt that may have run unseen (one whose error's didNothing is false: a cut
+ * connection, a timeout, a 5xx other than Quiver's own word that nothing was done) takes a later 404
+ * not_found as success: that attempt deleted it. An error thrown after such an attempt says didNothing
+ * false whatever its own answer says.
  */
 export const SAFE = "safe";
 export const REFUSED_ONLY = "refused_only";
@@ -283,17 +287,18 @@ export class Transport {
     checkHeaders(allHeaders);
     const effectiveTimeout = checkTimeout(timeout === undefined ? this.timeout : timeout); // null is refused
 
-    let maybeDone = false; // an earlier attempt may have reached the server, and its answer was lost
+    let maybeDone = false; // an earlier attempt may have been acted on (its error's didNothing was false)
     for (let attempt = 0; ; attempt++) {
       let response;
       try {
         response = await this.#send(method, url, allHeaders, payload, effectiveTimeout);
       } catch (err) {
         if (err instanceof APIConnectionError && retry === SAFE && attempt < this.maxRetries) {
-          maybeDone ||= !refused(err);
+          maybeDone ||= !err.didNothing;
           await this.sleep(this.#delay(attempt, null));
           continue;
         }
+        if (err instanceof QuiverError) markEarlierAttempts(err, maybeDone);
         throw err;
       }
       const { status, headers: resHeaders, text } = response;
@@ -305,11 +310,13 @@ export class Transport {
         return { data: null, headers: resHeaders, status }; // an earlier attempt deleted it: done
       }
       if (attempt < this.maxRetries && shouldRetry(error, retry)) {
-        if (error.retryAfter != null && error.retryAfter > MAX_RETRY_AFTER_SECONDS) throw error;
-        maybeDone ||= mayHaveRun(error);
-        await this.sleep(this.#delay(attempt, error.retryAfter));
-        continue;
+        if (error.retryAfter == null || error.retryAfter <= MAX_RETRY_AFTER_SECONDS) {
+          maybeDone ||= !error.didNothing;
+          await this.sleep(this.#delay(attempt, error.retryAfter));
+          continue;
+        }
       }
+      markEarlierAttempts(error, maybeDone);
       throw error;
     }
   }
@@ -415,27 +422,17 @@ async function sendAsWritten(method, url, headers, payload, signal) {
   });
 }
 
-/**
- * Whether the request may have taken effect although it was answered with `error`. A 5xx without Quiver's
- * code (a proxy's) says nothing of what happened behind it, and Quiver's own 500 internal may come after the
- * change was made (a write whose database connection failed mid-commit "may or may not have been applied").
- * Only Quiver's 503 unavailable says nothing was done.
- */
-function mayHaveRun(error) {
-  return (error.status ?? 0) >= 500 && error.code !== "unavailable";
-}
-
-/** Whether the connection was refused: the request was never sent. */
-function refused(err) {
-  for (let e = err; e; e = e.cause) if (e.code === "ECONNREFUSED") return true;
-  return false;
+/** Record on the error to be thrown whether an earlier attempt may have been acted on (unseen by console.log). */
+function markEarlierAttempts(error, maybeDone) {
+  Object.defineProperty(error, EARLIER_ATTEMPT_MAY_HAVE_RUN, { value: maybeDone, enumerable: false, configurable: true });
 }
 
 function shouldRetry(error, mode) {
   const status = error.status ?? 0;
   const code = error.code;
-  // Quiver's own word that it did nothing: any request may be repeated.
-  if ((status === 429 && code === "rate_limited") || (status === 503 && code === "unavailable")) return true;
+  // Quiver's own word that it did nothing (QuiverError#didNothing, the one rule of both SDKs), about a state
+  // that passes (load, its database): any request may be repeated.
+  if (error.didNothing && (code === "rate_limited" || code === "unavailable")) return true;
   if (mode !== SAFE) return false;
   if (code === "request_in_progress") return true;
   if (code === "tool_outcome_unknown" || code === "upstream_auth_failed" || code === "upstream_refused") return false;

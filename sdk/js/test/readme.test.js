@@ -35,7 +35,7 @@ after(async () => {
 test("every JavaScript example of the README runs", async () => {
   const readme = readFileSync(path.join(SDK_ROOT, "README.md"), "utf8");
   const blocks = [...readme.matchAll(/^```javascript\n(.*?)^```/gms)].map((m) => m[1]);
-  assert.equal(blocks.length, 3, "the quickstart, the idempotency pattern and the error example");
+  assert.equal(blocks.length, 4, "the quickstart, the idempotency pattern, the error and didNothing examples");
   let source = blocks.join("\n");
   assert.ok(source.includes('"qv_..."') && source.includes("https://api.example.com"));
   source = source.replaceAll('"qv_..."', JSON.stringify(ENV.apiKey)).replaceAll("https://api.example.com", ENV.target.url);
@@ -44,6 +44,7 @@ test("every JavaScript example of the README runs", async () => {
   const file = path.join(dir, "readme.mjs");
   writeFileSync(file, source);
   const before = ENV.target.count("/payments");
+  const pings = ENV.target.count("/ping");
   const { stdout } = await execFileP(process.execPath, [file], {
     cwd: dir,
     env: { ...process.env, QUIVER_BASE_URL: ENV.baseUrl },
@@ -56,6 +57,7 @@ test("every JavaScript example of the README runs", async () => {
   assert.equal(payment.is_error, false, JSON.stringify(payment));
   assert.deepEqual(payment.result.body.echo, { amount: 100 });
   assert.equal(ENV.target.count("/payments"), before + 1);
+  assert.equal(ENV.target.count("/ping"), pings + 1); // the didNothing example's call
   // Its comment: calling again with the same key replays, and the tool does not run again.
   const client = new AgentClient({ apiKey: ENV.apiKey, baseUrl: ENV.baseUrl });
   const again = await client.tools.call(tool, { action: "post", arguments: { path: "/payments", body: { amount: 100 } }, idempotencyKey: key });

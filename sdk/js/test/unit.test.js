@@ -234,7 +234,7 @@ describe("errors", () => {
     [404, "not_found", quiver.NotFoundError],
     [409, "idempotency_key_reused", quiver.IdempotencyKeyReusedError],
     [409, "request_in_progress", quiver.RequestInProgressError],
-    [409, "tool_outcome_unknown", quiver.ToolOutcomeUnknownError],
+    [409, "tool_outcome_unknown", quiver.ToolOutcomeUnknownConflictError],
     [504, "tool_outcome_unknown", quiver.ToolOutcomeUnknownError],
     [409, "tool_not_configured", quiver.ToolNotConfiguredError],
     [413, "payload_too_large", quiver.PayloadTooLargeError],

@@ -15,6 +15,30 @@ from typing import Any, Dict, Mapping, Optional, Type
 
 from ._models import ConfigurationStep
 
+# The error codes of API.md whose answer says the request did nothing: it was refused before anything was
+# sent to the tool (unavailable: before anything was dispatched), so no idempotency key holds an outcome of
+# it. Not among them: idempotency_key_reused and request_in_progress (the key's earlier request ran or is
+# running), tool_outcome_unknown, and internal (a bug, which may come after a change was made). The one rule
+# both SDKs share; see QuiverError.did_nothing.
+DID_NOTHING_CODES = frozenset({
+    "bad_request",
+    "invalid_json",
+    "invalid_idempotency_key",
+    "idempotency_key_required",
+    "unauthorized",
+    "forbidden",
+    "not_found",
+    "tool_not_configured",
+    "payload_too_large",
+    "validation_error",
+    "invalid_arguments",
+    "rate_limited",
+    "tool_unreachable",
+    "upstream_auth_failed",
+    "upstream_refused",
+    "unavailable",
+})
+
 __all__ = [
     "QuiverError",
     "InvalidRequestError",
@@ -33,6 +57,7 @@ __all__ = [
     "RequestInProgressError",
     "ToolNotConfiguredError",
     "ToolOutcomeUnknownError",
+    "ToolOutcomeUnknownConflictError",
     "PayloadTooLargeError",
     "ValidationError",
     "InvalidArgumentsError",
@@ -61,6 +86,10 @@ class QuiverError(Exception):
     readable as attributes.
     """
 
+    # Set by the SDK when an earlier attempt of the same request (retried automatically) may have been
+    # acted on: then the request as a whole did not provably do nothing, whatever this answer says.
+    _earlier_attempt_may_have_run = False
+
     def __init__(
         self,
         message: str,
@@ -85,6 +114,25 @@ class QuiverError(Exception):
     def status_code(self) -> Optional[int]:
         """Alias of :attr:`status`."""
         return self.status
+
+    @property
+    def did_nothing(self) -> bool:
+        """Whether the request provably did nothing, on none of its attempts: sending it again (with the
+        same idempotency key, which then holds no outcome, or a new one) cannot do anything twice.
+
+        True for an error raised before anything was sent (:class:`InvalidRequestError`, a key refused
+        client-side), a refused connection, and Quiver's answers that say so (a 4xx other than
+        ``idempotency_key_reused``, ``request_in_progress`` and ``tool_outcome_unknown``; ``502
+        tool_unreachable``, ``upstream_auth_failed``, ``upstream_refused``; ``503 unavailable``), as long
+        as no earlier attempt of the same request may have been acted on. False for everything else: a
+        cut connection or timeout, ``500 internal``, ``tool_outcome_unknown``, and any answer without
+        Quiver's ``error`` code (a proxy's page proves nothing of what happened behind it).
+        """
+        return not self._earlier_attempt_may_have_run and self._says_it_did_nothing()
+
+    def _says_it_did_nothing(self) -> bool:
+        # Neither an answer that is not the API's shape nor a non-JSON 2xx proves anything.
+        return False
 
     def __getattr__(self, name: str) -> Any:
         # Only called when normal lookup fails: expose extra fields of the error body.
@@ -120,6 +168,9 @@ class InvalidRequestError(QuiverError, ValueError):
     an invalid URL. ``status`` is ``None``. Also a :class:`ValueError`.
     """
 
+    def _says_it_did_nothing(self) -> bool:
+        return True  # nothing was sent
+
 
 class APIConnectionError(QuiverError):
     """No response came back: the connection failed, was cut, or timed out.
@@ -131,6 +182,11 @@ class APIConnectionError(QuiverError):
         super().__init__(message)
         self.__cause__ = cause
 
+    def _says_it_did_nothing(self) -> bool:
+        # Only a refused connection: the request was never sent. Any other may have been cut after it left.
+        cause = self.__cause__
+        return isinstance(getattr(cause, "reason", cause), ConnectionRefusedError)
+
 
 class APITimeoutError(APIConnectionError):
     """The request timed out before a response arrived."""
@@ -141,6 +197,9 @@ class APITimeoutError(APIConnectionError):
 
 class APIStatusError(QuiverError):
     """The server answered with a non-2xx status (base of every HTTP error class)."""
+
+    def _says_it_did_nothing(self) -> bool:
+        return self.code in DID_NOTHING_CODES
 
 
 class BadRequestError(APIStatusError):
@@ -208,7 +267,17 @@ class ToolOutcomeUnknownError(APIStatusError):
     """504 or 409 ``tool_outcome_unknown``: the call was dispatched and its outcome is unknown.
 
     This is terminal for the idempotency key: the tool is never re-run for it. Inspect the
-    tool's side, then use a new key for a new, intentional operation.
+    tool's side, then use a new key for a new, intentional operation. The 409 form (every later
+    answer for the key) is a :class:`ToolOutcomeUnknownConflictError`, a :class:`ConflictError` too.
+    """
+
+
+class ToolOutcomeUnknownConflictError(ToolOutcomeUnknownError, ConflictError):
+    """409 ``tool_outcome_unknown``: a later request with a key whose outcome is unknown.
+
+    Both a :class:`ToolOutcomeUnknownError` (``except ToolOutcomeUnknownError`` catches both forms) and
+    a :class:`ConflictError` (``except ConflictError`` catches every 409); the first answer, the 504,
+    is a :class:`ToolOutcomeUnknownError` only.
     """
 
 
@@ -312,6 +381,8 @@ def error_class_for(code: Optional[str], status: int) -> Type[APIStatusError]:
     Any 5xx without a known code is :class:`InternalServerError`; an unknown 4xx is
     :class:`APIStatusError`.
     """
+    if code == "tool_outcome_unknown" and status == 409:
+        return ToolOutcomeUnknownConflictError
     if code and code in _BY_CODE:
         return _BY_CODE[code]
     if status >= 500:

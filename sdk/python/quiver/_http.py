@@ -36,12 +36,15 @@ from ._version import __version__
 #   (except the terminal tool_outcome_unknown and the deterministic upstream_auth_failed and
 #   upstream_refused), 429 and 409 request_in_progress, with or without Quiver's error code.
 # REFUSED_ONLY: repeating it could duplicate an effect (POST without a key, PATCH). Retried only when
-#   Quiver itself answered that it did nothing: 429 rate_limited and 503 unavailable. An answer
-#   without Quiver's code (a proxy's HTML 503 "upstream reset before headers", a gateway's 502/504
-#   or 429) proves nothing about what happened upstream, so it is never retried for these.
+#   Quiver itself answered that it did nothing (QuiverError.did_nothing) about a state that passes:
+#   429 rate_limited and 503 unavailable. An answer without Quiver's code (a proxy's HTML 503
+#   "upstream reset before headers", a gateway's 502/504 or 429) proves nothing about what happened
+#   upstream, so it is never retried for these.
 #
-# A DELETE retried after an attempt that may have run unseen (no answer but a refused connection, or
-# a 5xx other than Quiver's 503 unavailable) takes a later 404 not_found as success: that attempt deleted it.
+# A DELETE retried after an attempt that may have run unseen (one whose error's did_nothing is False: a
+# cut connection, a timeout, a 5xx other than Quiver's own word that nothing was done) takes a later 404
+# not_found as success: that attempt deleted it. An error raised after such an attempt says
+# did_nothing False whatever its own answer says.
 SAFE = "safe"
 REFUSED_ONLY = "refused_only"
 
@@ -210,16 +213,17 @@ class Transport:
         effective_timeout = self.timeout if timeout is None else check_timeout(timeout)
 
         attempt = 0
-        maybe_done = False  # an earlier attempt may have reached the server, and its answer was lost
+        maybe_done = False  # an earlier attempt may have been acted on (QuiverError.did_nothing was False)
         while True:
             try:
                 response = self._send(method, url, data, all_headers, effective_timeout)
             except APIConnectionError as exc:
                 if retry == SAFE and attempt < self.max_retries:
-                    maybe_done = maybe_done or not _refused(exc)
+                    maybe_done = maybe_done or not exc.did_nothing
                     self.sleep(self._delay(attempt, None))
                     attempt += 1
                     continue
+                exc._earlier_attempt_may_have_run = maybe_done
                 raise
             if 200 <= response.status < 300:
                 return _decode(response), response
@@ -227,12 +231,12 @@ class Transport:
             if method == "DELETE" and maybe_done and error.status == 404 and error.code == "not_found":
                 return None, response  # an earlier attempt deleted it: done
             if attempt < self.max_retries and _should_retry(error, retry):
-                if error.retry_after is not None and error.retry_after > _MAX_RETRY_AFTER:
-                    raise error
-                maybe_done = maybe_done or _maybe_done(error)
-                self.sleep(self._delay(attempt, error.retry_after))
-                attempt += 1
-                continue
+                if error.retry_after is None or error.retry_after <= _MAX_RETRY_AFTER:
+                    maybe_done = maybe_done or not error.did_nothing
+                    self.sleep(self._delay(attempt, error.retry_after))
+                    attempt += 1
+                    continue
+            error._earlier_attempt_may_have_run = maybe_done
             raise error
 
     # -- internals --------------------------------------------------------------------------
@@ -298,27 +302,12 @@ def _connection_error(exc: BaseException) -> APIConnectionError:
     return APIConnectionError(f"Connection error: {exc}", cause=exc)
 
 
-def _maybe_done(error: APIStatusError) -> bool:
-    """Whether the request may have taken effect although it was answered with ``error``.
-
-    A 5xx without Quiver's code (a proxy's) says nothing of what happened behind it, and Quiver's own
-    500 ``internal`` may come after the change was made (a write whose database connection failed
-    mid-commit "may or may not have been applied"). Only Quiver's 503 ``unavailable`` says nothing was done.
-    """
-    return (error.status or 0) >= 500 and error.code != "unavailable"
-
-
-def _refused(error: APIConnectionError) -> bool:
-    """Whether the connection was refused: the request was never sent."""
-    cause = error.__cause__
-    return isinstance(getattr(cause, "reason", cause), ConnectionRefusedError)
-
-
 def _should_retry(error: APIStatusError, mode: str) -> bool:
     status = error.status or 0
     code = error.code
-    # Quiver's own word that it did nothing: any request may be repeated.
-    if (status, code) in ((429, "rate_limited"), (503, "unavailable")):
+    # Quiver's own word that it did nothing (QuiverError.did_nothing, the one rule of both SDKs), about a
+    # state that passes (load, its database): any request may be repeated.
+    if error.did_nothing and code in ("rate_limited", "unavailable"):
         return True
     if mode != SAFE:
         return False

@@ -27,12 +27,13 @@ def setUpModule() -> None:
 class TestReadmeExamples(unittest.TestCase):
     def test_every_python_example_runs(self) -> None:
         blocks = re.findall(r"^```python\n(.*?)^```", README.read_text(encoding="utf-8"), re.S | re.M)
-        self.assertEqual(len(blocks), 3, "the quickstart, the idempotency pattern and the error example")
+        self.assertEqual(len(blocks), 4, "the quickstart, the idempotency pattern, the error and did_nothing examples")
         source = "\n".join(blocks)
         self.assertIn('"qv_..."', source)
         self.assertIn("https://api.example.com", source)
         source = source.replace('"qv_..."', repr(ENV.api_key)).replace("https://api.example.com", ENV.target.url)
         before = ENV.target.count("/payments")
+        pings = ENV.target.count("/ping")
         namespace = {"__name__": "readme_example"}
         out = io.StringIO()
         with mock.patch.dict(os.environ, {"QUIVER_BASE_URL": ENV.base_url}), contextlib.redirect_stdout(out):
@@ -45,6 +46,7 @@ class TestReadmeExamples(unittest.TestCase):
         self.assertFalse(result.is_error, result)
         self.assertEqual(result.result["body"]["echo"], {"amount": 100})
         self.assertEqual(ENV.target.count("/payments"), before + 1)
+        self.assertEqual(ENV.target.count("/ping"), pings + 1)  # the did_nothing example's call
         # Its comment: calling again with the same key replays, and the tool does not run again.
         again = namespace["client"].tools.call(
             namespace["http_tool"].id, action="post",
