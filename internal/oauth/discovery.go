@@ -66,11 +66,11 @@ func (f *Flow) Discover(ctx context.Context, verifyErr error, serverURL string) 
 		return nil, false, nil
 	}
 	if oe.ResourceMetadataURL == "" {
-		rm := f.wellKnownMetadata(ctx, serverURL)
+		rm, from := f.wellKnownMetadata(ctx, serverURL)
 		if rm == nil {
 			return nil, false, nil
 		}
-		d, err := f.discoverFrom(ctx, rm, oe.Scope, serverURL)
+		d, err := f.discoverFrom(ctx, rm, from, oe.Scope, serverURL)
 		return d, true, err
 	}
 	d, err := f.discover(ctx, oe.ResourceMetadataURL, oe.Scope, serverURL)
@@ -78,6 +78,9 @@ func (f *Flow) Discover(ctx context.Context, verifyErr error, serverURL string) 
 }
 
 func (f *Flow) discover(ctx context.Context, metadataURL, scope, serverURL string) (*toolconfig.DiscoveredOAuth, error) {
+	if downgrades(serverURL, metadataURL) {
+		return nil, errors.New("its 401 points at protected-resource metadata over plain http, not https as the server itself is")
+	}
 	var rm resourceMetadata
 	if err := f.getJSON(ctx, metadataURL, &rm); err != nil {
 		return nil, fmt.Errorf("its protected-resource metadata: %w", err)
@@ -85,7 +88,7 @@ func (f *Flow) discover(ctx context.Context, metadataURL, scope, serverURL strin
 	if err := rm.check(serverURL); err != nil {
 		return nil, err
 	}
-	return f.discoverFrom(ctx, &rm, scope, serverURL)
+	return f.discoverFrom(ctx, &rm, metadataURL, scope, serverURL)
 }
 
 // check reports why rm cannot serve the server at serverURL, if it cannot.
@@ -101,20 +104,20 @@ func (rm *resourceMetadata) check(serverURL string) error {
 
 // wellKnownMetadata returns the protected-resource metadata of the server
 // at serverURL found at its well-known URIs (wellKnownResourceURIs), the
-// first that serves a document rm.check accepts, or nil. A document that
+// first that serves a document rm.check accepts, and that URI; or nil. A document that
 // is missing, unreadable or another resource's is passed over without a
 // word: the server named no metadata, so its 401 stands as it was.
-func (f *Flow) wellKnownMetadata(ctx context.Context, serverURL string) *resourceMetadata {
+func (f *Flow) wellKnownMetadata(ctx context.Context, serverURL string) (*resourceMetadata, string) {
 	for _, u := range wellKnownResourceURIs(serverURL) {
 		var rm resourceMetadata
 		if f.getJSON(ctx, u, &rm) == nil && rm.check(serverURL) == nil {
-			return &rm
+			return &rm, u
 		}
 		if ctx.Err() != nil {
-			return nil
+			return nil, ""
 		}
 	}
-	return nil
+	return nil, ""
 }
 
 // wellKnownResourceURIs are where RFC 9728 §3.1 puts the protected-resource
@@ -135,10 +138,18 @@ func wellKnownResourceURIs(serverURL string) []string {
 	return []string{root}
 }
 
-// discoverFrom goes on from protected-resource metadata rm that check
-// accepted for the server at serverURL.
-func (f *Flow) discoverFrom(ctx context.Context, rm *resourceMetadata, scope, serverURL string) (*toolconfig.DiscoveredOAuth, error) {
+// discoverFrom goes on from protected-resource metadata rm, read at
+// rmURL, that check accepted for the server at serverURL.
+//
+// A URL learned from a document read over TLS is used only over TLS: the
+// authorization code, the client secret and the tokens never go in the
+// clear because a metadata document (misconfigured, or changed on its way
+// from a server that is not TLS's to check) said so.
+func (f *Flow) discoverFrom(ctx context.Context, rm *resourceMetadata, rmURL, scope, serverURL string) (*toolconfig.DiscoveredOAuth, error) {
 	issuer := rm.AuthorizationServers[0]
+	if downgrades(rmURL, issuer) {
+		return nil, errors.New("its protected-resource metadata names an authorization server over plain http, not https as the metadata itself is")
+	}
 	sm, err := f.serverMetadata(ctx, issuer)
 	if err != nil {
 		return nil, err
@@ -146,9 +157,14 @@ func (f *Flow) discoverFrom(ctx context.Context, rm *resourceMetadata, scope, se
 	if sm.AuthorizationEndpoint == "" || sm.TokenEndpoint == "" {
 		return nil, errors.New("the authorization server's metadata lacks its endpoints")
 	}
-	for _, u := range []string{sm.AuthorizationEndpoint, sm.TokenEndpoint, sm.RegistrationEndpoint} {
-		if u != "" && !httpURL(u) {
+	for _, e := range []struct{ name, url string }{
+		{"authorization endpoint", sm.AuthorizationEndpoint}, {"token endpoint", sm.TokenEndpoint}, {"registration endpoint", sm.RegistrationEndpoint},
+	} {
+		if e.url != "" && !httpURL(e.url) {
 			return nil, errors.New("the authorization server's metadata has an endpoint that is not an http(s) URL")
+		}
+		if downgrades(issuer, e.url) {
+			return nil, fmt.Errorf("the authorization server's metadata names its %s over plain http, not https as the server itself is", e.name)
 		}
 	}
 	if p := presetParam(sm.AuthorizationEndpoint); p != "" {
@@ -184,9 +200,10 @@ func (f *Flow) discoverFrom(ctx context.Context, rm *resourceMetadata, scope, se
 		Scopes: scopes, Resource: resource, ClientID: reg.ClientID, AuthMethod: reg.AuthMethod,
 		IssParameterSupported: sm.IssParameterSupported,
 	}
-	if httpURL(sm.RevocationEndpoint) {
+	if httpURL(sm.RevocationEndpoint) && !downgrades(issuer, sm.RevocationEndpoint) {
 		// Optional, and only ever used on a best-effort basis: one that
-		// is not an http(s) URL is left out, not a reason to refuse.
+		// is not an http(s) URL, or is plain http for an https server, is
+		// left out, not a reason to refuse.
 		d.RevocationURL = sm.RevocationEndpoint
 	}
 	// A token in the server's path (or a resource the metadata names with
@@ -315,6 +332,9 @@ func (f *Flow) getJSON(ctx context.Context, u string, v any) error {
 		return errors.New(strings.Replace(safeError(err), "provider", "server", 1))
 	}
 	defer resp.Body.Close()
+	if downgrades(u, resp.Request.URL.String()) {
+		return errors.New("redirected from https to plain http")
+	}
 	if resp.StatusCode == http.StatusNotFound {
 		return errNotThere
 	}
@@ -325,6 +345,14 @@ func (f *Flow) getJSON(ctx context.Context, u string, v any) error {
 		return errors.New("not valid JSON")
 	}
 	return nil
+}
+
+// downgrades reports whether going from a URL learned at from to the URL
+// to would leave TLS: from is https and to is plain http.
+func downgrades(from, to string) bool {
+	f, err1 := url.Parse(from)
+	t, err2 := url.Parse(to)
+	return err1 == nil && err2 == nil && strings.EqualFold(f.Scheme, "https") && strings.EqualFold(t.Scheme, "http")
 }
 
 func httpURL(s string) bool {
