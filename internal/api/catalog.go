@@ -34,7 +34,11 @@ func (s *Server) listCatalog(c *gin.Context) {
 	list := catalogList
 	category, given := c.GetQuery("category")
 	if given {
-		if strings.TrimSpace(category) == "" {
+		// Categories are lower-case slugs (the catalog's validator says
+		// so): "Search" names search, not a category with no tools. Bound
+		// to the cursor as read, so one spelling's cursor pages another's.
+		category = strings.ToLower(strings.TrimSpace(category))
+		if category == "" {
 			bad["category"] = "must name a category; leave it out to list them all"
 		}
 		list = filtered(catalogList, "category", category)
