@@ -125,6 +125,24 @@ func updateTool(db *gorm.DB, t *Tool, wantState string, wantVersion int64, lease
 func (s *Store) DeleteTool(ctx context.Context, accountID, id int64) (*Tool, error) {
 	var t Tool
 	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		if s.dialect == Postgres {
+			// The tool's row first, FOR UPDATE: an agent's update that
+			// attached it and has not committed holds a KEY SHARE lock on
+			// it (its foreign key), so this waits for that update, whose
+			// row the next statement then sees; one that has not attached
+			// it yet waits for this delete, and its foreign key refuses
+			// it. Otherwise the agents to update are read before that
+			// wait, and the cascade detaches the tool from one they miss,
+			// under an updated_at from before. SQLite runs one writer at a
+			// time: the next statement's snapshot is taken with the lock.
+			var ids []int64
+			if err := tx.Raw(`SELECT id FROM tools WHERE id = ? AND account_id = ? FOR UPDATE`, id, accountID).Scan(&ids).Error; err != nil {
+				return err
+			}
+			if len(ids) == 0 {
+				return ErrNotFound
+			}
+		}
 		// The agents it is attached to change (the rows in agent_tools go
 		// with the tool): they are updated now.
 		err := tx.Model(&Agent{}).
