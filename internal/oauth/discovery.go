@@ -196,7 +196,7 @@ func (f *Flow) discoverFrom(ctx context.Context, rm *resourceMetadata, rmURL, sc
 		resource, _, _ = strings.Cut(resource, "#")
 	}
 	d := &toolconfig.DiscoveredOAuth{
-		Issuer: firstNonEmpty(sm.Issuer, issuer), AuthorizationURL: sm.AuthorizationEndpoint, TokenURL: sm.TokenEndpoint,
+		Issuer: sm.Issuer, AuthorizationURL: sm.AuthorizationEndpoint, TokenURL: sm.TokenEndpoint,
 		Scopes: scopes, Resource: resource, ClientID: reg.ClientID, AuthMethod: reg.AuthMethod,
 		IssParameterSupported: sm.IssParameterSupported,
 	}
@@ -244,7 +244,12 @@ func (f *Flow) serverMetadata(ctx context.Context, issuer string) (*serverMetada
 			}
 			continue
 		}
-		if sm.Issuer != "" && strings.TrimSuffix(sm.Issuer, "/") != strings.TrimSuffix(issuer, "/") {
+		// RFC 8414 §3.3: metadata whose issuer is not the one its URI was
+		// made from is not used, and one naming none cannot show it is.
+		if sm.Issuer == "" {
+			return nil, errors.New("the authorization server's metadata names no issuer, so Quiver cannot tell it is the server's own (RFC 8414 §3.3)")
+		}
+		if strings.TrimSuffix(sm.Issuer, "/") != strings.TrimSuffix(issuer, "/") {
 			return nil, errors.New("the authorization server's metadata names another issuer")
 		}
 		return &sm, nil
@@ -380,15 +385,6 @@ func sameOrigin(a, b string) bool {
 	ua, err1 := url.Parse(a)
 	ub, err2 := url.Parse(b)
 	return err1 == nil && err2 == nil && strings.EqualFold(ua.Scheme, ub.Scheme) && strings.EqualFold(ua.Host, ub.Host)
-}
-
-func firstNonEmpty(s ...string) string {
-	for _, v := range s {
-		if v != "" {
-			return v
-		}
-	}
-	return ""
 }
 
 // presetParam returns a parameter of an authorization request that the

@@ -71,3 +71,12 @@ func TestDiscoveryEgressGuard(t *testing.T) {
 		})
 	}
 }
+
+func firstNonEmpty(s ...string) string {
+	for _, v := range s {
+		if v != "" {
+			return v
+		}
+	}
+	return ""
+}
