@@ -1,6 +1,8 @@
 package connectors
 
 import (
+	"compress/flate"
+	"compress/gzip"
 	"context"
 	"errors"
 	"net/http"
@@ -28,6 +30,9 @@ func HTTPFailure(err error) *Error {
 func maybeSent(err error) *Error {
 	if errors.Is(err, context.DeadlineExceeded) {
 		return Errorf(KindOutcomeUnknown, err, "the tool did not answer in time")
+	}
+	if undecodable(err) {
+		return Errorf(KindOutcomeUnknown, err, "the tool's answer came gzip-compressed and could not be decompressed (corrupt or not gzip)")
 	}
 	return Errorf(KindOutcomeUnknown, err, "the connection to the tool was lost before it answered")
 }
@@ -144,6 +149,17 @@ func reportsTrace(client *http.Client) bool {
 		rt = http.DefaultTransport
 	}
 	_, ok := rt.(*http.Transport)
+	return ok
+}
+
+// undecodable reports whether err is net/http's transparent gzip decoding
+// failing on a body that is corrupt or no gzip at all: the tool answered,
+// with bytes that cannot be read.
+func undecodable(err error) bool {
+	if errors.Is(err, gzip.ErrHeader) || errors.Is(err, gzip.ErrChecksum) {
+		return true
+	}
+	_, ok := errors.AsType[flate.CorruptInputError](err)
 	return ok
 }
 
