@@ -57,13 +57,20 @@ function segment(text) {
   }
 }
 
-/** The path segment for an ID: a number, a BigInt, a numeric string, or an object with an `id`. */
+/**
+ * The path segment for an ID: a number, a BigInt, a string of its decimal digits, or an object with an `id`.
+ * Any other string is refused: it would name another route ("calls" makes GET …/custom-tools/calls/, the
+ * call log, which would come back as a Tool).
+ */
 function idOf(value, what = "id") {
   if (value !== null && typeof value === "object") value = value.id;
   checkSafe(value, what);
   if (typeof value === "number" && Number.isInteger(value)) return String(value);
   if (typeof value === "bigint") return value.toString();
-  if (typeof value === "string" && value.trim() !== "") return segment(value.trim());
+  if (typeof value === "string") {
+    const text = segment(value.trim()); // InvalidRequestError for a lone surrogate, as in a name
+    if (/^[0-9]+$/.test(text)) return text;
+  }
   throw new TypeError(`${what} must be an integer ID, not ${JSON.stringify(value)}`);
 }
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import urllib.parse
 from typing import Any, Dict, Iterable, List, Mapping, NoReturn, Optional, Type, TypeVar, Union
 
@@ -68,16 +69,25 @@ def _segment(text: str) -> str:
         ) from None
 
 
+_DIGITS = re.compile(r"[0-9]+")
+
+
 def _id(value: Any, what: str = "id") -> str:
-    """The path segment for an ID: an int, a numeric string, or an object with an ``id``."""
+    """The path segment for an ID: an int, a string of its decimal digits, or an object with an ``id``.
+
+    Any other string is refused: it would name another route ("calls" makes GET …/custom-tools/calls/,
+    the call log, which would come back as a Tool).
+    """
     if isinstance(value, Mapping):
         value = value.get("id")
     if isinstance(value, bool) or value is None:
         raise TypeError(f"{what} must be an integer ID, not {value!r}")
     if isinstance(value, int):
         return str(value)
-    if isinstance(value, str) and value.strip():
-        return _segment(value.strip())
+    if isinstance(value, str):
+        text = _segment(value.strip())  # InvalidRequestError for a lone surrogate, as in a name
+        if _DIGITS.fullmatch(text):
+            return text
     raise TypeError(f"{what} must be an integer ID, not {value!r}")
 
 
@@ -234,6 +244,8 @@ class ToolsResource(_Resource):
 
     def get_available(self, name: str) -> AvailableTool:
         """One catalog entry with its ``config_steps`` and, for fixed-action tools, ``actions``."""
+        if not isinstance(name, str):
+            raise TypeError(f"name must be a catalog name (a str), not {type(name).__name__}")
         return self._get(_CATALOG + _segment(name) + "/", AvailableTool)
 
     # -- connected tools --------------------------------------------------------------------
