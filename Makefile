@@ -2,7 +2,7 @@
 GO ?= go
 export GOFLAGS ?= -buildvcs=false
 
-.PHONY: help run build test test-go test-sdk lint bench
+.PHONY: help run build test test-go test-sdk test-interop lint bench
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
@@ -13,7 +13,7 @@ run: ## run Quiver with the embedded defaults (SQLite in ./data, no Redis)
 build: ## build bin/quiver
 	CGO_ENABLED=0 $(GO) build -o bin/quiver ./cmd/quiver
 
-test: test-go test-sdk ## run every test (needs Postgres and Redis on localhost)
+test: test-go test-sdk test-interop ## run every test (needs Postgres and Redis on localhost)
 
 test-go: ## Go tests with the race detector
 	$(GO) test -race -count=1 -timeout 20m ./...
@@ -21,6 +21,9 @@ test-go: ## Go tests with the race detector
 test-sdk: build ## the Python and JavaScript SDK suites against a real quiver serve
 	cd sdk/python && QUIVER_BIN=$(CURDIR)/bin/quiver python3 -m unittest discover -s tests
 	cd sdk/js && QUIVER_BIN=$(CURDIR)/bin/quiver node --test test/
+
+test-interop: build ## MCP interop with the official TypeScript SDK (client and server) against a real quiver serve
+	cd interop/mcp-ts && npm ci --no-audit --no-fund && QUIVER_BIN=$(CURDIR)/bin/quiver node --test test/
 
 lint: ## gofmt, go vet, staticcheck, and the binary's build for macOS and Windows
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi

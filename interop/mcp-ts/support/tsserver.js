@@ -1,0 +1,190 @@
+// A real MCP server built on the official TypeScript SDK (McpServer and StreamableHTTPServerTransport on
+// Node's own http server), for Quiver to connect to as a custom-mcp tool. (Kept outside test/ so
+// `node --test test/` does not run it as a test.)
+
+import http from "node:http";
+import { randomUUID } from "node:crypto";
+
+import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
+import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js";
+import { z } from "zod";
+
+// buildServer registers the tools every mode serves; `counts` records how many times each side effect ran.
+function buildServer(counts) {
+  const server = new McpServer({ name: "interop-ts", version: "1.0.0" });
+  server.registerTool(
+    "lookup",
+    {
+      description: "Looks a word up (read-only).",
+      inputSchema: { word: z.string().describe("the word") },
+      annotations: { readOnlyHint: true },
+    },
+    async ({ word }) => {
+      counts.lookup = (counts.lookup ?? 0) + 1;
+      return { content: [{ type: "text", text: JSON.stringify({ word, length: word.length }) }] };
+    },
+  );
+  server.registerTool(
+    "set_flag",
+    {
+      description: "Sets a flag (idempotent).",
+      inputSchema: { name: z.string(), value: z.boolean() },
+      annotations: { idempotentHint: true, destructiveHint: false },
+    },
+    async ({ name, value }) => ({ content: [{ type: "text", text: JSON.stringify({ name, value }) }] }),
+  );
+  server.registerTool(
+    "create_order",
+    {
+      description: "Creates an order: a side effect, not retryable.",
+      inputSchema: { item: z.string(), quantity: z.number().int().min(1).optional() },
+      annotations: { destructiveHint: false },
+    },
+    async ({ item, quantity }) => {
+      counts.create_order = (counts.create_order ?? 0) + 1;
+      const order = { order: counts.create_order, item, quantity: quantity ?? 1 };
+      return { content: [{ type: "text", text: JSON.stringify(order) }] };
+    },
+  );
+  server.registerTool(
+    "stats",
+    {
+      description: "Counts the calls so far (typed output).",
+      inputSchema: {},
+      outputSchema: { lookups: z.number().int(), orders: z.number().int() },
+      annotations: { readOnlyHint: true },
+    },
+    async () => {
+      const out = { lookups: counts.lookup ?? 0, orders: counts.create_order ?? 0 };
+      return { content: [{ type: "text", text: JSON.stringify(out) }], structuredContent: out };
+    },
+  );
+  server.registerTool(
+    "refuse",
+    { description: "Always reports a tool error.", inputSchema: { why: z.string() }, annotations: { readOnlyHint: true } },
+    async ({ why }) => ({ isError: true, content: [{ type: "text", text: `refused: ${why}` }] }),
+  );
+  server.registerTool(
+    "explode",
+    { description: "Always throws.", inputSchema: {}, annotations: { readOnlyHint: true } },
+    async () => {
+      throw new Error("kaboom from the TypeScript server");
+    },
+  );
+  return server;
+}
+
+function readJSON(req) {
+  return new Promise((resolve, reject) => {
+    const chunks = [];
+    req.on("data", (c) => chunks.push(c));
+    req.on("end", () => {
+      const raw = Buffer.concat(chunks).toString();
+      try {
+        resolve(raw ? JSON.parse(raw) : undefined);
+      } catch (err) {
+        reject(err);
+      }
+    });
+    req.on("error", reject);
+  });
+}
+
+/**
+ * Starts a TypeScript-SDK MCP server at /mcp. `stateful` gives each client a session (sessionIdGenerator),
+ * else every POST gets a fresh server and transport (the SDK's stateless pattern); `json` answers with
+ * application/json (enableJsonResponse) instead of an SSE stream; `token`, if set, is the bearer token it
+ * demands (401 otherwise); `keepAliveTimeout` is Node's idle keep-alive timeout in ms.
+ */
+export async function startTSServer({ stateful = true, json = false, token = "", keepAliveTimeout } = {}) {
+  const counts = {};
+  const requests = [];
+  const sessions = new Map(); // session ID → transport
+  const sockets = new Set();
+  let connections = 0;
+
+  async function handle(req, res) {
+    const url = new URL(req.url, "http://x");
+    requests.push({ method: req.method, path: url.pathname, session: req.headers["mcp-session-id"], auth: req.headers.authorization, socket: req.socket });
+    if (url.pathname !== "/mcp") {
+      res.writeHead(404).end();
+      return;
+    }
+    if (token && req.headers.authorization !== `Bearer ${token}`) {
+      res.writeHead(401, { "Content-Type": "application/json", "WWW-Authenticate": 'Bearer error="invalid_token"' });
+      res.end(JSON.stringify({ error: "invalid_token" }));
+      return;
+    }
+    const body = req.method === "POST" ? await readJSON(req) : undefined;
+    requests.at(-1).rpc = body?.method;
+    if (!stateful) {
+      if (req.method !== "POST") {
+        res.writeHead(405, { Allow: "POST" }).end();
+        return;
+      }
+      const server = buildServer(counts);
+      const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: json });
+      res.on("close", () => {
+        transport.close();
+        server.close();
+      });
+      await server.connect(transport);
+      await transport.handleRequest(req, res, body);
+      return;
+    }
+    const sid = req.headers["mcp-session-id"];
+    let transport = sid ? sessions.get(sid) : undefined;
+    if (!transport) {
+      if (sid || req.method !== "POST" || body?.method !== "initialize") {
+        res.writeHead(sid ? 404 : 400, { "Content-Type": "application/json" });
+        res.end(JSON.stringify({ jsonrpc: "2.0", error: { code: -32000, message: sid ? "Session not found" : "No session" }, id: null }));
+        return;
+      }
+      transport = new StreamableHTTPServerTransport({
+        sessionIdGenerator: () => randomUUID(),
+        enableJsonResponse: json,
+        onsessioninitialized: (id) => sessions.set(id, transport),
+      });
+      transport.onclose = () => {
+        if (transport.sessionId) sessions.delete(transport.sessionId);
+      };
+      await buildServer(counts).connect(transport);
+    }
+    await transport.handleRequest(req, res, body);
+  }
+
+  const httpServer = http.createServer((req, res) => {
+    handle(req, res).catch((err) => {
+      if (!res.headersSent) res.writeHead(500, { "Content-Type": "text/plain" });
+      res.end(String(err));
+    });
+  });
+  if (keepAliveTimeout !== undefined) httpServer.keepAliveTimeout = keepAliveTimeout;
+  httpServer.on("connection", (s) => {
+    connections++;
+    sockets.add(s);
+    s.on("close", () => sockets.delete(s));
+  });
+  await new Promise((resolve) => httpServer.listen(0, "127.0.0.1", resolve));
+  const { port } = httpServer.address();
+  return {
+    url: `http://127.0.0.1:${port}/mcp`,
+    counts,
+    requests,
+    sessions,
+    /** How many TCP connections the server has accepted so far. */
+    get connections() {
+      return connections;
+    },
+    /** How many of them are open now. */
+    get openSockets() {
+      return sockets.size;
+    },
+    close: () =>
+      new Promise((resolve) => {
+        for (const t of sessions.values()) t.close().catch(() => {});
+        httpServer.closeAllConnections();
+        httpServer.close(() => resolve());
+      }),
+  };
+}
