@@ -192,9 +192,9 @@ func (s *Service) Delete(ctx context.Context, accountID, id int64) error {
 	return err
 }
 
-// Reset puts the tool back at its first step and forgets its configuration;
-// its OAuth tokens are then revoked at the provider, as Delete's are.
-func (s *Service) Reset(ctx context.Context, accountID, id int64) (*View, error) {
+// reset is Reset's one attempt; errOvertaken when another change to the
+// tool landed first.
+func (s *Service) reset(ctx context.Context, accountID, id int64) (*View, error) {
 	t, e, err := s.get(ctx, accountID, id)
 	if err != nil {
 		return nil, err
@@ -221,26 +221,9 @@ func (s *Service) Reset(ctx context.Context, accountID, id int64) (*View, error)
 	return s.view(ctx, t, e)
 }
 
-func (s *Service) update(ctx context.Context, t *store.Tool, from string, version int64) error {
-	err := s.opts.Store.UpdateToolConfig(ctx, t, from, version)
-	s.invalidate(t.AccountID, t.ID)
-	if errors.Is(err, store.ErrConflict) {
-		// A tool deleted while its answer was checked (a verify may take
-		// seconds) is gone, not changed: a retry would only find a 404.
-		if _, gerr := s.opts.Store.GetTool(ctx, t.AccountID, t.ID); errors.Is(gerr, store.ErrNotFound) {
-			return notFound(t.ID)
-		}
-		// API.md: request_in_progress always carries Retry-After.
-		p := problem.New(problem.RequestInProgress, "The tool was changed by another request at the same time; read it again and retry.")
-		p.RetryAfter = 1
-		return p
-	}
-	return err
-}
-
-// Provide validates the user's answers to the tool's current step, stores
-// them and advances, or refuses them and leaves the tool where it was.
-func (s *Service) Provide(ctx context.Context, accountID, id int64, answers map[string]json.RawMessage) (*View, error) {
+// provide is Provide's one attempt; errOvertaken when another change to
+// the tool landed first.
+func (s *Service) provide(ctx context.Context, accountID, id int64, answers map[string]json.RawMessage) (*View, error) {
 	t, e, err := s.get(ctx, accountID, id)
 	if err != nil {
 		return nil, err
