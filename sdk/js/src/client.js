@@ -140,6 +140,8 @@ export class AgentClient {
    *   defaultHeaders are read under the Python SDK's names too (api_key, ...); the camelCase one wins.
    */
   constructor(options = {}) {
+    // A string would be the Python SDK's positional key: taken for no options, it made a client without one.
+    if (!isObject(options)) throw new TypeError(`AgentClient takes an options object ({ apiKey, baseUrl, ... }), not ${kind(options)}`);
     const apiKey = options.apiKey ?? options.api_key ?? env("QUIVER_API_KEY") ?? null;
     const baseUrl = options.baseUrl ?? options.base_url ?? env("QUIVER_BASE_URL") ?? DEFAULT_BASE_URL;
     this._transport = new Transport({

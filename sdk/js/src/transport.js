@@ -62,6 +62,9 @@ function checkHeaders(headers) {
     if (!HEADER_NAME.test(name)) {
       throw new InvalidRequestError(`Invalid header name ${JSON.stringify(name)}: it must be an HTTP token. Nothing was sent.`);
     }
+    if (value === null || value === undefined) {
+      throw new InvalidRequestError(`The ${name} header has no value (${value}). Nothing was sent.`);
+    }
     const text = String(value);
     const bad = BAD_HEADER_CHAR.exec(text);
     if (bad) {
@@ -220,6 +223,10 @@ export class Transport {
    *          initialRetryDelay?: number, maxRetryDelay?: number}} options
    */
   constructor(options) {
+    if (options.apiKey != null && typeof options.apiKey !== "string") {
+      // Never shown: it may be a secret.
+      throw new InvalidRequestError(`apiKey must be a string, not ${Array.isArray(options.apiKey) ? "an array" : typeof options.apiKey}.`);
+    }
     if (!Number.isInteger(options.maxRetries) || options.maxRetries < 0) {
       throw new RangeError("maxRetries must be an integer >= 0");
     }

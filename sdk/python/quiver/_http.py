@@ -149,6 +149,8 @@ class Transport:
         max_retry_delay: float = 8.0,
         default_headers: Optional[Mapping[str, str]] = None,
     ) -> None:
+        if api_key is not None and not isinstance(api_key, str):  # never shown: it may be a secret
+            raise InvalidRequestError(f"api_key must be a str, not {type(api_key).__name__}.")
         if isinstance(max_retries, bool) or not isinstance(max_retries, int) or max_retries < 0:
             raise InvalidRequestError(f"max_retries must be an int >= 0, not {max_retries!r}.")
         self.api_key = api_key
@@ -323,6 +325,8 @@ def _check_headers(headers: Mapping[str, Any]) -> None:
     for name, value in headers.items():
         if not isinstance(name, str) or not _HEADER_NAME.fullmatch(name):
             raise InvalidRequestError(f"Invalid header name {name!r}: it must be an HTTP token. Nothing was sent.")
+        if value is None:
+            raise InvalidRequestError(f"The {name} header has no value (None). Nothing was sent.")
         text = value if isinstance(value, str) else str(value)
         for i, ch in enumerate(text):
             if ord(ch) > 0xFF or ch in "\0\r\n":
