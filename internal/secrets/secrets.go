@@ -4,6 +4,7 @@
 package secrets
 
 import (
+	"bytes"
 	"crypto/aes"
 	"crypto/cipher"
 	"crypto/rand"
@@ -23,13 +24,35 @@ const sealedPrefix = "v1:"
 // ErrCorrupt is returned when a sealed value cannot be opened.
 var ErrCorrupt = errors.New("secrets: sealed value is corrupt or was sealed with another key")
 
-// Box seals and opens values with one key.
+// Box seals values with one key and opens what it or earlier keys sealed.
 type Box struct {
-	aead cipher.AEAD
+	aead     cipher.AEAD
+	previous []cipher.AEAD // earlier keys, newest first: they open, never seal
 }
 
-// New returns a Box for a 32-byte key.
-func New(key []byte) (*Box, error) {
+// New returns a Box for a 32-byte key and, while a key is being rotated,
+// the keys it replaces (previous), which open what they sealed until it is
+// sealed again with key (Stale).
+func New(key []byte, previous ...[]byte) (*Box, error) {
+	aead, err := newAEAD(key)
+	if err != nil {
+		return nil, err
+	}
+	b := &Box{aead: aead}
+	for i, p := range previous {
+		if bytes.Equal(p, key) {
+			return nil, fmt.Errorf("secrets: previous key %d is the current key", i+1)
+		}
+		a, err := newAEAD(p)
+		if err != nil {
+			return nil, fmt.Errorf("secrets: previous key %d: %w", i+1, err)
+		}
+		b.previous = append(b.previous, a)
+	}
+	return b, nil
+}
+
+func newAEAD(key []byte) (cipher.AEAD, error) {
 	if len(key) != KeySize {
 		return nil, fmt.Errorf("secrets: key must be %d bytes, got %d", KeySize, len(key))
 	}
@@ -37,11 +60,7 @@ func New(key []byte) (*Box, error) {
 	if err != nil {
 		return nil, err
 	}
-	aead, err := cipher.NewGCM(block)
-	if err != nil {
-		return nil, err
-	}
-	return &Box{aead: aead}, nil
+	return cipher.NewGCM(block)
 }
 
 // ParseKey decodes a base64 key (standard or URL alphabet, padded or not).
@@ -134,20 +153,38 @@ func (b *Box) Seal(plaintext []byte) string {
 	return sealedPrefix + base64.RawStdEncoding.EncodeToString(out)
 }
 
-// Open decrypts a value made by Seal.
+// Open decrypts a value made by Seal, with this Box's key or one it
+// replaces.
 func (b *Box) Open(sealed string) ([]byte, error) {
+	pt, _, err := b.open(sealed)
+	return pt, err
+}
+
+// Stale reports whether sealed was made with a key this Box replaces: it
+// opens, and should be sealed again with the current key, after which the
+// previous key is no longer needed for it.
+func (b *Box) Stale(sealed string) bool {
+	_, current, err := b.open(sealed)
+	return err == nil && !current
+}
+
+func (b *Box) open(sealed string) (pt []byte, current bool, err error) {
 	rest, ok := strings.CutPrefix(sealed, sealedPrefix)
 	if !ok {
-		return nil, ErrCorrupt
+		return nil, false, ErrCorrupt
 	}
 	raw, err := base64.RawStdEncoding.DecodeString(rest)
 	if err != nil || len(raw) < b.aead.NonceSize() {
-		return nil, ErrCorrupt
+		return nil, false, ErrCorrupt
 	}
 	n := b.aead.NonceSize()
-	pt, err := b.aead.Open(nil, raw[:n], raw[n:], nil)
-	if err != nil {
-		return nil, ErrCorrupt
+	if pt, err := b.aead.Open(nil, raw[:n], raw[n:], nil); err == nil {
+		return pt, true, nil
 	}
-	return pt, nil
+	for _, a := range b.previous {
+		if pt, err := a.Open(nil, raw[:n], raw[n:], nil); err == nil {
+			return pt, false, nil
+		}
+	}
+	return nil, false, ErrCorrupt
 }
