@@ -3,15 +3,12 @@ package calls
 // Dispatch and record: calling the tool and storing what came back.
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"net"
-	"strconv"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/quiverhq/quiver/connectors"
 	"github.com/quiverhq/quiver/internal/egress"
@@ -83,6 +80,7 @@ func (c *call) dispatch(ctx context.Context, rt *toolconfig.Resolved, action *co
 		// it, the row is no longer this call's to complete. The call's log
 		// entry is written with the outcome, so a crash right after cannot
 		// lose it.
+		c.outcome = outcome // for unknown, should the row hold it after all
 		entry := c.entry(rt, action, callID, outcome, dur)
 		rctx, rcancel := recording()
 		defer rcancel()
@@ -198,7 +196,6 @@ func (c *call) unstored(ctx context.Context, rt *toolconfig.Resolved, action *co
 func (c *call) unknown(ctx context.Context, rt *toolconfig.Resolved, action *connectors.Action, callID string, dur time.Duration, cause error) (*Response, error) {
 	e := c.e
 	entry := c.entry(rt, action, callID, "outcome_unknown", dur)
-	e.opts.Logger.WarnContext(ctx, "call outcome unknown", "call_id", callID, "tool", rt.Tool.ID, "action", action.Name, "error", cause)
 	recorded := true
 	if c.req.HasKey {
 		// The log entry is written with the outcome, so a crash right
@@ -210,11 +207,21 @@ func (c *call) unknown(ctx context.Context, rt *toolconfig.Resolved, action *con
 		earlier := e.log.earlier()
 		recorded, err = e.opts.Store.MarkUnknown(ctx, c.req.AccountID, c.req.Key, c.token, &entry, earlier.entries...)
 		e.log.settle(earlier, err)
-		if err != nil {
-			// The statement may have committed all the same, its reply
-			// lost: then no sweeper will find the row, and the call is
-			// counted and cached here or nowhere.
-			if recorded = c.markedUnknown(ctx, callID); !recorded {
+		if !recorded {
+			// The row may hold this call decided all the same: by this
+			// MarkUnknown, committed with its reply lost (no sweeper will
+			// find the row: the call is counted and cached here or
+			// nowhere), or by a Complete of this call that committed with
+			// its reply lost, which unstored could not read back: the row's
+			// outcome is then the answer, as it is every retry's.
+			r, early := c.ownRow(ctx, callID)
+			switch {
+			case r != nil && r.State == store.IdemSucceeded && c.outcome != "":
+				c.cacheOutcome(ctx, callID, replaycache.StateSucceeded, 200, ContentType, r.Response, r.ReadOnly, rowTTL(r))
+				return c.succeeded(c.outcome, r.Response), nil
+			case r != nil && r.State == store.IdemOutcomeUnknown && err != nil && early:
+				recorded = true
+			case err != nil:
 				e.opts.Logger.ErrorContext(ctx, "recording an unknown outcome failed; the sweeper will", "call_id", callID, "error", err)
 			}
 		}
@@ -226,6 +233,7 @@ func (c *call) unknown(ctx context.Context, rt *toolconfig.Resolved, action *con
 			c.cacheOutcome(ctx, callID, replaycache.StateOutcomeUnknown, 0, "", nil, readOnlyRecord(action), c.freshTTL())
 		}
 	}
+	e.opts.Logger.WarnContext(ctx, "call outcome unknown", "call_id", callID, "tool", rt.Tool.ID, "action", action.Name, "error", cause)
 	if !c.req.HasKey || !recorded {
 		e.log.add(entry)
 	}
@@ -237,21 +245,22 @@ func (c *call) unknown(ctx context.Context, rt *toolconfig.Resolved, action *con
 	return nil, outcomeUnknown(cause, c.req.HasKey)
 }
 
-// markedUnknown reports whether the key's row, read after a MarkUnknown
-// that failed, holds this call as outcome_unknown: that MarkUnknown
-// committed, its reply lost. A read that returned before c.leaseUntil, when
-// the lease ends at the earliest, is read before the sweeper could mark the
-// row (it marks only rows whose lease ran out on the database's clock), and
-// nothing else marks a row so; a later read cannot tell the two apart, and
-// leaves the call to the sweeper.
-func (c *call) markedUnknown(ctx context.Context, callID string) bool {
-	if !time.Now().Before(c.leaseUntil) {
-		return false
-	}
+// ownRow reads the key's row after a MarkUnknown that did not mark it, and
+// returns it when it holds this call (nil otherwise), with whether it was
+// read before c.leaseUntil, when the lease ends at the earliest. A row read
+// so as outcome_unknown was marked by this call: the sweeper marks only
+// rows whose lease ran out on the database's clock, and nothing else marks
+// a row so; read later, the two cannot be told apart, and the call is left
+// to the sweeper.
+func (c *call) ownRow(ctx context.Context, callID string) (*store.IdemRecord, bool) {
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
 	defer cancel()
 	r, err := c.e.opts.Store.GetIdem(rctx, c.req.AccountID, c.req.Key)
-	return err == nil && time.Now().Before(c.leaseUntil) && r.CallID == callID && r.State == store.IdemOutcomeUnknown
+	early := time.Now().Before(c.leaseUntil)
+	if err != nil || r.CallID != callID {
+		return nil, false
+	}
+	return r, early
 }
 
 // outcomeUnknown is the first answer of a call dispatched with no outcome.
@@ -414,83 +423,4 @@ func (c *call) entry(rt *toolconfig.Resolved, action *connectors.Action, callID,
 	}
 	return store.CallLog{CallID: callID, AccountID: c.req.AccountID, ToolID: rt.Tool.ID, Action: action.Name,
 		Outcome: outcome, DurationMS: dur.Milliseconds(), IdempotencyKey: key, CreatedAt: c.start.UTC()}
-}
-
-// ResultTypeMCPContent is the 200 body's result_type when result is the MCP
-// content array a tool answered with rather than JSON it produced; the
-// member is absent otherwise.
-const ResultTypeMCPContent = "mcp_content"
-
-// maxNesting is how deeply encoding/json decodes arrays and objects.
-const maxNesting = 10000
-
-// nestedUnder reports whether JSON data surely nests arrays and objects no
-// deeper than n: it is no longer than n bytes, or has no more than n
-// brackets that open one (those in strings counted too).
-func nestedUnder(data []byte, n int) bool {
-	return len(data) <= n || bytes.Count(data, []byte("["))+bytes.Count(data, []byte("{")) <= n
-}
-
-// encodeResult writes the 200 body once; these bytes are what is stored and
-// replayed. answer holds the members it wrote from r, unless the body may
-// nest them too deeply to be decoded (nil: decode the body, as for a
-// replay).
-func encodeResult(callID string, toolID int64, action string, r connectors.Result, dur time.Duration) (body []byte, answer *Answer) {
-	content, structured := r.Content, r.Structured
-	isError, mcpContent := r.IsError, r.MCPContent
-	if len(content) == 0 {
-		content, mcpContent = json.RawMessage("null"), false
-	}
-	if isError || !json.Valid(structured) || !utf8.Valid(structured) {
-		structured = nil
-	}
-	if !utf8.Valid(content) {
-		// json.Valid lets bytes that are not UTF-8 through inside strings
-		// (the only place valid JSON can hold them), but JSON text is UTF-8
-		// and a client's decoder may refuse the whole body for them: each
-		// run of them becomes U+FFFD, as lenient decoders read them, and the
-		// rest keeps its exact text. Before the size check: it may grow.
-		content = bytes.ToValidUTF8(content, []byte("\uFFFD"))
-	}
-	if len(content)+len(structured) > MaxResult {
-		msg, _ := json.Marshal("The tool's result was " + strconv.Itoa(len(content)) + " bytes, over the 8 MiB limit; it was not kept.")
-		content = append(append([]byte(`{"error":"result_too_large","message":`), msg...), '}')
-		isError, mcpContent, structured = true, false, nil
-	} else if !json.Valid(content) {
-		s, _ := json.Marshal(string(content))
-		content, mcpContent = s, false
-	}
-	var buf bytes.Buffer
-	buf.Grow(len(content) + len(structured) + 160)
-	buf.WriteString(`{"call_id":`)
-	buf.Write(strconv.AppendQuote(buf.AvailableBuffer(), callID))
-	buf.WriteString(`,"tool":`)
-	buf.WriteString(strconv.FormatInt(toolID, 10))
-	buf.WriteString(`,"action":`)
-	a, _ := json.Marshal(action)
-	buf.Write(a)
-	buf.WriteString(`,"is_error":`)
-	buf.WriteString(strconv.FormatBool(isError))
-	buf.WriteString(`,"result":`)
-	buf.Write(content)
-	if mcpContent {
-		buf.WriteString(`,"result_type":"` + ResultTypeMCPContent + `"`)
-	}
-	if structured != nil {
-		buf.WriteString(`,"structured_content":`)
-		buf.Write(structured)
-	}
-	buf.WriteString(`,"duration_ms":`)
-	buf.WriteString(strconv.FormatInt(dur.Milliseconds(), 10))
-	buf.WriteString("}\n")
-	if nestedUnder(content, maxNesting-1) && nestedUnder(structured, maxNesting-1) {
-		// As a decoder of the body would read it: JSON's whitespace around
-		// a value is not the value's.
-		answer = &Answer{CallID: callID, IsError: isError, Result: bytes.TrimSpace(content),
-			StructuredContent: bytes.TrimSpace(structured)}
-		if mcpContent {
-			answer.ResultType = ResultTypeMCPContent
-		}
-	}
-	return buf.Bytes(), answer
 }

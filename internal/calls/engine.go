@@ -292,6 +292,9 @@ type call struct {
 	rt        *toolconfig.Resolved
 	action    *connectors.Action
 	targetErr error
+	// outcome is the outcome of a keyed call whose tool answered
+	// ("succeeded", "tool_error"), once it is being stored; "" before.
+	outcome string
 }
 
 func newToken() string {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -85,8 +86,29 @@ func counted(t *testing.T, m *metrics.Metrics, outcome string) float64 {
 
 // lostReplyStore is the real store whose MarkUnknown commits and then
 // reports the database unreachable, as when a committed statement's reply
-// is lost on the way back.
-type lostReplyStore struct{ *changingStore }
+// is lost on the way back. With loseComplete set, the next Complete that
+// commits does so too, and the read of the key's row after it fails.
+type lostReplyStore struct {
+	*changingStore
+	loseComplete atomic.Bool
+	failGet      atomic.Bool
+}
+
+func (s *lostReplyStore) Complete(ctx context.Context, accountID int64, key, token string, status int, contentType string, body []byte, entry *store.CallLog, earlier ...store.CallLog) (bool, error) {
+	ok, err := s.changingStore.Complete(ctx, accountID, key, token, status, contentType, body, entry, earlier...)
+	if err != nil || !ok || !s.loseComplete.CompareAndSwap(true, false) {
+		return ok, err
+	}
+	s.failGet.Store(true)
+	return false, fmt.Errorf("%w: the reply was lost", store.ErrUnavailable)
+}
+
+func (s *lostReplyStore) GetIdem(ctx context.Context, accountID int64, key string) (*store.IdemRecord, error) {
+	if s.failGet.CompareAndSwap(true, false) {
+		return nil, fmt.Errorf("%w: no answer", store.ErrUnavailable)
+	}
+	return s.changingStore.GetIdem(ctx, accountID, key)
+}
 
 func (s *lostReplyStore) MarkUnknown(ctx context.Context, accountID int64, key, token string, entry *store.CallLog, earlier ...store.CallLog) (bool, error) {
 	ok, err := s.changingStore.MarkUnknown(ctx, accountID, key, token, entry, earlier...)
@@ -106,4 +128,45 @@ func (unknownConnector) Actions(ctx context.Context, t *connectors.Tool) ([]conn
 
 func (unknownConnector) Call(ctx context.Context, t *connectors.Tool, action string, args json.RawMessage) (connectors.Result, error) {
 	return connectors.Result{}, connectors.Errorf(connectors.KindOutcomeUnknown, nil, "the connection was lost after the request was sent")
+}
+
+// TestStoredOutcomeAnsweredWhenItsReplyAndReadWereLost: a call whose
+// Complete committed with its reply lost, and whose read of the key's row
+// to learn what the row holds failed too, answers the 200 the row holds
+// once the database answers again (its MarkUnknown finds the row no longer
+// dispatched), and counts it: not a 504 for an outcome every retry
+// replays, left uncounted since no sweeper finds the row.
+func TestStoredOutcomeAnsweredWhenItsReplyAndReadWereLost(t *testing.T) {
+	t.Parallel()
+	for name, opts := range storeModes() {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			s, acct, row := toolInStore(t, opts(t), "lostread", `{"base_url":"x"}`)
+			st := &lostReplyStore{changingStore: &changingStore{Store: s, t: t}}
+			m := metrics.New()
+			conn := &sendConnector{}
+			e := calls.New(calls.Options{Store: st, Tools: &cachingTools{s: st.changingStore, conn: conn},
+				Cache: replaycache.NewMemory(), Metrics: m, CallTimeout: 5 * time.Second, Lease: 8 * time.Second, IdempotencyTTL: time.Hour})
+			body := []byte(fmt.Sprintf(`{"tool": %d, "action": "send", "arguments": {}}`, row.ID))
+			call := func() (*calls.Response, error) {
+				return e.Call(ctx, calls.Request{AccountID: acct.ID, Body: body, Key: "lostread", HasKey: true})
+			}
+			st.loseComplete.Store(true)
+			first, err := call()
+			if err != nil || first.Status != 200 || first.Replayed {
+				t.Fatalf("the first call: %s, %v, want a first 200", show(first), err)
+			}
+			if n, u := counted(t, m, "succeeded"), counted(t, m, "outcome_unknown"); n != 1 || u != 0 {
+				t.Fatalf("quiver_calls_total: succeeded %v, outcome_unknown %v, want 1 and 0", n, u)
+			}
+			again, err := call()
+			if err != nil || !again.Replayed || string(again.Body) != string(first.Body) {
+				t.Fatalf("the retry: %s, %v, want the first answer replayed", show(again), err)
+			}
+			if got := conn.sent(); len(got) != 1 {
+				t.Fatalf("the tool got %v, want one call", got)
+			}
+		})
+	}
 }
