@@ -406,6 +406,11 @@ func keys(ctx context.Context, cfg *config.Config, logger *slog.Logger, args []s
 	if name.value == "" {
 		return errors.New("usage: quiver keys create --account NAME (a name that is not blank)")
 	}
+	if isKeysCreateFlag(name.value) {
+		// `--account --read-only`, the name forgotten: flag took the next
+		// argument as the name, and the key asked to be read-only was not.
+		return fmt.Errorf("keys create: --account needs the account's name, and %q is a flag of keys create: %s", name.value, keysCreateUsage)
+	}
 	if !utf8.ValidString(name.value) {
 		return errors.New("keys create: --account must be valid UTF-8")
 	}
@@ -430,6 +435,24 @@ func keys(ctx context.Context, cfg *config.Config, logger *slog.Logger, args []s
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "API key for account %q (id %d), shown once:\n%s\n", acct.Name, acct.ID, key)
+	kind := "API key"
+	if *readOnly {
+		kind = "Read-only API key"
+	}
+	fmt.Fprintf(stdout, "%s for account %q (id %d), shown once:\n%s\n", kind, acct.Name, acct.ID, key)
 	return nil
+}
+
+// isKeysCreateFlag reports whether name, given as --account's value, is
+// one of keys create's own flags (-read-only, --account=x, -h).
+func isKeysCreateFlag(name string) bool {
+	if !strings.HasPrefix(name, "-") {
+		return false
+	}
+	flagName, _, _ := strings.Cut(strings.TrimLeft(name, "-"), "=")
+	switch flagName {
+	case "account", "read-only", "h", "help":
+		return true
+	}
+	return false
 }

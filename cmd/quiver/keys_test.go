@@ -1,0 +1,49 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"testing"
+)
+
+// TestKeysCreateFlagAsName: `quiver keys create --account --read-only`
+// (the name forgotten) made an account named "--read-only" and gave it a
+// full key, where a read-only one was asked for. A flag given as the name
+// is refused, and nothing is made.
+func TestKeysCreateFlagAsName(t *testing.T) {
+	t.Setenv("QUIVER_DATA_DIR", t.TempDir())
+	for _, args := range [][]string{
+		{"keys", "create", "--account", "--read-only"},
+		{"keys", "create", "--account", "-read-only"},
+		{"keys", "create", "--account", "--read-only=true"},
+		{"keys", "create", "--read-only", "--account", "--account"},
+	} {
+		var out bytes.Buffer
+		err := run(context.Background(), args, &out, new(bytes.Buffer))
+		if err == nil || !strings.Contains(err.Error(), "--account") || !strings.Contains(err.Error(), "is a flag") || out.Len() != 0 {
+			t.Errorf("%v: err = %v, stdout %q; want a refusal saying the name is a flag, and no key", args, err, out.String())
+		}
+	}
+}
+
+// TestKeysCreateSaysReadOnly: the line before a read-only key says it is
+// one, so that whoever copies it knows what it can do; a full key's line
+// is as it was.
+func TestKeysCreateSaysReadOnly(t *testing.T) {
+	t.Setenv("QUIVER_DATA_DIR", t.TempDir())
+	var out bytes.Buffer
+	if err := run(context.Background(), []string{"keys", "create", "--account", "ops", "--read-only"}, &out, new(bytes.Buffer)); err != nil {
+		t.Fatal(err)
+	}
+	if first, _, _ := strings.Cut(out.String(), "\n"); !strings.HasPrefix(first, `Read-only API key for account "ops" (id `) {
+		t.Errorf("read-only key: %q", out.String())
+	}
+	out.Reset()
+	if err := run(context.Background(), []string{"keys", "create", "--account", "ops"}, &out, new(bytes.Buffer)); err != nil {
+		t.Fatal(err)
+	}
+	if first, _, _ := strings.Cut(out.String(), "\n"); !strings.HasPrefix(first, `API key for account "ops" (id `) {
+		t.Errorf("full key: %q", out.String())
+	}
+}
