@@ -16,8 +16,10 @@ import (
 	"io"
 	"mime"
 	"net/http"
+	"net/http/httptrace"
 	"net/url"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/quiverhq/quiver/connectors"
@@ -187,6 +189,14 @@ func (c *Connector) fetch(ctx context.Context, target *url.URL) (*Page, error) {
 	}
 	req.Header.Set("User-Agent", userAgent)
 	req.Header.Set("Accept", "text/html,application/xhtml+xml,text/plain;q=0.9,*/*;q=0.5")
+	// Whether the last attempt (a redirect's, say) was still looking for a
+	// connection when the fetch failed: then nothing reached its server.
+	// Send's own trace knows only that some attempt got one.
+	var connecting atomic.Bool
+	req = req.WithContext(httptrace.WithClientTrace(req.Context(), &httptrace.ClientTrace{
+		GetConn: func(string) { connecting.Store(true) },
+		GotConn: func(httptrace.GotConnInfo) { connecting.Store(false) },
+	}))
 	resp, err := connectors.Send(c.client, req)
 	if err != nil {
 		var redirect *errRedirect
@@ -202,11 +212,12 @@ func (c *Connector) fetch(ctx context.Context, target *url.URL) (*Page, error) {
 			errors.As(err, &b)
 			return nil, badURL("%s", redirectInside(b.Addr.String()))
 		}
-		if egress.IsConnectFailure(err) && connectors.KindOf(err) == connectors.KindOutcomeUnknown {
-			// A redirect led to a server that could not be reached
-			// (refused, DNS). The page was not fetched, and what was sent
-			// before were GETs, which changed nothing: unreachable, so a
-			// key is released for a retry rather than held terminal.
+		if (connecting.Load() || egress.IsConnectFailure(err)) && connectors.KindOf(err) == connectors.KindOutcomeUnknown {
+			// A redirect led to a server no connection could be made to
+			// (refused, DNS, a TLS handshake that failed or never ended).
+			// The page was not fetched, and what was sent before were GETs,
+			// which changed nothing: unreachable, so a key is released for
+			// a retry rather than held terminal.
 			return nil, connectors.Errorf(connectors.KindUnreachable, errors.Unwrap(err), "the page's server could not be reached")
 		}
 		return nil, err
