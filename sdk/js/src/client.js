@@ -304,8 +304,9 @@ export class ToolsResource extends Resource {
    * Run one action of a connected tool:
    * call(tool.id, { action: "search", arguments: {...}, idempotencyKey }).
    * With an idempotencyKey the SDK retries lost connections, timeouts and transient errors with the same
-   * key; without one it retries only Quiver's 429 rate_limited and 503 unavailable (the server did
-   * nothing), never a proxy's answer without Quiver's error code. The SDK never generates a key.
+   * key; without one it retries only a refused connection (nothing was sent) and Quiver's 429 rate_limited
+   * and 503 unavailable (the server did nothing), never a proxy's answer without Quiver's error code. The
+   * SDK never generates a key.
    */
   async call(tool, params) {
     if (tool !== null && typeof tool === "object") tool = tool.id;

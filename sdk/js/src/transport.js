@@ -19,9 +19,9 @@ export const VERSION = "0.1.0";
  * caller's idempotency key). Retried on connection errors, timeouts, 5xx (except the terminal
  * tool_outcome_unknown and the deterministic upstream_auth_failed and upstream_refused), 429 and 409
  * request_in_progress, with or without Quiver's error code.
- * REFUSED_ONLY: repeating it could duplicate an effect (POST without a key, PATCH). Retried only when
- * Quiver itself answered that it did nothing (QuiverError#didNothing) about a state that passes: 429
- * rate_limited and 503 unavailable. An answer without Quiver's code (a proxy's HTML 503 "upstream reset
+ * REFUSED_ONLY: repeating it could duplicate an effect (POST without a key, PATCH). Retried only when it
+ * provably did nothing (QuiverError#didNothing) for a reason that passes: a refused connection (nothing was
+ * sent), Quiver's 429 rate_limited and 503 unavailable. An answer without Quiver's code (a proxy's HTML 503 "upstream reset
  * before headers", a gateway's 502/504 or 429) proves nothing about what happened upstream, so it is never
  * retried for these.
  *
@@ -300,7 +300,8 @@ export class Transport {
       try {
         response = await this.#send(method, url, allHeaders, payload, effectiveTimeout);
       } catch (err) {
-        if (err instanceof APIConnectionError && retry === SAFE && attempt < this.maxRetries) {
+        // A refused connection sent nothing (didNothing): any request may be repeated.
+        if (err instanceof APIConnectionError && (retry === SAFE || err.didNothing) && attempt < this.maxRetries) {
           maybeDone ||= !err.didNothing;
           await this.sleep(this.#delay(attempt, null));
           continue;

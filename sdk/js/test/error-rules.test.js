@@ -159,3 +159,30 @@ describe("didNothing", () => {
     assert.equal(err.body.did_nothing, true);
   });
 });
+
+describe("unsafe requests retry what did nothing", () => {
+  test("a refused connection is retried even without a key", async () => {
+    // Nothing was sent, so repeating a create (or a call without a key) cannot do it twice.
+    const port = await freePort();
+    const c = new AgentClient({ apiKey: "x", baseUrl: `http://127.0.0.1:${port}`, maxRetries: 1 });
+    let server;
+    c._transport.sleep = async () => {
+      server = await scriptedServer({ port }); // between the refused attempt and the retry
+      server.push(201, { id: 7, name: "a", goal: "g", status: "draft", tools: [] });
+    };
+    try {
+      assert.equal((await c.agents.create({ name: "a", goal: "g" })).id, 7);
+      assert.deepEqual(server.requests.map((r) => r.method), ["POST"]);
+    } finally {
+      await server?.close();
+    }
+  });
+
+  test("a cut connection is still not retried without a key", async () => {
+    fake.push(200, "DROP");
+    const err = await client.agents.create({ name: "a", goal: "g" }).catch((e) => e);
+    assert.ok(err instanceof quiver.APIConnectionError, err.name);
+    assert.equal(err.didNothing, false);
+    assert.equal(fake.requests.length, 1);
+  });
+});

@@ -339,8 +339,9 @@ class ToolsResource(_Resource):
             timeout: seconds each attempt of this call may take as a whole (defaults to the client's timeout).
 
         With a key, the SDK retries lost connections, timeouts and transient errors with the same
-        key. Without one it retries only Quiver's ``429 rate_limited`` and ``503 unavailable`` (the
-        server did nothing), never a proxy's answer without Quiver's ``error`` code.
+        key. Without one it retries only a refused connection (nothing was sent) and Quiver's ``429
+        rate_limited`` and ``503 unavailable`` (the server did nothing), never a proxy's answer without
+        Quiver's ``error`` code.
         A tool that ran and reported an error is a result with ``is_error`` true, not an exception.
         """
         if isinstance(tool, bool):

@@ -36,10 +36,10 @@ from ._version import __version__
 #   (except the terminal tool_outcome_unknown and the deterministic upstream_auth_failed and
 #   upstream_refused), 429 and 409 request_in_progress, with or without Quiver's error code.
 # REFUSED_ONLY: repeating it could duplicate an effect (POST without a key, PATCH). Retried only when
-#   Quiver itself answered that it did nothing (QuiverError.did_nothing) about a state that passes:
-#   429 rate_limited and 503 unavailable. An answer without Quiver's code (a proxy's HTML 503
-#   "upstream reset before headers", a gateway's 502/504 or 429) proves nothing about what happened
-#   upstream, so it is never retried for these.
+#   it provably did nothing (QuiverError.did_nothing) for a reason that passes: a refused connection
+#   (nothing was sent), Quiver's 429 rate_limited and 503 unavailable. An answer without Quiver's code
+#   (a proxy's HTML 503 "upstream reset before headers", a gateway's 502/504 or 429) proves nothing
+#   about what happened upstream, so it is never retried for these.
 #
 # A DELETE retried after an attempt that may have run unseen (one whose error's did_nothing is False: a
 # cut connection, a timeout, a 5xx other than Quiver's own word that nothing was done) takes a later 404
@@ -220,7 +220,8 @@ class Transport:
             try:
                 response = self._send(method, url, data, all_headers, effective_timeout)
             except APIConnectionError as exc:
-                if retry == SAFE and attempt < self.max_retries:
+                # A refused connection sent nothing (did_nothing): any request may be repeated.
+                if attempt < self.max_retries and (retry == SAFE or exc.did_nothing):
                     maybe_done = maybe_done or not exc.did_nothing
                     self.sleep(self._delay(attempt, None))
                     attempt += 1

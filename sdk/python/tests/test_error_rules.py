@@ -142,5 +142,31 @@ class TestDidNothing(Base):
         self.assertEqual(err.body["did_nothing"], True)
 
 
+class TestUnsafeRequestsRetryWhatDidNothing(Base):
+    def test_a_refused_connection_is_retried_even_without_a_key(self) -> None:
+        # Nothing was sent, so repeating a create (or a call without a key) cannot do it twice.
+        port = support.free_port()
+        client = AgentClient(api_key="x", base_url=f"http://127.0.0.1:{port}", max_retries=1)
+        servers = []
+
+        def start_server(delay: float) -> None:  # between the refused attempt and the retry
+            server = ScriptedServer(port)
+            self.addCleanup(server.close)
+            server.push(201, {"id": 7, "name": "a", "goal": "g", "status": "draft", "tools": []})
+            servers.append(server)
+
+        client._transport.sleep = start_server
+        self.assertEqual(client.agents.create(name="a", goal="g").id, 7)
+        self.assertEqual([r["method"] for r in servers[0].requests], ["POST"])
+
+    def test_a_cut_connection_is_still_not_retried_without_a_key(self) -> None:
+        self.fake.push(200, "DROP")
+        with self.assertRaises(quiver.APIConnectionError) as ctx:
+            self.client.agents.create(name="a", goal="g")
+        self.assertIs(ctx.exception.did_nothing, False)
+        self.assertEqual(len(self.fake.requests), 1)
+        self.assertEqual(self.delays, [])
+
+
 if __name__ == "__main__":
     unittest.main()
