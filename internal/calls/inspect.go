@@ -42,7 +42,9 @@ func (e *Engine) Key(ctx context.Context, accountID int64, key string) (*KeyStat
 		return nil, problem.New(problem.NotFound, "No idempotency key with that value for this account.")
 	}
 	r, err := e.opts.Store.GetIdem(ctx, accountID, key)
-	if errors.Is(err, store.ErrNotFound) || (err == nil && r.ExpiresAt <= r.NowMS && r.State != store.IdemDispatched) {
+	// Past its TTL a key is new again, as a call takes it (Reserve), unless
+	// its call still holds a live lease.
+	if errors.Is(err, store.ErrNotFound) || (err == nil && r.ExpiresAt <= r.NowMS && !(r.State == store.IdemDispatched && !r.LeaseExpired())) {
 		return nil, problem.New(problem.NotFound, "No idempotency key with that value for this account.")
 	}
 	if err != nil {
