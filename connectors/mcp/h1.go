@@ -39,8 +39,9 @@ import (
 // instead: as long as the server said (Keep-Alive: timeout=N, which Node
 // sends on a JSON answer), less a margin (keepAliveFor), else reuseUnsaid,
 // which is under the 5 s that Node (on its event streams too) and uvicorn
-// keep one by default. The caller's context aborts the dial, the exchange
-// and the reading of the body.
+// keep one by default, and under what was seen of a server that keeps one
+// for less without saying so (idleBounds, h1learn.go). The caller's context
+// aborts the dial, the exchange and the reading of the body.
 type h1Transport struct {
 	dial        func(ctx context.Context, network, addr string) (net.Conn, error)
 	tlsConfig   *tls.Config // nil: the system's roots
@@ -50,6 +51,8 @@ type h1Transport struct {
 	mu     sync.Mutex
 	idle   map[string][]*h1Conn // by scheme://host:port
 	closed bool
+
+	closes idleBounds // how long servers that do not say keep a connection
 }
 
 type h1Conn struct {
@@ -63,6 +66,9 @@ type h1Conn struct {
 	// reuseFor is how long it may stay idle and still be reused: by the
 	// server's last Keep-Alive timeout, else reuseUnsaid.
 	reuseFor time.Duration
+	// reusedAfter is how long it idled before the exchange it is in; 0
+	// for a new connection.
+	reusedAfter time.Duration
 }
 
 // reuseUnsaid is how long a connection whose server did not say how long
@@ -98,6 +104,11 @@ func (t *h1Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	})
 	fail := func(err error) (*http.Response, error) {
 		stop()
+		if pc.reusedAfter > 0 && ctx.Err() == nil {
+			// Closed by the server after idling that long, as a rule
+			// (idleBounds).
+			t.closes.saw(key, pc.reusedAfter, time.Now())
+		}
 		pc.conn.Close()
 		if ctx.Err() != nil {
 			err = fmt.Errorf("%w (%w)", ctx.Err(), err)
@@ -228,8 +239,17 @@ func (t *h1Transport) get(key string) *h1Conn {
 		t.idle[key] = list[:len(list)-1]
 		t.mu.Unlock()
 		idle := now.Sub(pc.since)
-		if idle < t.idleTimeout && idle < pc.reuseFor && pc.br.Buffered() == 0 && pc.sock.Quiet() {
-			return pc
+		reuseFor := pc.reuseFor
+		if d, ok := t.closes.limit(key, now); ok {
+			reuseFor = min(reuseFor, d)
+		}
+		if idle < t.idleTimeout && idle < reuseFor {
+			if pc.br.Buffered() == 0 && pc.sock.Quiet() {
+				pc.reusedAfter = idle
+				return pc
+			}
+			// The server closed it (or spoke out of turn) while it idled.
+			t.closes.saw(key, idle, now)
 		}
 		pc.conn.Close()
 	}
@@ -237,8 +257,7 @@ func (t *h1Transport) get(key string) *h1Conn {
 
 // keepAliveFor reads a Keep-Alive header's timeout (seconds; RFC 2068,
 // 19.7.1.1): how long a connection may idle and still be reused is that
-// less a margin, half of it up to a second, for the request's way to the
-// server and the server's own timer. A value may be quoted and spaced
+// less a margin (lessMargin). A value may be quoted and spaced
 // around its "=", and a header may come in several lines (a proxy's added
 // to the server's): the shortest timeout counts, and one that is no number
 // is skipped. ok is false when there is no timeout to read; a timeout of 0
@@ -262,8 +281,7 @@ func keepAliveFor(h http.Header) (d time.Duration, ok bool) {
 	if n < 0 {
 		return 0, false
 	}
-	full := time.Duration(min(n, 1<<20)) * time.Second
-	return full - min(full/2, time.Second), true
+	return lessMargin(time.Duration(min(n, 1<<20)) * time.Second), true
 }
 
 // put returns pc to the pool, or closes it.
