@@ -57,3 +57,37 @@ func TestResponseTooLargeSaysWhy(t *testing.T) {
 		}
 	}
 }
+
+// TestDeepJSONBodyAsText: a JSON body nested deeper than clients decode
+// (the MCP Go SDK refuses a message nested past 1000, which fails an agent's
+// whole tools/call; Python's json stops near there too) comes as its text,
+// which every client reads, rather than as parsed JSON that none could. A
+// body nested as deep as real APIs nest is parsed as before.
+func TestDeepJSONBodyAsText(t *testing.T) {
+	t.Parallel()
+	nested := func(n int) string { return strings.Repeat(`{"a":[`, n) + "1" + strings.Repeat("]}", n) }
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		n := 100
+		if r.URL.Path == "/deep" {
+			n = 300 // 600 levels
+		}
+		io.WriteString(w, nested(n))
+	}))
+	t.Cleanup(srv.Close)
+	c := httprequest.New(httprequest.Options{AllowPrivate: true})
+	res, err := c.Call(context.Background(), tool(srv.URL), "get", json.RawMessage(`{"path":"/deep"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := decode(t, res); r.Body != nested(300) || r.BodyEncoding != "" || res.IsError {
+		t.Errorf("deep body is %T (encoding %q), want its text", r.Body, r.BodyEncoding)
+	}
+	res, err = c.Call(context.Background(), tool(srv.URL), "get", json.RawMessage(`{"path":"/shallow"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := decode(t, res); func() bool { _, ok := r.Body.(map[string]any); return !ok }() {
+		t.Errorf("shallow body is %T, want parsed JSON", r.Body)
+	}
+}

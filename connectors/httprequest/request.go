@@ -16,6 +16,7 @@ import (
 	"golang.org/x/net/http/httpguts"
 
 	"github.com/quiverhq/quiver/connectors"
+	"github.com/quiverhq/quiver/internal/jsondepth"
 )
 
 func rejected(format string, a ...any) *connectors.Error {
@@ -286,6 +287,13 @@ func inUTF8(data []byte, declared string) []byte {
 	return data
 }
 
+// maxBodyDepth is how deep a JSON body may nest and still come parsed:
+// half the MCP Go SDK's limit, which an agent's client holds a whole
+// tools/call answer to, leaving room for the envelopes around the body
+// (REST's, MCP's) and for decoders that recurse (Python's json stops near
+// 1000 levels). Real APIs nest a few dozen deep at most.
+const maxBodyDepth = jsondepth.SDKLimit / 2
+
 // decodeBody is the parsed JSON for a JSON response, else the text, of a
 // body already in UTF-8 where it could be (inUTF8); else base64 for bytes
 // that are not text. mediaType is the response's, parsed from its
@@ -293,7 +301,8 @@ func inUTF8(data []byte, declared string) []byte {
 func decodeBody(data []byte, mediaType string) (any, string) {
 	if mediaType == "application/json" || strings.HasSuffix(mediaType, "+json") {
 		// A byte order mark may lead (RFC 8259 §8.1 lets a parser ignore it).
-		if doc := bytes.TrimPrefix(data, []byte("\xEF\xBB\xBF")); json.Valid(doc) {
+		// A document nested too deep for clients to decode comes as text.
+		if doc := bytes.TrimPrefix(data, []byte("\xEF\xBB\xBF")); json.Valid(doc) && !jsondepth.Exceeds(doc, maxBodyDepth) {
 			return json.RawMessage(doc), ""
 		}
 	}
