@@ -180,6 +180,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	switch args[0] { // each command line's shape is commandLineError's, checked above
 	case "serve":
+		if w := cfg.PublicURLWarning(); w != "" {
+			logger.Warn(w, "variable", "QUIVER_PUBLIC_URL")
+		}
 		if sysmonNote != "" {
 			logger.Info("serving without adding GODEBUG "+serveGODEBUG+" (the setting saves CPU on every call: README, Performance)", "reason", sysmonNote)
 		}

@@ -91,3 +91,36 @@ func TestURLPortsRefusedClearly(t *testing.T) {
 		}
 	}
 }
+
+// TestPublicURLWarning: with QUIVER_PUBLIC_URL unset, OAuth providers are
+// sent back to http://localhost:8080 whatever port serve listens on, so
+// `QUIVER_ADDR=:9000 quiver serve` connected no OAuth tool, without a word.
+// Serve now warns of it; a set public URL, the default port and port 0 (a
+// free port, as tests take) warn of nothing.
+func TestPublicURLWarning(t *testing.T) {
+	c, err := parse(map[string]string{"QUIVER_ADDR": "127.0.0.1:9000"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := c.PublicURLWarning()
+	for _, want := range []string{"QUIVER_PUBLIC_URL", "http://localhost:8080", "QUIVER_ADDR", "9000", "http://localhost:9000"} {
+		if !strings.Contains(w, want) {
+			t.Errorf("warning %q does not say %q", w, want)
+		}
+	}
+	for _, env := range []map[string]string{
+		nil,
+		{"QUIVER_ADDR": ":8080"},
+		{"QUIVER_ADDR": "127.0.0.1:0"},
+		{"QUIVER_ADDR": ":9000", "QUIVER_PUBLIC_URL": "https://q.example.com"},
+		{"QUIVER_ADDR": ":9000", "QUIVER_PUBLIC_URL": "http://localhost:8080"},
+	} {
+		c, err := parse(env)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if w := c.PublicURLWarning(); w != "" {
+			t.Errorf("%v: warning %q, want none", env, w)
+		}
+	}
+}
