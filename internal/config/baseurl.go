@@ -2,6 +2,7 @@ package config
 
 import (
 	"fmt"
+	"net"
 	"net/url"
 	"strconv"
 	"strings"
@@ -77,4 +78,23 @@ func rawPort(raw string) (string, bool) {
 func validPort(port string) bool {
 	n, err := strconv.Atoi(port)
 	return err == nil && n >= 1 && n <= 65535
+}
+
+// PublicURLWarning is what serve warns of at start when QUIVER_PUBLIC_URL
+// is unset and QUIVER_ADDR listens on a port other than the default's:
+// OAuth providers would send the browser back to a port nothing serves,
+// and no OAuth tool could be connected. "" when there is nothing to say
+// (port 0, a free port, is a test's).
+func (c *Config) PublicURLWarning() string {
+	if c.publicURLSet {
+		return ""
+	}
+	_, port, err := net.SplitHostPort(c.Addr)
+	def, _ := url.Parse(DefaultPublicURL)
+	if err != nil || port == "0" || port == def.Port() {
+		return ""
+	}
+	return fmt.Sprintf("QUIVER_PUBLIC_URL is not set, so OAuth providers send the browser back to %s/api/v1/oauth/callback, "+
+		"but QUIVER_ADDR listens on port %s: set QUIVER_PUBLIC_URL to the address this server is reached at "+
+		"(http://localhost:%s here, or the public URL in front of it), or OAuth tools cannot be connected", DefaultPublicURL, port, port)
 }
