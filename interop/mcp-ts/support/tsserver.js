@@ -11,7 +11,7 @@ import { z } from "zod";
 
 // buildServer registers the tools every mode serves; `counts` records how many times each side effect ran.
 function buildServer(counts) {
-  const server = new McpServer({ name: "interop-ts", version: "1.0.0" });
+  const server = new McpServer({ name: "interop-ts", version: "1.0.0" }, { capabilities: { logging: {} } });
   server.registerTool(
     "lookup",
     {
@@ -60,6 +60,24 @@ function buildServer(counts) {
     },
   );
   server.registerTool(
+    "chatty",
+    {
+      description: "Sends a log message and progress before its answer.",
+      inputSchema: { steps: z.number().int().min(1).max(5) },
+      annotations: { readOnlyHint: true },
+    },
+    async ({ steps }, extra) => {
+      for (let i = 1; i <= steps; i++) {
+        await server.sendLoggingMessage({ level: "info", data: `step ${i}` }, extra.sessionId).catch(() => {});
+        const token = extra._meta?.progressToken;
+        if (token !== undefined) {
+          await extra.sendNotification({ method: "notifications/progress", params: { progressToken: token, progress: i, total: steps } });
+        }
+      }
+      return { content: [{ type: "text", text: JSON.stringify({ steps }) }] };
+    },
+  );
+  server.registerTool(
     "refuse",
     { description: "Always reports a tool error.", inputSchema: { why: z.string() }, annotations: { readOnlyHint: true } },
     async ({ why }) => ({ isError: true, content: [{ type: "text", text: `refused: ${why}` }] }),
@@ -94,10 +112,14 @@ function readJSON(req) {
  * Starts a TypeScript-SDK MCP server at /mcp. `stateful` gives each client a session (sessionIdGenerator),
  * else every POST gets a fresh server and transport (the SDK's stateless pattern); `json` answers with
  * application/json (enableJsonResponse) instead of an SSE stream; `token`, if set, is the bearer token it
- * demands (401 otherwise); `keepAliveTimeout` is Node's idle keep-alive timeout in ms.
+ * demands (401 otherwise); `keepAliveTimeout` is Node's idle keep-alive timeout in ms; `checkHost` turns on
+ * the SDK's DNS-rebinding protection, allowing only the Host header 127.0.0.1:{port}.
  */
-export async function startTSServer({ stateful = true, json = false, token = "", keepAliveTimeout } = {}) {
+export async function startTSServer({ stateful = true, json = false, token = "", keepAliveTimeout, checkHost = false } = {}) {
   const counts = {};
+  let port = 0;
+  // The SDK's DNS-rebinding protection, when asked for: a request whose Host is not ours gets 403.
+  const hostCheck = () => (checkHost ? { enableDnsRebindingProtection: true, allowedHosts: [`127.0.0.1:${port}`] } : {});
   const requests = [];
   const sessions = new Map(); // session ID → transport
   const sockets = new Set();
@@ -123,7 +145,7 @@ export async function startTSServer({ stateful = true, json = false, token = "",
         return;
       }
       const server = buildServer(counts);
-      const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: json });
+      const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: json, ...hostCheck() });
       res.on("close", () => {
         transport.close();
         server.close();
@@ -143,6 +165,7 @@ export async function startTSServer({ stateful = true, json = false, token = "",
       transport = new StreamableHTTPServerTransport({
         sessionIdGenerator: () => randomUUID(),
         enableJsonResponse: json,
+        ...hostCheck(),
         onsessioninitialized: (id) => sessions.set(id, transport),
       });
       transport.onclose = () => {
@@ -166,7 +189,7 @@ export async function startTSServer({ stateful = true, json = false, token = "",
     s.on("close", () => sockets.delete(s));
   });
   await new Promise((resolve) => httpServer.listen(0, "127.0.0.1", resolve));
-  const { port } = httpServer.address();
+  port = httpServer.address().port;
   return {
     url: `http://127.0.0.1:${port}/mcp`,
     counts,

@@ -43,7 +43,7 @@ for (const mode of modes) {
       const r = await q.api("GET", `/api/v1/agents/custom-tools/${tool}/actions/`);
       assert.equal(r.status, 200, r.text);
       const by = Object.fromEntries(r.body.actions.map((a) => [a.name, a]));
-      assert.deepEqual(Object.keys(by).sort(), ["create_order", "explode", "lookup", "refuse", "set_flag", "stats"]);
+      assert.deepEqual(Object.keys(by).sort(), ["chatty", "create_order", "explode", "lookup", "refuse", "set_flag", "stats"]);
       assert.equal(by.lookup.retryable, true);
       assert.equal(by.lookup.annotations.readOnlyHint, true);
       assert.equal(by.set_flag.retryable, true);
@@ -88,6 +88,13 @@ for (const mode of modes) {
       assert.equal(ts.counts.create_order, 1);
     });
 
+    test("log messages and progress the server sends before its answer are passed over", async () => {
+      const r = await q.call(tool, "chatty", { steps: 3 });
+      assert.equal(r.status, 200, r.text);
+      assert.equal(r.body.is_error, false);
+      assert.deepEqual(r.body.result, { steps: 3 });
+    });
+
     test("an isError result is a 200 with is_error", async () => {
       const r = await q.call(tool, "refuse", { why: "policy" });
       assert.equal(r.status, 200, r.text);
@@ -109,6 +116,31 @@ for (const mode of modes) {
       assert.equal(r.body.error, "invalid_arguments");
       assert.ok(r.body.fields && Object.keys(r.body.fields).length > 0, r.text);
       assert.equal(ts.counts.create_order ?? 0, before);
+    });
+  });
+}
+
+for (const mode of [
+  { name: "stateful, SSE", stateful: true, json: false },
+  { name: "stateless, JSON responses", stateful: false, json: true },
+]) {
+  describe(`a TypeScript MCP server checking the Host header (${mode.name})`, () => {
+    let ts;
+    after(async () => {
+      await ts?.close();
+    });
+
+    test("configures and calls: every request names the server's own host and port", async () => {
+      ts = await startTSServer({ ...mode, checkHost: true });
+      const { id, configured } = await q.customMCP({ url: ts.url });
+      assert.equal(configured.status, 200, configured.text);
+      const read = await q.call(id, "lookup", { word: "host" });
+      assert.equal(read.status, 200, read.text);
+      assert.equal(read.body.is_error, false, read.text);
+      const order = await q.call(id, "create_order", { item: "host" }, `host-${mode.stateful}-${Date.now()}`);
+      assert.equal(order.status, 200, order.text);
+      assert.equal(order.body.is_error, false, order.text);
+      assert.equal(ts.counts.create_order, 1);
     });
   });
 }
