@@ -228,6 +228,11 @@ func parseField(f *catalog.Field, raw json.RawMessage) (any, string) {
 	if err := json.Unmarshal(raw, &s); err != nil {
 		return nil, "must be a string"
 	}
+	if f.Type == catalog.FieldURL && !f.Secret {
+		// No URL begins or ends with white space: a pasted one carries its
+		// neighbour's (a space, the line break), and means the URL without.
+		s = strings.TrimSpace(s)
+	}
 	if f.Required && strings.TrimSpace(s) == "" {
 		return nil, "is required"
 	}
