@@ -8,6 +8,7 @@ import { randomUUID } from "node:crypto";
 import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
 import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js";
 import { z } from "zod";
+import { InMemoryEventStore } from "@modelcontextprotocol/sdk/examples/shared/inMemoryEventStore.js";
 
 // buildServer registers the tools every mode serves; `counts` records how many times each side effect ran.
 function buildServer(counts) {
@@ -113,9 +114,10 @@ function readJSON(req) {
  * else every POST gets a fresh server and transport (the SDK's stateless pattern); `json` answers with
  * application/json (enableJsonResponse) instead of an SSE stream; `token`, if set, is the bearer token it
  * demands (401 otherwise); `keepAliveTimeout` is Node's idle keep-alive timeout in ms; `checkHost` turns on
- * the SDK's DNS-rebinding protection, allowing only the Host header 127.0.0.1:{port}.
+ * the SDK's DNS-rebinding protection, allowing only the Host header 127.0.0.1:{port}; `resumable` gives a
+ * stateful server an event store, so each SSE stream opens with a priming event (an ID, empty data).
  */
-export async function startTSServer({ stateful = true, json = false, token = "", keepAliveTimeout, checkHost = false } = {}) {
+export async function startTSServer({ stateful = true, json = false, token = "", keepAliveTimeout, checkHost = false, resumable = false } = {}) {
   const counts = {};
   let port = 0;
   // The SDK's DNS-rebinding protection, when asked for: a request whose Host is not ours gets 403.
@@ -166,6 +168,7 @@ export async function startTSServer({ stateful = true, json = false, token = "",
         sessionIdGenerator: () => randomUUID(),
         enableJsonResponse: json,
         ...hostCheck(),
+        ...(resumable ? { eventStore: new InMemoryEventStore() } : {}),
         onsessioninitialized: (id) => sessions.set(id, transport),
       });
       transport.onclose = () => {

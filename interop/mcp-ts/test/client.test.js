@@ -21,6 +21,7 @@ const modes = [
   { name: "stateful, JSON responses", stateful: true, json: true },
   { name: "stateless, SSE", stateful: false, json: false },
   { name: "stateless, JSON responses", stateful: false, json: true },
+  { name: "stateful, SSE with an event store (priming events)", stateful: true, json: false, resumable: true },
 ];
 
 for (const mode of modes) {
@@ -29,7 +30,7 @@ for (const mode of modes) {
     let tool;
     before(async () => {
       ts = await startTSServer(mode);
-      const { id, configured } = await q.customMCP({ url: ts.url }, `ts-${mode.stateful ? "stateful" : "stateless"}-${mode.json ? "json" : "sse"}`);
+      const { id, configured } = await q.customMCP({ url: ts.url }, `ts-${mode.stateful ? "stateful" : "stateless"}-${mode.json ? "json" : "sse"}${mode.resumable ? "-resumable" : ""}`);
       assert.equal(configured.status, 200, configured.text);
       assert.equal(configured.body.is_configured, true);
       assert.equal(configured.body.next_configuration_step, null);
@@ -69,7 +70,7 @@ for (const mode of modes) {
       assert.equal(none.body.error, "idempotency_key_required");
       assert.equal(ts.counts.create_order ?? 0, 0);
 
-      const key = `order-${mode.stateful}-${mode.json}-${Date.now()}`;
+      const key = `order-${mode.stateful}-${mode.json}-${mode.resumable}-${Date.now()}`;
       const first = await q.call(tool, "create_order", { item: "arrow", quantity: 3 }, key);
       assert.equal(first.status, 200, first.text);
       assert.equal(first.body.is_error, false);

@@ -111,6 +111,26 @@ describe("the TypeScript SDK's Client on /api/v1/agents/{id}/mcp", () => {
     assert.equal(ts.counts.create_order, before + 1);
   });
 
+  test("a key reused with other arguments is a tool error with the API's code, nothing run", async () => {
+    const key = `mcp-reused-${Date.now()}`;
+    const first = await client.callTool({ name: `${TOOL}__create_order`, arguments: { item: "one", idempotency_key: key } });
+    assert.notEqual(first.isError, true, JSON.stringify(first));
+    const count = ts.counts.create_order;
+    const other = await client.callTool({ name: `${TOOL}__create_order`, arguments: { item: "two", idempotency_key: key } });
+    assert.equal(other.isError, true, JSON.stringify(other));
+    assert.equal(textJSON(other).error, "idempotency_key_reused");
+    assert.equal(ts.counts.create_order, count);
+  });
+
+  test("a refused call of an action with an output schema is an error the SDK accepts", async () => {
+    await client.listTools();
+    const r = await client.callTool({ name: `${TOOL}__lookup`, arguments: { word: 12 } });
+    assert.equal(r.isError, true, JSON.stringify(r));
+    assert.equal(textJSON(r).error, "invalid_arguments");
+    const typed = await client.callTool({ name: `${TOOL}__stats`, arguments: { surplus: "x" } });
+    assert.ok(typed.isError || typeof typed.structuredContent?.lookups === "number", JSON.stringify(typed));
+  });
+
   test("a non-retryable action without idempotency_key is a tool error with the API's code", async () => {
     const before = ts.counts.create_order ?? 0;
     const r = await client.callTool({ name: `${TOOL}__create_order`, arguments: { item: "nokey" } });
