@@ -63,12 +63,13 @@ function buildServer(counts) {
   server.registerTool(
     "chatty",
     {
-      description: "Sends a log message and progress before its answer.",
-      inputSchema: { steps: z.number().int().min(1).max(5) },
+      description: "Sends a log message and progress before its answer, pausing pauseMs between steps.",
+      inputSchema: { steps: z.number().int().min(1).max(5), pauseMs: z.number().int().min(0).max(1000).optional() },
       annotations: { readOnlyHint: true },
     },
-    async ({ steps }, extra) => {
+    async ({ steps, pauseMs }, extra) => {
       for (let i = 1; i <= steps; i++) {
+        if (pauseMs) await new Promise((r) => setTimeout(r, pauseMs));
         await server.sendLoggingMessage({ level: "info", data: `step ${i}` }, extra.sessionId).catch(() => {});
         const token = extra._meta?.progressToken;
         if (token !== undefined) {
@@ -198,6 +199,10 @@ export async function startTSServer({ stateful = true, json = false, token = "",
     counts,
     requests,
     sessions,
+    /** Changes the bearer token the server demands from now on ("" for none). */
+    setToken(t) {
+      token = t;
+    },
     /** How many TCP connections the server has accepted so far. */
     get connections() {
       return connections;

@@ -94,6 +94,11 @@ for (const mode of modes) {
       assert.equal(r.status, 200, r.text);
       assert.equal(r.body.is_error, false);
       assert.deepEqual(r.body.result, { steps: 3 });
+      // Paused between steps: the stream comes in pieces, not as one write.
+      const slow = await q.call(tool, "chatty", { steps: 3, pauseMs: 60 });
+      assert.equal(slow.status, 200, slow.text);
+      assert.equal(slow.body.is_error, false);
+      assert.deepEqual(slow.body.result, { steps: 3 });
     });
 
     test("an isError result is a 200 with is_error", async () => {
@@ -172,5 +177,25 @@ describe("a TypeScript MCP server behind a bearer token", () => {
     const r = await q.call(good.id, "lookup", { word: "auth" });
     assert.equal(r.status, 200, r.text);
     assert.deepEqual(r.body.result, { word: "auth", length: 4 });
+  });
+
+  test("a token the server stops taking is 502 upstream_auth_failed on a call, the key released", async () => {
+    const { id, configured } = await q.customMCP({ url: ts.url, bearer_token: "s3cret-token" });
+    assert.equal(configured.status, 200, configured.text);
+    ts.setToken("rotated-token");
+    try {
+      const key = `rotated-${Date.now()}`;
+      const refused = await q.call(id, "create_order", { item: "rotated" }, key);
+      assert.equal(refused.status, 502, refused.text);
+      assert.equal(refused.body.error, "upstream_auth_failed");
+      assert.equal(ts.counts.create_order ?? 0, 0);
+      ts.setToken("s3cret-token");
+      const again = await q.call(id, "create_order", { item: "rotated" }, key);
+      assert.equal(again.status, 200, again.text);
+      assert.equal(again.headers.get("idempotent-replayed"), null);
+      assert.equal(ts.counts.create_order, 1);
+    } finally {
+      ts.setToken("s3cret-token");
+    }
   });
 });
