@@ -2,6 +2,7 @@ package mcp
 
 import (
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -25,8 +26,9 @@ import (
 // it was last seen, so a server restart (which closes connections however
 // long they idled) costs a while of new connections, not pooling for good.
 type idleBounds struct {
-	mu sync.Mutex
-	m  map[string]idleBound // by scheme://host:port
+	some atomic.Bool // m may hold a bound: without one, limit takes no lock
+	mu   sync.Mutex
+	m    map[string]idleBound // by scheme://host:port
 }
 
 type idleBound struct {
@@ -49,11 +51,15 @@ func (b *idleBounds) saw(key string, idle time.Duration, now time.Time) {
 		idle = old.idle
 	}
 	b.m[key] = idleBound{idle: idle, seen: now}
+	b.some.Store(true)
 }
 
 // limit is how long a connection to key may idle and still be reused, by
 // what was seen; ok is false when nothing was, or not lately.
 func (b *idleBounds) limit(key string, now time.Time) (time.Duration, bool) {
+	if !b.some.Load() {
+		return 0, false
+	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	bd, ok := b.m[key]
@@ -62,6 +68,7 @@ func (b *idleBounds) limit(key string, now time.Time) (time.Duration, bool) {
 	}
 	if now.Sub(bd.seen) > boundFor {
 		delete(b.m, key)
+		b.some.Store(len(b.m) > 0)
 		return 0, false
 	}
 	return lessMargin(bd.idle), true
