@@ -65,7 +65,7 @@ func (s *Server) listCatalog(c *gin.Context) {
 func (s *Server) getCatalog(c *gin.Context) {
 	e, ok := s.Tools.Catalog().Get(c.Param("name"))
 	if !ok {
-		s.writeError(c, problem.New(problem.NotFound, "The catalog has no tool named %q.", c.Param("name")))
+		s.writeError(c, problem.New(problem.NotFound, "The catalog has no tool named %s.", quoted(c.Param("name"))))
 		return
 	}
 	c.JSON(200, e)
