@@ -31,9 +31,9 @@ after(async () => {
   await q?.close();
 });
 
-async function connect(apiKey = q.apiKey) {
+async function connect(apiKey = q.apiKey, headers = { "X-API-KEY": apiKey }) {
   const transport = new StreamableHTTPClientTransport(new URL(`${q.baseUrl}/api/v1/agents/${agent}/mcp`), {
-    requestInit: { headers: { "X-API-KEY": apiKey } },
+    requestInit: { headers },
   });
   const client = new Client({ name: "interop-ts-client", version: "1.0.0" });
   await client.connect(transport);
@@ -157,4 +157,16 @@ test("a bad API key is refused with 401", async () => {
     assert.equal(err.code, 401, String(err));
     return true;
   });
+});
+
+test("the key as Authorization: Bearer works too", async () => {
+  const client = await connect(undefined, { Authorization: `Bearer ${q.apiKey}` });
+  try {
+    const r = await client.callTool({ name: `${TOOL}__lookup`, arguments: { word: "bearer" } });
+    assert.notEqual(r.isError, true, JSON.stringify(r));
+    assert.deepEqual(textJSON(r), { word: "bearer", length: 6 });
+  } finally {
+    await client.close();
+  }
+  await assert.rejects(connect(undefined, { Authorization: "Bearer not-a-key" }), (err) => err instanceof StreamableHTTPError && err.code === 401);
 });
