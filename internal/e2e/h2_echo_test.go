@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -33,6 +34,14 @@ func TestNotFoundQuotesInputShort(t *testing.T) {
 			t.Errorf("%s %.60s: message of %d bytes: %.200s", method, tc.path, len(msg), msg)
 		}
 	}
+	// A header name refused in a configuration answer, likewise.
+	id := c.createTool("custom-mcp")
+	r := c.do("POST", fmt.Sprintf("/api/v1/agents/custom-tools/%d/provide-config/", id),
+		map[string]any{"user_response": map[string]any{"url": "https://mcp.example.com/mcp", "headers": map[string]any{long[:1000] + ":": "v"}}})
+	if msg, _ := fdWantFields(t, r, "validation_error", "headers")["headers"].(string); len(msg) > 300 || !strings.Contains(msg, `…"`) {
+		t.Errorf("fields.headers of %d bytes: %.200s", len(msg), msg)
+	}
+
 	m := c.fail(404, "not_found", "GET", "/api/v1/agents/tools/available/%20tavily", nil)
 	if m["message"] != `The catalog has no tool named " tavily".` {
 		t.Errorf("short name: %v", m["message"])

@@ -199,10 +199,10 @@ func parseField(f *catalog.Field, raw json.RawMessage) (any, string) {
 			// What a name may be beyond this is the connector's to say
 			// (an MCP server's headers: HTTP tokens, resolveTarget).
 			if strings.TrimSpace(k) == "" || strings.Contains(k, ":") || hasControl(k) {
-				return nil, fmt.Sprintf("has an invalid name %q", k)
+				return nil, fmt.Sprintf("has an invalid name %s", quoted(k))
 			}
 			if hasControl(v) {
-				return nil, fmt.Sprintf("has a value for %q that is not one line of text (it holds a control character)", k)
+				return nil, fmt.Sprintf("has a value for %s that is not one line of text (it holds a control character)", quoted(k))
 			}
 		}
 		return obj, ""
