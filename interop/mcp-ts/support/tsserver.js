@@ -10,9 +10,12 @@ import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/
 import { z } from "zod";
 import { InMemoryEventStore } from "@modelcontextprotocol/sdk/examples/shared/inMemoryEventStore.js";
 
-// buildServer registers the tools every mode serves; `counts` records how many times each side effect ran.
-function buildServer(counts) {
+// buildServer registers the tools every mode serves, but those named in `gone`; `counts` records how many
+// times each side effect ran.
+function buildServer(counts, gone = new Set()) {
   const server = new McpServer({ name: "interop-ts", version: "1.0.0" }, { capabilities: { logging: {} } });
+  const registerTool = server.registerTool.bind(server);
+  server.registerTool = (name, ...rest) => (gone.has(name) ? undefined : registerTool(name, ...rest));
   server.registerTool(
     "lookup",
     {
@@ -120,6 +123,7 @@ function readJSON(req) {
  */
 export async function startTSServer({ stateful = true, json = false, token = "", keepAliveTimeout, checkHost = false, resumable = false } = {}) {
   const counts = {};
+  const gone = new Set(); // tools a server built from now on no longer has
   let port = 0;
   // The SDK's DNS-rebinding protection, when asked for: a request whose Host is not ours gets 403.
   const hostCheck = () => (checkHost ? { enableDnsRebindingProtection: true, allowedHosts: [`127.0.0.1:${port}`] } : {});
@@ -147,7 +151,7 @@ export async function startTSServer({ stateful = true, json = false, token = "",
         res.writeHead(405, { Allow: "POST" }).end();
         return;
       }
-      const server = buildServer(counts);
+      const server = buildServer(counts, gone);
       const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: json, ...hostCheck() });
       res.on("close", () => {
         transport.close();
@@ -175,7 +179,7 @@ export async function startTSServer({ stateful = true, json = false, token = "",
       transport.onclose = () => {
         if (transport.sessionId) sessions.delete(transport.sessionId);
       };
-      await buildServer(counts).connect(transport);
+      await buildServer(counts, gone).connect(transport);
     }
     await transport.handleRequest(req, res, body);
   }
@@ -199,6 +203,7 @@ export async function startTSServer({ stateful = true, json = false, token = "",
     counts,
     requests,
     sessions,
+    gone,
     /** Changes the bearer token the server demands from now on ("" for none). */
     setToken(t) {
       token = t;

@@ -199,3 +199,34 @@ describe("a TypeScript MCP server behind a bearer token", () => {
     }
   });
 });
+
+// The TypeScript SDK answers a call of a tool it does not have (gone since Quiver listed it: a redeploy) with
+// an isError result, not a JSON-RPC error: for Quiver that is the tool's outcome, a tool error kept and
+// replayed like any other, never an unknown outcome.
+describe("a TypeScript MCP server that no longer has a listed tool", () => {
+  let ts;
+  after(async () => {
+    await ts?.close();
+  });
+
+  test("a call of it is a tool error, kept and replayed", async () => {
+    ts = await startTSServer({ stateful: false, json: true });
+    const { id, configured } = await q.customMCP({ url: ts.url });
+    assert.equal(configured.status, 200, configured.text);
+    // Listed (and so cached) before it goes; a list read after would not have it (404 not_found, nothing sent).
+    const listed = await q.api("GET", `/api/v1/agents/custom-tools/${id}/actions/`);
+    assert.ok(listed.body.actions.some((a) => a.name === "create_order"), listed.text);
+    ts.gone.add("create_order");
+    const key = `gone-${Date.now()}`;
+    const first = await q.call(id, "create_order", { item: "gone" }, key);
+    assert.equal(first.status, 200, first.text);
+    assert.equal(first.body.is_error, true);
+    assert.match(JSON.stringify(first.body.result), /create_order not found/);
+    const again = await q.call(id, "create_order", { item: "gone" }, key);
+    assert.equal(again.status, 200, again.text);
+    assert.equal(again.headers.get("idempotent-replayed"), "true");
+    assert.equal(ts.counts.create_order ?? 0, 0);
+    const log = await q.api("GET", `/api/v1/agents/custom-tools/calls/?tool=${id}`);
+    assert.deepEqual(log.body.calls.map((c) => [c.action, c.outcome]), [["create_order", "tool_error"]]);
+  });
+});
