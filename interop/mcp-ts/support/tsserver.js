@@ -83,6 +83,19 @@ function buildServer(counts, gone = new Set()) {
     },
   );
   server.registerTool(
+    "handoff",
+    {
+      description: "Closes its SSE stream (when the server can resume one) before its answer: a side effect, not retryable.",
+      inputSchema: { item: z.string(), pauseMs: z.number().int().min(0).max(2000).optional() },
+    },
+    async ({ item, pauseMs }, extra) => {
+      counts.handoff = (counts.handoff ?? 0) + 1;
+      extra.closeSSEStream?.();
+      await new Promise((r) => setTimeout(r, pauseMs ?? 100));
+      return { content: [{ type: "text", text: JSON.stringify({ item, n: counts.handoff, closed: Boolean(extra.closeSSEStream) }) }] };
+    },
+  );
+  server.registerTool(
     "refuse",
     { description: "Always reports a tool error.", inputSchema: { why: z.string() }, annotations: { readOnlyHint: true } },
     async ({ why }) => ({ isError: true, content: [{ type: "text", text: `refused: ${why}` }] }),
@@ -134,7 +147,7 @@ export async function startTSServer({ stateful = true, json = false, token = "",
 
   async function handle(req, res) {
     const url = new URL(req.url, "http://x");
-    requests.push({ method: req.method, path: url.pathname, session: req.headers["mcp-session-id"], auth: req.headers.authorization, socket: req.socket });
+    requests.push({ method: req.method, path: url.pathname, session: req.headers["mcp-session-id"], auth: req.headers.authorization, lastEventId: req.headers["last-event-id"], socket: req.socket });
     if (url.pathname !== "/mcp") {
       res.writeHead(404).end();
       return;

@@ -44,7 +44,7 @@ for (const mode of modes) {
       const r = await q.api("GET", `/api/v1/agents/custom-tools/${tool}/actions/`);
       assert.equal(r.status, 200, r.text);
       const by = Object.fromEntries(r.body.actions.map((a) => [a.name, a]));
-      assert.deepEqual(Object.keys(by).sort(), ["chatty", "create_order", "explode", "lookup", "refuse", "set_flag", "stats"]);
+      assert.deepEqual(Object.keys(by).sort(), ["chatty", "create_order", "explode", "handoff", "lookup", "refuse", "set_flag", "stats"]);
       assert.equal(by.lookup.retryable, true);
       assert.equal(by.lookup.annotations.readOnlyHint, true);
       assert.equal(by.set_flag.retryable, true);
@@ -99,6 +99,17 @@ for (const mode of modes) {
       assert.equal(slow.status, 200, slow.text);
       assert.equal(slow.body.is_error, false);
       assert.deepEqual(slow.body.result, { steps: 3 });
+    });
+
+    test("a call whose event stream the server closes before its answer is resumed, and run once", async () => {
+      const key = `handoff-${mode.stateful}-${mode.json}-${mode.resumable}-${Date.now()}`;
+      const r = await q.call(tool, "handoff", { item: "baton" }, key);
+      assert.equal(r.status, 200, r.text);
+      assert.equal(r.body.is_error, false, r.text);
+      // Only a stateful server with an event store can close a stream and resume it (GET with Last-Event-ID).
+      assert.deepEqual(r.body.result, { item: "baton", n: 1, closed: Boolean(mode.resumable) });
+      if (mode.resumable) assert.ok(ts.requests.some((x) => x.method === "GET" && x.lastEventId), "no GET resumed the stream");
+      assert.equal(ts.counts.handoff, 1);
     });
 
     test("an isError result is a 200 with is_error", async () => {
