@@ -122,19 +122,32 @@ func updateTool(db *gorm.DB, t *Tool, wantState string, wantVersion int64, lease
 // DeleteTool deletes the account's tool and returns the row as it was
 // deleted; the cascade detaches it from agents and drops its OAuth states,
 // so its tokens are gone with the row.
+//
+// The agents it is attached to change (their rows in agent_tools go with
+// the tool), so their updated_at is set, in two passes on Postgres around
+// a lock of the tool's row (FOR UPDATE). The lock waits for an agent's
+// update that attached the tool and has not committed (its foreign key
+// holds a KEY SHARE lock on the row), whose agent the second pass then
+// sees: without it, the cascade would detach the tool from an agent the
+// update set no later updated_at for than its own. An update that attaches
+// it after the lock waits for the delete, and its foreign key refuses it.
+// The first pass takes the rows of the agents attached already before the
+// tool's: an update of one of them holds its agent's row and, keeping the
+// tool in its list, then waits for the tool's; taking the tool's first
+// would deadlock with it. SQLite runs one writer at a time: one pass sees
+// every attachment.
 func (s *Store) DeleteTool(ctx context.Context, accountID, id int64) (*Tool, error) {
 	var t Tool
 	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		touch := func() error {
+			return tx.Model(&Agent{}).
+				Where("account_id = ? AND id IN (SELECT agent_id FROM agent_tools WHERE tool_id = ?)", accountID, id).
+				Update("updated_at", time.Now().UTC()).Error
+		}
+		if err := touch(); err != nil {
+			return err
+		}
 		if s.dialect == Postgres {
-			// The tool's row first, FOR UPDATE: an agent's update that
-			// attached it and has not committed holds a KEY SHARE lock on
-			// it (its foreign key), so this waits for that update, whose
-			// row the next statement then sees; one that has not attached
-			// it yet waits for this delete, and its foreign key refuses
-			// it. Otherwise the agents to update are read before that
-			// wait, and the cascade detaches the tool from one they miss,
-			// under an updated_at from before. SQLite runs one writer at a
-			// time: the next statement's snapshot is taken with the lock.
 			var ids []int64
 			if err := tx.Raw(`SELECT id FROM tools WHERE id = ? AND account_id = ? FOR UPDATE`, id, accountID).Scan(&ids).Error; err != nil {
 				return err
@@ -142,14 +155,9 @@ func (s *Store) DeleteTool(ctx context.Context, accountID, id int64) (*Tool, err
 			if len(ids) == 0 {
 				return ErrNotFound
 			}
-		}
-		// The agents it is attached to change (the rows in agent_tools go
-		// with the tool): they are updated now.
-		err := tx.Model(&Agent{}).
-			Where("account_id = ? AND id IN (SELECT agent_id FROM agent_tools WHERE tool_id = ?)", accountID, id).
-			Update("updated_at", time.Now().UTC()).Error
-		if err != nil {
-			return err
+			if err := touch(); err != nil {
+				return err
+			}
 		}
 		res := tx.Clauses(clause.Returning{}).Where("id = ? AND account_id = ?", id, accountID).Delete(&t)
 		if res.Error != nil {
