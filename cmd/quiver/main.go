@@ -183,6 +183,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		if w := cfg.PublicURLWarning(); w != "" {
 			logger.Warn(w, "variable", "QUIVER_PUBLIC_URL")
 		}
+		if w := cfg.PprofWarning(); w != "" {
+			logger.Warn(w, "variable", "QUIVER_PPROF_ADDR")
+		}
 		if sysmonNote != "" {
 			logger.Info("serving without adding GODEBUG "+serveGODEBUG+" (the setting saves CPU on every call: README, Performance)", "reason", sysmonNote)
 		}

@@ -124,3 +124,29 @@ func TestPublicURLWarning(t *testing.T) {
 		}
 	}
 }
+
+// TestPprofWarning: QUIVER_PPROF_ADDR serves the process's profiles, its
+// command line and goroutine stacks to whoever reaches it, with no key, and
+// ":6060" is every interface. Serve warns of an address beyond loopback.
+func TestPprofWarning(t *testing.T) {
+	for addr, warn := range map[string]bool{
+		"":                    false,
+		"127.0.0.1:6060":      false,
+		"[::1]:6060":          false,
+		"localhost:6060":      false,
+		":6060":               true,
+		"0.0.0.0:6060":        true,
+		"[::]:6060":           true,
+		"10.0.0.5:6060":       true,
+		"pprof.internal:6060": true,
+	} {
+		c, err := parse(map[string]string{"QUIVER_PPROF_ADDR": addr})
+		if err != nil {
+			t.Fatal(err)
+		}
+		w := c.PprofWarning()
+		if (w != "") != warn || warn && (!strings.Contains(w, "QUIVER_PPROF_ADDR") || !strings.Contains(w, "127.0.0.1")) {
+			t.Errorf("QUIVER_PPROF_ADDR=%q: warning %q, want one: %v", addr, w, warn)
+		}
+	}
+}

@@ -98,3 +98,26 @@ func (c *Config) PublicURLWarning() string {
 		"but QUIVER_ADDR listens on port %s: set QUIVER_PUBLIC_URL to the address this server is reached at "+
 		"(http://localhost:%s here, or the public URL in front of it), or OAuth tools cannot be connected", DefaultPublicURL, port, port)
 }
+
+// PprofWarning is what serve warns of at start when QUIVER_PPROF_ADDR
+// listens beyond loopback: the profiles, the command line and every
+// goroutine's stack are served there to whoever reaches it, with no API
+// key. "" when it is off or on loopback.
+func (c *Config) PprofWarning() string {
+	if c.PprofAddr == "" {
+		return ""
+	}
+	host, _, err := net.SplitHostPort(c.PprofAddr)
+	if err != nil {
+		return ""
+	}
+	if ip := net.ParseIP(host); host == "localhost" || ip != nil && ip.IsLoopback() {
+		return ""
+	}
+	where := host
+	if ip := net.ParseIP(host); host == "" || ip != nil && ip.IsUnspecified() {
+		where = "every interface"
+	}
+	return fmt.Sprintf("QUIVER_PPROF_ADDR listens on %s: the runtime profiles, the command line and every goroutine's stack "+
+		"are served there to whoever reaches it, without an API key; keep it on loopback (127.0.0.1:6060)", where)
+}
