@@ -68,3 +68,20 @@ func TestConfigConcurrentAnswers(t *testing.T) {
 		})
 	}
 }
+
+// TestConfigBlankTakesTheDefault: a blank answer to a field with a default
+// (http-request's auth_type, default none) is the field left out, as a form
+// sends a choice the user did not touch: it took the default when left
+// out, and was refused as "is required" when sent as "".
+func TestConfigBlankTakesTheDefault(t *testing.T) {
+	c := fdStart(t, testserver.Options{})
+	for _, blank := range []string{"", "  "} {
+		id := c.createTool("http-request")
+		path := fmt.Sprintf("/api/v1/agents/custom-tools/%d/provide-config/", id)
+		c.ok(200, "POST", path, map[string]any{"user_response": map[string]any{"base_url": "https://api.example.com"}})
+		v := c.ok(200, "POST", path, map[string]any{"user_response": map[string]any{"auth_type": blank}})
+		if v["is_configured"] != true || v["config"].(map[string]any)["auth_type"] != "none" {
+			t.Errorf("auth_type %q: %v, want configured with auth_type none", blank, v)
+		}
+	}
+}

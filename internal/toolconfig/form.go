@@ -18,8 +18,9 @@ const maxFieldBytes = 16 << 10
 
 // validateStep checks a user's answers against a form step. It returns the
 // accepted values (JSON values, defaults filled in) or a message per bad field.
-// A blank string answers an optional field as if it were left out, the way a
-// form sends an input the user did not fill in. A field with a required_when
+// A blank string answers an optional field, or one with a default, as if it
+// were left out, the way a form sends an input the user did not fill in (or
+// a choice left untouched). A field with a required_when
 // condition (see catalog.Field) is then checked against the values of the
 // fields it depends on.
 func validateStep(step *catalog.Step, answers map[string]json.RawMessage) (map[string]any, map[string]string) {
@@ -27,7 +28,7 @@ func validateStep(step *catalog.Step, answers map[string]json.RawMessage) (map[s
 	bad := map[string]string{}
 	for _, f := range step.Fields {
 		raw, given := answers[f.Name]
-		if given && (len(raw) == 0 || bytes.Equal(bytes.TrimSpace(raw), []byte("null")) || (!f.Required && isBlank(raw))) {
+		if given && (len(raw) == 0 || bytes.Equal(bytes.TrimSpace(raw), []byte("null")) || ((!f.Required || f.Default != "") && isBlank(raw))) {
 			given = false
 		}
 		if !given {
