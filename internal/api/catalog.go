@@ -6,7 +6,6 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/quiverhq/quiver/catalog"
-	"github.com/quiverhq/quiver/internal/problem"
 	"github.com/quiverhq/quiver/internal/store"
 )
 
@@ -65,7 +64,7 @@ func (s *Server) listCatalog(c *gin.Context) {
 func (s *Server) getCatalog(c *gin.Context) {
 	e, ok := s.Tools.Catalog().Get(c.Param("name"))
 	if !ok {
-		s.writeError(c, problem.New(problem.NotFound, "The catalog has no tool named %s.", quoted(c.Param("name"))))
+		s.writeError(c, s.Tools.NotInCatalog(c.Param("name")))
 		return
 	}
 	c.JSON(200, e)

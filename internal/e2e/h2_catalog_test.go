@@ -3,6 +3,7 @@ package e2e
 import (
 	"net/url"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/quiverhq/quiver/internal/testserver"
@@ -43,5 +44,31 @@ func TestCatalogCategoryIgnoresCase(t *testing.T) {
 
 	if got := names(base + "no-such-category"); len(got) != 0 {
 		t.Errorf("an unknown category lists %v", got)
+	}
+}
+
+// TestCatalogNameSuggested: catalog names are lower-case slugs, and one
+// given in another case or with spaces around it ("Tavily") is still a 404
+// (one name per tool, on every route that takes one), whose message now
+// names the tool it most likely means.
+func TestCatalogNameSuggested(t *testing.T) {
+	c := fdStart(t, testserver.Options{})
+	for _, tc := range []struct {
+		method, path string
+		body         any
+	}{
+		{"GET", "/api/v1/agents/tools/available/Tavily", nil},
+		{"GET", "/api/v1/agents/tools/available/%20tavily", nil},
+		{"POST", "/api/v1/agents/custom-tools/", map[string]any{"mcp_tool": "TAVILY"}},
+		{"POST", "/api/v1/agents/custom-tools/", map[string]any{"mcp_tool": "tavily\n"}},
+	} {
+		m := c.fail(404, "not_found", tc.method, tc.path, tc.body)
+		if msg, _ := m["message"].(string); !strings.HasSuffix(msg, `; did you mean "tavily"?`) {
+			t.Errorf("%s %s %v: %q, want it to suggest tavily", tc.method, tc.path, tc.body, msg)
+		}
+	}
+	m := c.fail(404, "not_found", "GET", "/api/v1/agents/tools/available/nothing-like-it", nil)
+	if m["message"] != `The catalog has no tool named "nothing-like-it".` {
+		t.Errorf("no suggestion: %v", m["message"])
 	}
 }

@@ -43,7 +43,7 @@ func TestNotFoundQuotesInputShort(t *testing.T) {
 	}
 
 	m := c.fail(404, "not_found", "GET", "/api/v1/agents/tools/available/%20tavily", nil)
-	if m["message"] != `The catalog has no tool named " tavily".` {
+	if m["message"] != `The catalog has no tool named " tavily"; did you mean "tavily"?` {
 		t.Errorf("short name: %v", m["message"])
 	}
 }

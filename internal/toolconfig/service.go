@@ -129,7 +129,7 @@ func (s *Service) get(ctx context.Context, accountID, id int64) (*store.Tool, *c
 func (s *Service) Create(ctx context.Context, accountID int64, catalogName, name string) (*View, error) {
 	e, ok := s.opts.Catalog.Get(catalogName)
 	if !ok {
-		return nil, problem.New(problem.NotFound, "The catalog has no tool named %s.", quoted(catalogName))
+		return nil, s.NotInCatalog(catalogName)
 	}
 	first, _ := e.Step(0)
 	state, err := Transition("", EventCreated, first)
