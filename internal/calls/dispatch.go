@@ -214,7 +214,7 @@ func (c *call) unknown(ctx context.Context, rt *toolconfig.Resolved, action *con
 			// nowhere), or by a Complete of this call that committed with
 			// its reply lost, which unstored could not read back: the row's
 			// outcome is then the answer, as it is every retry's.
-			r, early := c.ownRow(ctx, callID)
+			r, early, rerr := c.ownRow(ctx, callID)
 			switch {
 			case r != nil && r.State == store.IdemSucceeded && c.outcome != "":
 				c.cacheOutcome(ctx, callID, replaycache.StateSucceeded, 200, ContentType, r.Response, r.ReadOnly, rowTTL(r))
@@ -223,6 +223,9 @@ func (c *call) unknown(ctx context.Context, rt *toolconfig.Resolved, action *con
 				recorded = true
 			case err != nil:
 				e.opts.Logger.ErrorContext(ctx, "recording an unknown outcome failed; the sweeper will", "call_id", callID, "error", err)
+				if rerr != nil && early {
+					go c.countLater(context.WithoutCancel(ctx), callID)
+				}
 			}
 		}
 		// Only what the row says goes to the cache. A row this call could
@@ -247,20 +250,42 @@ func (c *call) unknown(ctx context.Context, rt *toolconfig.Resolved, action *con
 
 // ownRow reads the key's row after a MarkUnknown that did not mark it, and
 // returns it when it holds this call (nil otherwise), with whether it was
-// read before c.leaseUntil, when the lease ends at the earliest. A row read
-// so as outcome_unknown was marked by this call: the sweeper marks only
-// rows whose lease ran out on the database's clock, and nothing else marks
-// a row so; read later, the two cannot be told apart, and the call is left
-// to the sweeper.
-func (c *call) ownRow(ctx context.Context, callID string) (*store.IdemRecord, bool) {
+// read before c.leaseUntil, when the lease ends at the earliest, and the
+// read's error. A row read so as outcome_unknown was marked by this call:
+// the sweeper marks only rows whose lease ran out on the database's clock,
+// and nothing else marks a row so; read later, the two cannot be told
+// apart, and the call is left to the sweeper.
+func (c *call) ownRow(ctx context.Context, callID string) (*store.IdemRecord, bool, error) {
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
 	defer cancel()
 	r, err := c.e.opts.Store.GetIdem(rctx, c.req.AccountID, c.req.Key)
 	early := time.Now().Before(c.leaseUntil)
 	if err != nil || r.CallID != callID {
-		return nil, false
+		return nil, early, err
 	}
-	return r, early
+	return r, early, nil
+}
+
+// countLater reads the key's row again, with a growing pause, while the
+// lease lasts, after a MarkUnknown that failed and a read of the row that
+// failed too (the database away for a moment): a row that then holds this
+// call as outcome_unknown was marked by that MarkUnknown (ownRow), and no
+// sweeper will count the call, so it is counted here. Any other answer, or
+// none before the lease is about to end, leaves the row to the sweeper. It
+// runs off the request and touches nothing of the call but what it reads.
+func (c *call) countLater(ctx context.Context, callID string) {
+	pause := 250 * time.Millisecond
+	for time.Now().Add(pause).Before(c.leaseUntil) {
+		time.Sleep(pause)
+		r, early, err := c.ownRow(ctx, callID)
+		if err == nil {
+			if r != nil && early && r.State == store.IdemOutcomeUnknown {
+				c.e.opts.Metrics.Calls.WithLabelValues("outcome_unknown").Inc() // its duration was observed
+			}
+			return
+		}
+		pause = min(2*pause, 2*time.Second)
+	}
 }
 
 // outcomeUnknown is the first answer of a call dispatched with no outcome.

@@ -86,28 +86,14 @@ func counted(t *testing.T, m *metrics.Metrics, outcome string) float64 {
 
 // lostReplyStore is the real store whose MarkUnknown commits and then
 // reports the database unreachable, as when a committed statement's reply
-// is lost on the way back. With loseComplete set, the next Complete that
-// commits does so too, and the read of the key's row after it fails.
+// is lost on the way back, and the next markGets reads of a row after it
+// fail too. With loseComplete set, the next Complete that commits does so
+// too, and the one read of the row after it fails.
 type lostReplyStore struct {
 	*changingStore
 	loseComplete atomic.Bool
-	failGet      atomic.Bool
-}
-
-func (s *lostReplyStore) Complete(ctx context.Context, accountID int64, key, token string, status int, contentType string, body []byte, entry *store.CallLog, earlier ...store.CallLog) (bool, error) {
-	ok, err := s.changingStore.Complete(ctx, accountID, key, token, status, contentType, body, entry, earlier...)
-	if err != nil || !ok || !s.loseComplete.CompareAndSwap(true, false) {
-		return ok, err
-	}
-	s.failGet.Store(true)
-	return false, fmt.Errorf("%w: the reply was lost", store.ErrUnavailable)
-}
-
-func (s *lostReplyStore) GetIdem(ctx context.Context, accountID int64, key string) (*store.IdemRecord, error) {
-	if s.failGet.CompareAndSwap(true, false) {
-		return nil, fmt.Errorf("%w: no answer", store.ErrUnavailable)
-	}
-	return s.changingStore.GetIdem(ctx, accountID, key)
+	markGets     int32
+	failGets     atomic.Int32 // reads left to fail
 }
 
 func (s *lostReplyStore) MarkUnknown(ctx context.Context, accountID int64, key, token string, entry *store.CallLog, earlier ...store.CallLog) (bool, error) {
@@ -115,7 +101,26 @@ func (s *lostReplyStore) MarkUnknown(ctx context.Context, accountID int64, key, 
 	if err != nil || !ok {
 		return ok, err
 	}
+	s.failGets.Store(s.markGets)
 	return false, fmt.Errorf("%w: the reply was lost", store.ErrUnavailable)
+}
+
+func (s *lostReplyStore) Complete(ctx context.Context, accountID int64, key, token string, status int, contentType string, body []byte, entry *store.CallLog, earlier ...store.CallLog) (bool, error) {
+	ok, err := s.changingStore.Complete(ctx, accountID, key, token, status, contentType, body, entry, earlier...)
+	if err != nil || !ok || !s.loseComplete.CompareAndSwap(true, false) {
+		return ok, err
+	}
+	s.failGets.Store(1)
+	return false, fmt.Errorf("%w: the reply was lost", store.ErrUnavailable)
+}
+
+func (s *lostReplyStore) GetIdem(ctx context.Context, accountID int64, key string) (*store.IdemRecord, error) {
+	for n := s.failGets.Load(); n > 0; n = s.failGets.Load() {
+		if s.failGets.CompareAndSwap(n, n-1) {
+			return nil, fmt.Errorf("%w: no answer", store.ErrUnavailable)
+		}
+	}
+	return s.changingStore.GetIdem(ctx, accountID, key)
 }
 
 // unknownConnector offers one non-retryable action, send, whose every call
@@ -168,5 +173,34 @@ func TestStoredOutcomeAnsweredWhenItsReplyAndReadWereLost(t *testing.T) {
 				t.Fatalf("the tool got %v, want one call", got)
 			}
 		})
+	}
+}
+
+// TestUnknownOutcomeCountedOnceTheRowCanBeRead: as
+// TestUnknownOutcomeCountedWhenItsReplyWasLost, with the read of the row
+// after the lost reply failing too, twice (the database away for a
+// moment): the row is read again while the lease lasts, and the call is
+// counted once it is, in the background.
+func TestUnknownOutcomeCountedOnceTheRowCanBeRead(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s, acct, row := toolInStore(t, storeModes()["postgres"](t), "lostreads", `{"base_url":"x"}`)
+	st := &lostReplyStore{changingStore: &changingStore{Store: s, t: t}, markGets: 2}
+	m := metrics.New()
+	e := calls.New(calls.Options{Store: st, Tools: &cachingTools{s: st.changingStore, conn: unknownConnector{}},
+		Cache: replaycache.NewMemory(), Metrics: m, CallTimeout: 5 * time.Second, Lease: 8 * time.Second, IdempotencyTTL: time.Hour})
+	body := []byte(fmt.Sprintf(`{"tool": %d, "action": "send", "arguments": {}}`, row.ID))
+	_, err := e.Call(ctx, calls.Request{AccountID: acct.ID, Body: body, Key: "lostreads", HasKey: true})
+	if p, ok := problem.As(err); !ok || p.HTTPStatus() != 504 {
+		t.Fatalf("the call: %v, want 504 tool_outcome_unknown", err)
+	}
+	for deadline := time.Now().Add(5 * time.Second); counted(t, m, "outcome_unknown") != 1; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("quiver_calls_total{outcome=\"outcome_unknown\"} = %v once the row can be read, want 1", counted(t, m, "outcome_unknown"))
+		}
+	}
+	e.Sweep(ctx)
+	if n := counted(t, m, "outcome_unknown"); n != 1 {
+		t.Fatalf("quiver_calls_total{outcome=\"outcome_unknown\"} = %v after a sweep, want 1", n)
 	}
 }
