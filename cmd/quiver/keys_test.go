@@ -47,3 +47,29 @@ func TestKeysCreateSaysReadOnly(t *testing.T) {
 		t.Errorf("full key: %q", out.String())
 	}
 }
+
+// TestKeysRevokeTrimsAndSaysMalformed: a key pasted with the space or line
+// break beside it was "no such key", and kept working; it is the key
+// without them. Something that is no API key at all is said to be none,
+// not looked for.
+func TestKeysRevokeTrimsAndSaysMalformed(t *testing.T) {
+	t.Setenv("QUIVER_DATA_DIR", t.TempDir())
+	var out bytes.Buffer
+	if err := run(context.Background(), []string{"keys", "create", "--account", "ops"}, &out, new(bytes.Buffer)); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	key := lines[len(lines)-1]
+	out.Reset()
+	if err := run(context.Background(), []string{"keys", "revoke", " " + key + "\n"}, &out, new(bytes.Buffer)); err != nil || out.String() != "revoked\n" {
+		t.Fatalf("revoke of the key with space around it: %v, %q", err, out.String())
+	}
+	err := run(context.Background(), []string{"keys", "revoke", key}, new(bytes.Buffer), new(bytes.Buffer))
+	if err == nil || !strings.Contains(err.Error(), "already revoked") {
+		t.Errorf("second revoke: %v", err)
+	}
+	err = run(context.Background(), []string{"keys", "revoke", "notakey"}, new(bytes.Buffer), new(bytes.Buffer))
+	if err == nil || !strings.Contains(err.Error(), "is not an API key") || strings.Contains(err.Error(), "notakey") {
+		t.Errorf("revoke notakey: %v, want it said to be no API key, without quoting it", err)
+	}
+}

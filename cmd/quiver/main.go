@@ -378,6 +378,12 @@ func (f *accountFlag) Set(v string) error {
 
 func keys(ctx context.Context, cfg *config.Config, logger *slog.Logger, args []string, stdout io.Writer) error {
 	if len(args) == 2 && args[0] == "revoke" {
+		// A key pasted with the space or line break beside it is that key;
+		// what is no key at all is not quoted back (it may be most of one).
+		key := strings.TrimSpace(args[1])
+		if !accounts.WellFormed(key) {
+			return errors.New("revoke: no such key: that is not an API key (qv_ and 40 letters and digits, as keys create prints it)")
+		}
 		s, err := app.OpenStore(ctx, cfg, logger)
 		if err != nil {
 			return err
@@ -386,7 +392,7 @@ func keys(ctx context.Context, cfg *config.Config, logger *slog.Logger, args []s
 		if _, err := s.MigrateUp(ctx); err != nil {
 			return err
 		}
-		if err := accounts.New(s, 0, nil).Revoke(ctx, args[1]); errors.Is(err, store.ErrNotFound) {
+		if err := accounts.New(s, 0, nil).Revoke(ctx, key); errors.Is(err, store.ErrNotFound) {
 			return errors.New("revoke: no such key, or it is already revoked")
 		} else if err != nil {
 			return fmt.Errorf("revoke: %w", err)
