@@ -287,12 +287,8 @@ func inUTF8(data []byte, declared string) []byte {
 	return data
 }
 
-// maxBodyDepth is how deep a JSON body may nest and still come parsed:
-// half the MCP Go SDK's limit, which an agent's client holds a whole
-// tools/call answer to, leaving room for the envelopes around the body
-// (REST's, MCP's) and for decoders that recurse (Python's json stops near
-// 1000 levels). Real APIs nest a few dozen deep at most.
-const maxBodyDepth = jsondepth.SDKLimit / 2
+// maxBodyDepth is how deep a JSON body may nest and still come parsed.
+const maxBodyDepth = jsondepth.ResultLimit
 
 // decodeBody is the parsed JSON for a JSON response, else the text, of a
 // body already in UTF-8 where it could be (inUTF8); else base64 for bytes

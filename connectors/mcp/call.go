@@ -121,14 +121,16 @@ func (c *Connector) decoded(raw json.RawMessage) (connectors.Result, error) {
 		Structured json.RawMessage `json:"structuredContent"`
 	}
 	if sdkDecode(raw, &common) == nil && len(common.Content) == 1 && common.Content[0] != nil &&
-		common.Content[0].Type == "text" && json.Valid([]byte(common.Content[0].Text)) {
+		common.Content[0].Type == "text" && jsonText(common.Content[0].Text) {
 		out := connectors.Result{IsError: common.IsError,
 			Content: json.RawMessage(bytes.TrimSpace([]byte(common.Content[0].Text)))}
 		// Most tools' text is their structured content serialized, byte
 		// for byte (the Go SDK's typed tools): no second decode then. The
 		// server's own JSON of it is kept, where the SDK's any would round
 		// numbers past 2^53 and sort keys.
-		out.Structured = otherJSON(out.Content, common.Structured)
+		if !tooDeep(common.Structured) {
+			out.Structured = otherJSON(out.Content, common.Structured)
+		}
 		return c.checked(out)
 	}
 	var res mcp.CallToolResult
@@ -202,20 +204,21 @@ func (c *Connector) unfamiliar(raw json.RawMessage, err error) (connectors.Resul
 func (c *Connector) result(res *mcp.CallToolResult, structured json.RawMessage) (connectors.Result, error) {
 	out := connectors.Result{IsError: res.IsError}
 	var err error
+	if res.StructuredContent != nil && len(structured) == 0 {
+		structured, err = json.Marshal(res.StructuredContent)
+	}
+	if tooDeep(structured) {
+		res.StructuredContent, structured = nil, nil
+	}
 	switch {
+	case err != nil:
 	case len(res.Content) == 1 && isJSONText(res.Content[0]):
 		out.Content = json.RawMessage(bytes.TrimSpace([]byte(res.Content[0].(*mcp.TextContent).Text)))
 		if res.StructuredContent != nil {
-			if len(structured) == 0 {
-				structured, err = json.Marshal(res.StructuredContent)
-			}
 			out.Structured = otherJSON(out.Content, structured)
 		}
 	case res.StructuredContent != nil && structuredIsResult(res.IsError, len(res.Content)):
 		out.Content = structured
-		if len(out.Content) == 0 {
-			out.Content, err = json.Marshal(res.StructuredContent)
-		}
 	default:
 		content := res.Content
 		if content == nil {
@@ -275,9 +278,24 @@ func otherJSON(content, structured json.RawMessage) json.RawMessage {
 	return b.Bytes()
 }
 
+// tooDeep reports whether structured content nests deeper than clients
+// read (jsondepth.ResultLimit): it is then left out, and the result is the
+// content beside it.
+func tooDeep(structured json.RawMessage) bool {
+	return jsondepth.Exceeds(structured, jsondepth.ResultLimit)
+}
+
 func isJSONText(content mcp.Content) bool {
 	t, ok := content.(*mcp.TextContent)
-	return ok && json.Valid([]byte(t.Text))
+	return ok && jsonText(t.Text)
+}
+
+// jsonText reports whether a text block is JSON to pass on parsed: valid,
+// and nested no deeper than clients read (jsondepth.ResultLimit). Deeper
+// text stays the content it came as.
+func jsonText(text string) bool {
+	b := []byte(text)
+	return json.Valid(b) && !jsondepth.Exceeds(b, jsondepth.ResultLimit)
 }
 
 // isErrorPayload reports whether content is a JSON object whose "error"

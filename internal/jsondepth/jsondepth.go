@@ -10,6 +10,14 @@ import "bytes"
 // SDKLimit is the SDK's limit (internal/json's defaultMaxDepth).
 const SDKLimit = 1000
 
+// ResultLimit is how deep a tool's result may nest and still be passed on
+// parsed, as JSON, rather than as the text it came in: half SDKLimit,
+// which an agent's client holds a whole tools/call answer to, leaving room
+// for the envelopes around a result (REST's, MCP's) and for decoders that
+// recurse (Python's json stops near 1000 levels). Real results nest a few
+// dozen deep at most.
+const ResultLimit = SDKLimit / 2
+
 // Exceeds reports whether JSON data nests arrays and objects more than
 // limit deep, counted as the SDK counts: brackets outside strings, a
 // closing one below zero ignored. Data with no more than limit brackets in
