@@ -150,3 +150,26 @@ func TestPprofWarning(t *testing.T) {
 		}
 	}
 }
+
+// TestDatabaseURLPort: a DATABASE_URL port of 0 or past 65535 is refused
+// with the configuration, naming the port as REDIS_URL's is; pgx refused it
+// only once a command opened the database, quoting the whole URL. Each
+// host of a multi-host URL is checked.
+func TestDatabaseURLPort(t *testing.T) {
+	for _, v := range []string{
+		"postgres://u:s3cret@127.0.0.1:99999/q",
+		"postgres://u@127.0.0.1:0/q",
+		"postgresql://u@db1:5432,db2:70000/q",
+		"postgres://u@[::1]:65536/q",
+	} {
+		_, err := parse(map[string]string{"DATABASE_URL": v, "QUIVER_SECRET_KEY": "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA="})
+		if err == nil || !strings.Contains(err.Error(), "DATABASE_URL: port ") || !strings.Contains(err.Error(), "is not from 1 to 65535") || strings.Contains(err.Error(), "s3cret") {
+			t.Errorf("DATABASE_URL=%q: err = %v", v, err)
+		}
+	}
+	for _, v := range []string{"postgres://u@127.0.0.1:5432/q", "postgres://u@db1,db2:5433/q", "postgres://u@[::1]/q", "postgres:///q?host=/tmp"} {
+		if _, err := parse(map[string]string{"DATABASE_URL": v, "QUIVER_SECRET_KEY": "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA="}); err != nil {
+			t.Errorf("DATABASE_URL=%q: %v", v, err)
+		}
+	}
+}

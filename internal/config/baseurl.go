@@ -74,6 +74,20 @@ func rawPort(raw string) (string, bool) {
 	return port, ok && port != ""
 }
 
+// badHostPort returns the first port of a libpq URL's hosts (h1:5432,h2)
+// that no host can have, if one is.
+func badHostPort(hosts string) (string, bool) {
+	for _, h := range strings.Split(hosts, ",") {
+		if i := strings.LastIndexByte(h, ']'); i >= 0 {
+			h = h[i+1:]
+		}
+		if _, port, ok := strings.Cut(h, ":"); ok && port != "" && !validPort(port) {
+			return port, true
+		}
+	}
+	return "", false
+}
+
 // validPort reports whether port, a URL's digits, is one a host can have.
 func validPort(port string) bool {
 	n, err := strconv.Atoi(port)

@@ -398,6 +398,9 @@ func (c *Config) validate(sealing bool) error {
 			errs = append(errs, errors.New("DATABASE_URL: cannot be parsed as a URL (postgres://USER:PASSWORD@HOST:5432/DATABASE)"))
 		} else if u.Scheme != "postgres" && u.Scheme != "postgresql" {
 			errs = append(errs, errors.New("DATABASE_URL: must be a postgres:// (or postgresql://) URL"))
+		} else if port, ok := badHostPort(u.Host); ok {
+			// pgx refused it only once a command opened the database.
+			errs = append(errs, fmt.Errorf("DATABASE_URL: port %q is not from 1 to 65535", port))
 		}
 		if c.SecretKey == "" && sealing {
 			errs = append(errs, errors.New("QUIVER_SECRET_KEY: required when DATABASE_URL is set (32 bytes, base64)"))
