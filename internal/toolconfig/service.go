@@ -120,7 +120,7 @@ func (s *Service) get(ctx context.Context, accountID, id int64) (*store.Tool, *c
 	}
 	e, ok := s.opts.Catalog.Get(t.CatalogName)
 	if !ok {
-		return nil, nil, fmt.Errorf("toolconfig: tool %d names catalog entry %q, which this server does not have", id, t.CatalogName)
+		return nil, nil, s.notInThisCatalog(ctx, t)
 	}
 	return t, e, nil
 }
