@@ -73,3 +73,15 @@ func TestKeysRevokeTrimsAndSaysMalformed(t *testing.T) {
 		t.Errorf("revoke notakey: %v, want it said to be no API key, without quoting it", err)
 	}
 }
+
+// TestKeysCreateInvisibleName: an account name of only invisible
+// characters (a zero-width space) is as blank as one of spaces, and
+// refused the same way.
+func TestKeysCreateInvisibleName(t *testing.T) {
+	t.Setenv("QUIVER_DATA_DIR", t.TempDir())
+	var out bytes.Buffer
+	err := run(context.Background(), []string{"keys", "create", "--account", "\u200b\ufeff"}, &out, new(bytes.Buffer))
+	if err == nil || !strings.Contains(err.Error(), "not blank") || out.Len() != 0 {
+		t.Errorf("invisible account name: %v, stdout %q", err, out.String())
+	}
+}

@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/quiverhq/quiver/internal/problem"
@@ -94,6 +95,13 @@ func HasControl(s string) bool {
 	})
 }
 
+// Blank reports whether s shows nothing: it holds only white space and
+// invisible format characters (zero-width spaces and joiners, a byte-order
+// mark), so a name of it is no name.
+func Blank(s string) bool {
+	return !strings.ContainsFunc(s, func(r rune) bool { return !unicode.IsSpace(r) && !unicode.Is(unicode.Cf, r) })
+}
+
 func notFound(id int64) *problem.Error {
 	return problem.New(problem.NotFound, "No agent with ID %d.", id)
 }
@@ -106,8 +114,8 @@ func (s *Service) Check(ctx context.Context, accountID int64, in Input, creating
 	if in.Name != nil {
 		n := strings.TrimSpace(*in.Name)
 		switch {
-		case n == "":
-			bad["name"] = "must not be empty"
+		case Blank(n):
+			bad["name"] = "must not be empty" // or only characters that show nothing
 		case utf8.RuneCountInString(n) > MaxNameLen:
 			bad["name"] = fmt.Sprintf("must be at most %d characters", MaxNameLen)
 		case HasControl(n):

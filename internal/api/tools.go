@@ -37,6 +37,9 @@ func (s *Server) createTool(c *gin.Context) {
 	}
 	f.get("name", &label, "a string")
 	label = strings.TrimSpace(label) // counted as kept, as an agent's name is
+	if agents.Blank(label) {
+		label = "" // shows nothing: the catalog name, as for a blank one
+	}
 	switch {
 	case utf8.RuneCountInString(label) > 200:
 		f.bad["name"] = "must be at most 200 characters"
