@@ -415,7 +415,8 @@ func keys(ctx context.Context, cfg *config.Config, logger *slog.Logger, args []s
 		return fmt.Errorf("keys create: unexpected argument %q", fs.Arg(0))
 	}
 	name.value = strings.TrimSpace(name.value) // " alice" is alice, not a second account
-	if agents.Blank(name.value) { // nothing, or only characters that show nothing
+	// Blank: nothing, or only characters that show nothing.
+	if agents.Blank(name.value) {
 		return errors.New("usage: quiver keys create --account NAME (a name that is not blank)")
 	}
 	if isKeysCreateFlag(name.value) {
