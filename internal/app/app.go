@@ -11,8 +11,6 @@ import (
 	"log/slog"
 	"maps"
 	"net/http"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -36,7 +34,6 @@ import (
 	"github.com/quiverhq/quiver/internal/metrics"
 	"github.com/quiverhq/quiver/internal/oauth"
 	"github.com/quiverhq/quiver/internal/replaycache"
-	"github.com/quiverhq/quiver/internal/secrets"
 	"github.com/quiverhq/quiver/internal/store"
 	"github.com/quiverhq/quiver/internal/toolconfig"
 )
@@ -78,61 +75,6 @@ func openStore(ctx context.Context, cfg *config.Config, logger *slog.Logger, end
 	}
 	return s, err
 }
-
-// SecretBox returns the box for QUIVER_SECRET_KEY, or for the key file in
-// the data folder in the embedded default. made is the key file's path if
-// this call created it, else "".
-func SecretBox(cfg *config.Config) (box *secrets.Box, made string, err error) {
-	var key []byte
-	if cfg.SecretKey != "" {
-		key, err = secrets.ParseKey(cfg.SecretKey)
-		if err != nil {
-			return nil, "", fmt.Errorf("QUIVER_SECRET_KEY: %w", err)
-		}
-	} else {
-		path := keyFile(cfg)
-		var created bool
-		key, created, err = secrets.LoadOrCreateKeyFile(path)
-		if err != nil {
-			return nil, "", fmt.Errorf("QUIVER_SECRET_KEY (generated in %s): %w", cfg.DataDir, err)
-		}
-		if created {
-			made = path
-		}
-	}
-	box, err = secrets.New(key)
-	return box, made, err
-}
-
-// checkSecretKey refuses a key that cannot open the secrets the database
-// already holds: served, every read and call of those tools would fail.
-// made is the key file SecretBox created, removed here if refused, so the
-// next start does not take a wrong key for the right one.
-func checkSecretKey(ctx context.Context, st *store.Store, box *secrets.Box, cfg *config.Config, made string) error {
-	sealed, err := st.SealedSample(ctx)
-	if err != nil || sealed == "" {
-		return err
-	}
-	if _, err := box.Open(sealed); err == nil {
-		return nil
-	}
-	const fix = "they were sealed with another key. Start Quiver with the key that sealed them"
-	switch {
-	case cfg.SecretKey != "":
-		return fmt.Errorf("QUIVER_SECRET_KEY cannot open the secrets this database already holds: %s", fix)
-	case made != "":
-		if err := os.Remove(made); err != nil {
-			return fmt.Errorf("%s was missing, and the new key made in its place cannot open the secrets this database already holds (%s); remove that new file: %w", made, fix, err)
-		}
-		return fmt.Errorf("%s is missing, and a new key cannot open the secrets this database already holds: %s (put its key file back, or set QUIVER_SECRET_KEY)", made, fix)
-	default:
-		return fmt.Errorf("%s cannot open the secrets this database already holds: %s (put its key file back, or set QUIVER_SECRET_KEY)",
-			keyFile(cfg), fix)
-	}
-}
-
-// keyFile is where the embedded default keeps its generated secret key.
-func keyFile(cfg *config.Config) string { return filepath.Join(cfg.DataDir, "secret.key") }
 
 // New builds an App: it opens and migrates the database and connects to
 // Redis if configured.
@@ -363,6 +305,9 @@ func (a *App) RunBackground(ctx context.Context) {
 			a.Logger.Debug("sealing tool URLs an older build stored plain stopped with the server", "sealed", n)
 		case n > 0:
 			a.Logger.Info("sealed tool URLs an older build stored plain", "tools", n)
+		}
+		if ctx.Err() == nil && a.Tools.Rotating() {
+			a.rekey(ctx)
 		}
 	}()
 	a.Engine.Run(ctx)

@@ -58,10 +58,14 @@ type Config struct {
 	DataDir     string // QUIVER_DATA_DIR
 	// SecretKey is the base64 key from QUIVER_SECRET_KEY; empty means a key
 	// generated into DataDir (embedded default only).
-	SecretKey      string
-	CallTimeout    time.Duration // QUIVER_CALL_TIMEOUT
-	LeaseGrace     time.Duration // QUIVER_LEASE_GRACE: added to CallTimeout for a dispatched call's lease
-	IdempotencyTTL time.Duration // QUIVER_IDEMPOTENCY_TTL
+	SecretKey string
+	// SecretKeysPrevious are the keys SecretKey replaces, from
+	// QUIVER_SECRET_KEY_PREVIOUS (comma-separated): they open what they
+	// sealed until serve has sealed it again with SecretKey.
+	SecretKeysPrevious []string
+	CallTimeout        time.Duration // QUIVER_CALL_TIMEOUT
+	LeaseGrace         time.Duration // QUIVER_LEASE_GRACE: added to CallTimeout for a dispatched call's lease
+	IdempotencyTTL     time.Duration // QUIVER_IDEMPOTENCY_TTL
 	// CallLogRetention is how long call log entries are kept
 	// (QUIVER_CALL_LOG_RETENTION); zero ("0") keeps every entry.
 	CallLogRetention time.Duration
@@ -187,29 +191,30 @@ func parseFor(getenv func(string) string, environ []string, sealing bool) (*Conf
 		return b
 	}
 	c := &Config{
-		Addr:             str("QUIVER_ADDR", DefaultAddr),
-		PprofAddr:        str("QUIVER_PPROF_ADDR", ""),
-		DatabaseURL:      str("DATABASE_URL", ""),
-		DBMaxConns:       DefaultDBMaxConns,
-		RedisURL:         str("REDIS_URL", ""),
-		RedisPrefix:      str("QUIVER_REDIS_PREFIX", "quiver:"),
-		DataDir:          str("QUIVER_DATA_DIR", DefaultDataDir),
-		SecretKey:        str("QUIVER_SECRET_KEY", ""),
-		CallTimeout:      dur("QUIVER_CALL_TIMEOUT", DefaultCallTimeout),
-		LeaseGrace:       dur("QUIVER_LEASE_GRACE", DefaultLeaseGrace),
-		IdempotencyTTL:   dur("QUIVER_IDEMPOTENCY_TTL", DefaultIdempotencyTTL),
-		CallLogRetention: duration("QUIVER_CALL_LOG_RETENTION", DefaultCallLogRetention, "keep every entry"),
-		ShutdownDelay:    duration("QUIVER_SHUTDOWN_DELAY", DefaultShutdownDelay, "no delay"),
-		SweepInterval:    dur("QUIVER_SWEEP_INTERVAL", DefaultSweepInterval),
-		CacheTTL:         dur("QUIVER_CACHE_TTL", DefaultCacheTTL),
-		RelistInterval:   dur("QUIVER_MCP_RELIST_INTERVAL", DefaultRelistInterval),
-		PublicURL:        strings.TrimRight(str("QUIVER_PUBLIC_URL", DefaultPublicURL), "/"),
-		TavilyBaseURL:    strings.TrimRight(str("QUIVER_TAVILY_BASE_URL", DefaultTavilyBaseURL), "/"),
-		BodyLimit:        DefaultBodyLimit,
-		AllowPrivate:     boolean("QUIVER_EGRESS_ALLOW_PRIVATE"),
-		LogLevel:         strings.ToLower(str("QUIVER_LOG_LEVEL", "info")),
-		OAuthClients:     map[string]OAuthClient{},
-		publicURLSet:     strings.TrimSpace(getenv("QUIVER_PUBLIC_URL")) != "",
+		Addr:               str("QUIVER_ADDR", DefaultAddr),
+		PprofAddr:          str("QUIVER_PPROF_ADDR", ""),
+		DatabaseURL:        str("DATABASE_URL", ""),
+		DBMaxConns:         DefaultDBMaxConns,
+		RedisURL:           str("REDIS_URL", ""),
+		RedisPrefix:        str("QUIVER_REDIS_PREFIX", "quiver:"),
+		DataDir:            str("QUIVER_DATA_DIR", DefaultDataDir),
+		SecretKey:          str("QUIVER_SECRET_KEY", ""),
+		SecretKeysPrevious: previousKeys(getenv),
+		CallTimeout:        dur("QUIVER_CALL_TIMEOUT", DefaultCallTimeout),
+		LeaseGrace:         dur("QUIVER_LEASE_GRACE", DefaultLeaseGrace),
+		IdempotencyTTL:     dur("QUIVER_IDEMPOTENCY_TTL", DefaultIdempotencyTTL),
+		CallLogRetention:   duration("QUIVER_CALL_LOG_RETENTION", DefaultCallLogRetention, "keep every entry"),
+		ShutdownDelay:      duration("QUIVER_SHUTDOWN_DELAY", DefaultShutdownDelay, "no delay"),
+		SweepInterval:      dur("QUIVER_SWEEP_INTERVAL", DefaultSweepInterval),
+		CacheTTL:           dur("QUIVER_CACHE_TTL", DefaultCacheTTL),
+		RelistInterval:     dur("QUIVER_MCP_RELIST_INTERVAL", DefaultRelistInterval),
+		PublicURL:          strings.TrimRight(str("QUIVER_PUBLIC_URL", DefaultPublicURL), "/"),
+		TavilyBaseURL:      strings.TrimRight(str("QUIVER_TAVILY_BASE_URL", DefaultTavilyBaseURL), "/"),
+		BodyLimit:          DefaultBodyLimit,
+		AllowPrivate:       boolean("QUIVER_EGRESS_ALLOW_PRIVATE"),
+		LogLevel:           strings.ToLower(str("QUIVER_LOG_LEVEL", "info")),
+		OAuthClients:       map[string]OAuthClient{},
+		publicURLSet:       strings.TrimSpace(getenv("QUIVER_PUBLIC_URL")) != "",
 	}
 	if v := strings.TrimSpace(getenv("QUIVER_CALL_RATE_LIMIT")); v != "" {
 		f, err := strconv.ParseFloat(v, 64)
@@ -411,6 +416,7 @@ func (c *Config) validate(sealing bool) error {
 			errs = append(errs, fmt.Errorf("QUIVER_SECRET_KEY: %w (%s)", err, secretKeyHelp))
 		}
 	}
+	errs = append(errs, c.checkPreviousKeys())
 	if c.RedisURL != "" {
 		u, err := url.Parse(c.RedisURL)
 		if err != nil {

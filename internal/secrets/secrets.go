@@ -160,6 +160,9 @@ func (b *Box) Open(sealed string) ([]byte, error) {
 	return pt, err
 }
 
+// Rotating reports whether this Box holds keys its key replaces.
+func (b *Box) Rotating() bool { return len(b.previous) > 0 }
+
 // Stale reports whether sealed was made with a key this Box replaces: it
 // opens, and should be sealed again with the current key, after which the
 // previous key is no longer needed for it.

@@ -202,8 +202,19 @@ func (s *Store) ToolsWithPlainURLs(ctx context.Context, afterID int64, limit int
 	return ts, interpret(err)
 }
 
-// ResealTool writes t's config and secrets if the row is still at the
-// version the caller read. The version, state and updated_at stay: what the
+// ToolsWithSealed returns up to limit tools of any account, after afterID
+// in ID order, that hold a sealed value: secrets, an OAuth token, or one in
+// the plain configuration (a discovered provider's client secret and
+// resource): what toolconfig.Service.RekeyStored looks through.
+func (s *Store) ToolsWithSealed(ctx context.Context, afterID int64, limit int) ([]Tool, error) {
+	var ts []Tool
+	err := s.db.WithContext(ctx).Where("id > ? AND (secrets <> '' OR oauth_token <> '' OR config LIKE ?)", afterID, `%"v1:%`).
+		Order("id").Limit(limit).Find(&ts).Error
+	return ts, interpret(err)
+}
+
+// ResealTool writes t's config, secrets and OAuth token if the row is
+// still at the version the caller read. The version, state and updated_at stay: what the
 // row means is unchanged, and a writer that read it before (a token refresh
 // waiting on its provider, an OAuth callback exchanging its code) must not
 // fail for it; such a writer puts its own copy back, sealed again at the
@@ -211,7 +222,7 @@ func (s *Store) ToolsWithPlainURLs(ctx context.Context, afterID int64, limit int
 func (s *Store) ResealTool(ctx context.Context, t *Tool, wantVersion int64) error {
 	res := s.db.WithContext(ctx).Model(&Tool{}).
 		Where("id = ? AND account_id = ? AND version = ?", t.ID, t.AccountID, wantVersion).
-		UpdateColumns(map[string]any{"config": t.Config, "secrets": t.Secrets}) // not Updates, which sets updated_at
+		UpdateColumns(map[string]any{"config": t.Config, "secrets": t.Secrets, "oauth_token": t.OAuthToken}) // not Updates, which sets updated_at
 	if res.Error != nil {
 		return interpretWrite(res.Error)
 	}
