@@ -147,6 +147,7 @@ func parseAll(fsys fs.FS) ([]fileEntry, Problems) {
 		seen[e.Name] = file
 		entries = append(entries, fileEntry{file: file, entry: e})
 	}
+	problems = append(problems, providerConflicts(entries)...)
 	return entries, problems
 }
 

@@ -218,6 +218,7 @@ func (v *validator) fields(e *Entry, step int) {
 			}
 		}
 		v.condition(&e.Steps[step], f, at)
+		v.fieldFlow(f, at)
 		if looksSecret(f) && !f.Secret {
 			v.add(at("secret"), "field %q looks like a credential and must be marked secret: true", f.Name)
 		}
@@ -322,6 +323,7 @@ func (v *validator) oauth(e *Entry) {
 	default:
 		v.add("oauth.token_auth", "%q is not %s or %s", p.TokenAuth, TokenAuthPost, TokenAuthBasic)
 	}
+	v.oauthFlow(p)
 	for i, s := range p.Scopes {
 		if s == "" || strings.ContainsAny(s, " \t\n") {
 			v.add(field("oauth", "scopes", i), "%q is not a single scope", s)
