@@ -116,6 +116,12 @@ func (f *Flow) Callback(ctx context.Context, q url.Values) *Outcome {
 	defer cancel()
 	opts := append([]oauth2.AuthCodeOption{oauth2.VerifierOption(string(verifier))}, p.tokenParams...)
 	tok, err := p.cfg.Exchange(f.clientCtx(xctx), code, opts...)
+	if err == nil {
+		if err = checkTokenType(p, tok); err != nil && p.revocationURL != "" {
+			// Issued, and not kept: revoked as an unkept grant is.
+			f.revokePair(xctx, p, st.ToolID, tok.RefreshToken, tok.AccessToken)
+		}
+	}
 	if err != nil {
 		f.opts.Logger.WarnContext(ctx, "oauth code exchange failed", "tool", st.ToolID, "provider", p.name, "error", safeError(err))
 		return out(&Outcome{Status: http.StatusBadGateway, Reason: "exchange_failed", Title: "The connection failed",

@@ -356,6 +356,9 @@ func safeError(err error) string {
 		}
 		return fmt.Sprintf("provider answered %s (HTTP %d)", sanitizeCode(code), status)
 	}
+	if errors.Is(err, errTokenType) {
+		return "provider issued a token of a type other than bearer"
+	}
 	var ue interface{ Timeout() bool }
 	if errors.As(err, &ue) && ue.Timeout() {
 		return "provider timed out"
@@ -383,8 +386,50 @@ func sanitizeCode(code string) string {
 	return b.String()
 }
 
-// toToken converts an oauth2 token to the stored form.
+// toToken converts an oauth2 token to the stored form. A lifetime of 0 or
+// less (expires_in 0, or negative: a token said to be dead on arrival) is
+// no lifetime: the token is used until its server refuses it, and then
+// refreshed. Taken as given, a negative one made every call refresh first,
+// spending a rotating refresh token each time, and run with a token its
+// provider had called expired.
 func toToken(t *oauth2.Token) *toolconfig.Token {
+	now := time.Now().UTC()
+	expiry := t.Expiry.UTC()
+	if !expiry.IsZero() && !expiry.After(now) {
+		expiry = time.Time{}
+	}
 	return &toolconfig.Token{AccessToken: t.AccessToken, RefreshToken: t.RefreshToken, TokenType: t.TokenType,
-		Expiry: t.Expiry.UTC(), IssuedAt: time.Now().UTC()}
+		Expiry: expiry, IssuedAt: now}
+}
+
+// errTokenType is an exchange's token of a type Quiver does not send.
+var errTokenType = errors.New("oauth: the provider issued a token of a type other than bearer")
+
+// providerTokenTypes are, for the catalog's providers whose token
+// endpoints name their bearer tokens otherwise, those names: Slack's
+// oauth.v2.user.access answers token_type "user" (and its bot flow "bot")
+// for tokens it takes as bearer tokens.
+var providerTokenTypes = map[string][]string{
+	"slack": {"user", "bot"},
+}
+
+// checkTokenType is RFC 6749 §7.1 for a code exchange's token: a client
+// must not use an access token of a type it does not understand, and
+// Quiver sends every token as an RFC 6750 bearer token. Bearer (in any
+// case: RFC 6749 §5.1), none (oauth2 and most clients take none for
+// bearer) and p's own names of it pass; another type (mac, DPoP: tokens
+// bound to a key Quiver never proved) is worthless or refused as a bearer
+// token. A refresh's token is not checked: refused there, the rotated
+// refresh token that came with it would be lost, and a server that does
+// not take it as a bearer token answers 401, which is typed as ever.
+func checkTokenType(p *provider, t *oauth2.Token) error {
+	if t.TokenType == "" || strings.EqualFold(t.TokenType, "bearer") {
+		return nil
+	}
+	for _, name := range providerTokenTypes[p.name] {
+		if strings.EqualFold(t.TokenType, name) {
+			return nil
+		}
+	}
+	return errTokenType
 }
