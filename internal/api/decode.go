@@ -136,26 +136,9 @@ func (f *fields) err() error {
 func pathID(c *gin.Context, what string) (int64, error) {
 	id, err := strconv.ParseInt(c.Param("id"), 10, 64)
 	if err != nil || id <= 0 || strconv.FormatInt(id, 10) != c.Param("id") { // one spelling per ID: not +1 or 01
-		return 0, problem.New(problem.NotFound, "No %s with ID %s.", what, quoted(c.Param("id")))
+		return 0, problem.New(problem.NotFound, "No %s with ID %s.", what, problem.Quote(c.Param("id")))
 	}
 	return id, nil
-}
-
-// maxQuoted is how many characters of a caller's input a message quotes.
-const maxQuoted = 64
-
-// quoted is s as a message quotes it: in Go's quotes, cut to maxQuoted
-// characters with "…" where it was cut, so a megabyte sent is not a
-// megabyte answered.
-func quoted(s string) string {
-	n := 0
-	for i := range s {
-		if n == maxQuoted {
-			return strconv.Quote(s[:i] + "…")
-		}
-		n++
-	}
-	return strconv.Quote(s)
 }
 
 // The lists a cursor can continue, as named in store.Page.List. A filter

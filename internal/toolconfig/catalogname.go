@@ -14,9 +14,9 @@ import (
 // every route; one that differs from a name only in case or in the space
 // around it ("Tavily", "tavily\n") is told the name it most likely means.
 func (s *Service) NotInCatalog(name string) *problem.Error {
-	p := problem.New(problem.NotFound, "The catalog has no tool named %s.", quoted(name))
+	p := problem.New(problem.NotFound, "The catalog has no tool named %s.", problem.Quote(name))
 	if e, ok := s.opts.Catalog.Get(strings.ToLower(strings.TrimSpace(name))); ok {
-		p.Message = strings.TrimSuffix(p.Message, ".") + "; did you mean " + quoted(e.Name) + "?"
+		p.Message = strings.TrimSuffix(p.Message, ".") + "; did you mean " + problem.Quote(e.Name) + "?"
 	}
 	return p
 }
@@ -29,6 +29,6 @@ func (s *Service) notInThisCatalog(ctx context.Context, t *store.Tool) *problem.
 	s.opts.Logger.WarnContext(ctx, "tool of a catalog entry this server does not have", "tool", t.ID, "catalog", t.CatalogName)
 	return &problem.Error{Code: problem.Unavailable, RetryAfter: 5,
 		Message: fmt.Sprintf("Tool %d is a %s tool, which this server's catalog does not have: another version of Quiver connected it. "+
-			"Retry shortly, or delete the tool.", t.ID, quoted(t.CatalogName)),
+			"Retry shortly, or delete the tool.", t.ID, problem.Quote(t.CatalogName)),
 		Err: fmt.Errorf("toolconfig: tool %d names catalog entry %q, which this server does not have", t.ID, t.CatalogName)}
 }

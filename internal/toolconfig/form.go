@@ -11,6 +11,7 @@ import (
 	"github.com/quiverhq/quiver/catalog"
 	"github.com/quiverhq/quiver/connectors"
 	"github.com/quiverhq/quiver/internal/editdistance"
+	"github.com/quiverhq/quiver/internal/problem"
 )
 
 // maxFieldBytes bounds one answer, so a form cannot be used to store blobs.
@@ -200,10 +201,10 @@ func parseField(f *catalog.Field, raw json.RawMessage) (any, string) {
 			// What a name may be beyond this is the connector's to say
 			// (an MCP server's headers: HTTP tokens, resolveTarget).
 			if strings.TrimSpace(k) == "" || strings.Contains(k, ":") || hasControl(k) {
-				return nil, fmt.Sprintf("has an invalid name %s", quoted(k))
+				return nil, fmt.Sprintf("has an invalid name %s", problem.Quote(k))
 			}
 			if hasControl(v) {
-				return nil, fmt.Sprintf("has a value for %s that is not one line of text (it holds a control character)", quoted(k))
+				return nil, fmt.Sprintf("has a value for %s that is not one line of text (it holds a control character)", problem.Quote(k))
 			}
 		}
 		return obj, ""

@@ -1,7 +1,6 @@
 package toolconfig
 
 import (
-	"strconv"
 	"time"
 
 	"github.com/quiverhq/quiver/catalog"
@@ -48,19 +47,3 @@ const ReadOnlyKey = "read_only_key"
 
 // toUTC drops the monotonic reading and zone so JSON shows RFC 3339 UTC.
 func toUTC(t time.Time) time.Time { return t.UTC().Truncate(time.Second) }
-
-// maxQuoted is how many characters of a caller's input a message quotes.
-const maxQuoted = 64
-
-// quoted is s as a message quotes it: in Go's quotes, cut to maxQuoted
-// characters with "…" where it was cut (api quotes path input alike).
-func quoted(s string) string {
-	n := 0
-	for i := range s {
-		if n == maxQuoted {
-			return strconv.Quote(s[:i] + "…")
-		}
-		n++
-	}
-	return strconv.Quote(s)
-}
