@@ -56,6 +56,14 @@ func (f *Flow) Callback(ctx context.Context, q url.Values) *Outcome {
 		return o
 	}
 	if e := q.Get("error"); e != "" {
+		// RFC 9207 §2.4: an error response's iss is checked as a
+		// success's is. One from another server (a mix-up) is not this
+		// tool's server's verdict, and is told as what it is.
+		if t, err := f.opts.Store.GetTool(ctx, st.AccountID, st.ToolID); err == nil {
+			if o := f.issuerRefused(ctx, t, q); o != nil {
+				return out(o)
+			}
+		}
 		if e == "access_denied" {
 			return out(&Outcome{Status: http.StatusForbidden, Reason: "denied", Title: "Authorization was declined",
 				Message: "The tool was not connected, because the authorization was declined at the provider. You can start again from Quiver at any time."})
@@ -92,14 +100,8 @@ func (f *Flow) Callback(ctx context.Context, q url.Values) *Outcome {
 		return out(&Outcome{Status: http.StatusConflict, Reason: "not_waiting", Title: "Nothing to connect",
 			Message: "The tool is not waiting for an authorization (it may be connected already, or was reset)."})
 	}
-	switch err := checkIssuer(t, q); {
-	case errors.Is(err, errIssuerMismatch):
-		f.opts.Logger.WarnContext(ctx, "oauth callback: the response names another issuer (RFC 9207); its code was not exchanged", "tool", st.ToolID)
-		return out(&Outcome{Status: http.StatusBadRequest, Reason: "issuer_mismatch", Title: "This answer came from another server",
-			Message: "The authorization answer names a different authorization server than the one this tool uses, so Quiver did not use it. Start the connection again from Quiver."})
-	case errors.Is(err, errIssuerMissing):
-		return out(&Outcome{Status: http.StatusBadRequest, Reason: "issuer_missing", Title: "This link is incomplete",
-			Message: "The authorization answer does not name its authorization server, which this tool's server always does, so Quiver did not use it. Start the connection again from Quiver."})
+	if o := f.issuerRefused(ctx, t, q); o != nil {
+		return out(o)
 	}
 	p, err := f.provider(t, e)
 	if err != nil {
@@ -176,6 +178,21 @@ func (f *Flow) revokeUnkept(ctx context.Context, p *provider, accountID, toolID 
 func (f *Flow) holdsNoGrant(ctx context.Context, accountID, toolID int64) bool {
 	t, err := f.opts.Store.GetTool(ctx, accountID, toolID)
 	return errors.Is(err, store.ErrNotFound) || err == nil && t.OAuthToken == ""
+}
+
+// issuerRefused is the outcome of an authorization response to t's flow
+// that checkIssuer refuses, or nil.
+func (f *Flow) issuerRefused(ctx context.Context, t *store.Tool, q url.Values) *Outcome {
+	switch err := checkIssuer(t, q); {
+	case errors.Is(err, errIssuerMismatch):
+		f.opts.Logger.WarnContext(ctx, "oauth callback: the response names another issuer (RFC 9207); it was not used", "tool", t.ID)
+		return &Outcome{Status: http.StatusBadRequest, Reason: "issuer_mismatch", Title: "This answer came from another server",
+			Message: "The authorization answer names a different authorization server than the one this tool uses, so Quiver did not use it. Start the connection again from Quiver."}
+	case errors.Is(err, errIssuerMissing):
+		return &Outcome{Status: http.StatusBadRequest, Reason: "issuer_missing", Title: "This link is incomplete",
+			Message: "The authorization answer does not name its authorization server, which this tool's server always does, so Quiver did not use it. Start the connection again from Quiver."}
+	}
+	return nil
 }
 
 // Errors of checkIssuer.
