@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 
 	"github.com/quiverhq/quiver/internal/store"
@@ -48,48 +47,17 @@ func (s *Service) RekeyStored(ctx context.Context, st RekeyStore) (changed, left
 		for i := range ts {
 			t := &ts[i]
 			after = t.ID
-			done, err := s.rekeyOne(ctx, st, t)
+			done, err := s.rewrite(ctx, st, t, func(t *store.Tool) (bool, error) { return s.rekeyed(t), nil })
 			switch {
 			case err != nil:
 				return changed, left, fmt.Errorf("toolconfig: sealing tool %d again: %w", t.ID, err)
-			case done == rekeyed:
+			case done == rewritten:
 				changed++
-			case done == rekeyLeft:
+			case done == rewriteLeft:
 				left++
 			}
 		}
 	}
-}
-
-type rekeyDone int
-
-const (
-	rekeyNone rekeyDone = iota // nothing of a previous key's
-	rekeyed
-	rekeyLeft
-)
-
-// rekeyOne seals t again, reading it again if it changed before the write.
-func (s *Service) rekeyOne(ctx context.Context, st RekeyStore, t *store.Tool) (rekeyDone, error) {
-	for range 3 {
-		if !s.rekeyed(t) {
-			return rekeyNone, nil
-		}
-		err := st.ResealTool(ctx, t, t.Version)
-		if err == nil {
-			s.invalidate(t.AccountID, t.ID)
-			return rekeyed, nil
-		}
-		if !errors.Is(err, store.ErrConflict) {
-			return rekeyNone, err
-		}
-		if t, err = st.GetTool(ctx, t.AccountID, t.ID); errors.Is(err, store.ErrNotFound) {
-			return rekeyNone, nil // deleted meanwhile
-		} else if err != nil {
-			return rekeyNone, err
-		}
-	}
-	return rekeyLeft, nil
 }
 
 // rekeyed seals again with the current key each value of t a previous key

@@ -56,26 +56,49 @@ func (s *Service) ResealStored(ctx context.Context, st ResealStore) (int, error)
 
 // resealOne reseals t, reading it again if it changed before the write.
 func (s *Service) resealOne(ctx context.Context, st ResealStore, t *store.Tool) (bool, error) {
+	done, err := s.rewrite(ctx, st, t, s.resealed)
+	return done == rewritten, err
+}
+
+// rewriteDone is what rewrite did.
+type rewriteDone int
+
+const (
+	rewriteNone rewriteDone = iota // nothing to change, or the tool is gone
+	rewritten
+	rewriteLeft // changed under it three times: a later start does it
+)
+
+// toolRewriter is what rewrite needs of the store.
+type toolRewriter interface {
+	GetTool(ctx context.Context, accountID, id int64) (*store.Tool, error)
+	ResealTool(ctx context.Context, t *store.Tool, wantVersion int64) error
+}
+
+// rewrite applies change to t and writes t back at the version it read
+// (ResealTool: the version stays), reading it again and starting over if
+// it changed before the write. change reports whether it changed t.
+func (s *Service) rewrite(ctx context.Context, st toolRewriter, t *store.Tool, change func(*store.Tool) (bool, error)) (rewriteDone, error) {
 	for range 3 {
-		changed, err := s.resealed(t)
+		changed, err := change(t)
 		if err != nil || !changed {
-			return false, err
+			return rewriteNone, err
 		}
 		err = st.ResealTool(ctx, t, t.Version)
 		if err == nil {
 			s.invalidate(t.AccountID, t.ID)
-			return true, nil
+			return rewritten, nil
 		}
 		if !errors.Is(err, store.ErrConflict) {
-			return false, err
+			return rewriteNone, err
 		}
 		if t, err = st.GetTool(ctx, t.AccountID, t.ID); errors.Is(err, store.ErrNotFound) {
-			return false, nil // deleted meanwhile
+			return rewriteNone, nil // deleted meanwhile
 		} else if err != nil {
-			return false, err
+			return rewriteNone, err
 		}
 	}
-	return false, nil // changed under us three times: its next write through Provide reseals it
+	return rewriteLeft, nil // its next write through Provide seals it as this build does
 }
 
 // resealed re-encodes t with what this build seals moved out of its plain
