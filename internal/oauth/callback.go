@@ -68,8 +68,12 @@ func (f *Flow) Callback(ctx context.Context, q url.Values) *Outcome {
 			return out(&Outcome{Status: http.StatusForbidden, Reason: "denied", Title: "Authorization was declined",
 				Message: "The tool was not connected, because the authorization was declined at the provider. You can start again from Quiver at any time."})
 		}
+		code := sanitizeCode(e)
+		if code == "" {
+			code = "unknown_error" // nothing of it is RFC 6749's alphabet
+		}
 		return out(&Outcome{Status: http.StatusBadGateway, Reason: "provider_error", Title: "The provider reported an error",
-			Message: "The provider answered with the error " + sanitizeCode(e) + ", so the tool was not connected. Start the connection again from Quiver."})
+			Message: "The provider answered with the error " + code + ", so the tool was not connected. Start the connection again from Quiver."})
 	}
 	code := q.Get("code")
 	if code == "" {
