@@ -110,6 +110,7 @@ func (v *validator) entry(e *Entry) {
 	v.steps(e)
 	v.oauth(e)
 	v.actions(e)
+	v.flow(e)
 }
 
 // kind checks what depends on the entry's type.

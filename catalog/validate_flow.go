@@ -135,3 +135,36 @@ func isHTTPURL(raw string) bool {
 	}
 	return true
 }
+
+// flow checks what the configuration flow relies on of an entry's steps:
+// only a form step is verified (an oauth step completes at the callback,
+// whatever verify says), and a custom MCP tool's first step is a form that
+// asks for the server's URL, which the mcp connector and OAuth discovery
+// read as the answer named url.
+func (v *validator) flow(e *Entry) {
+	for i := range e.Steps {
+		if s := &e.Steps[i]; s.Verify && s.Type != StepForm {
+			v.add(field("steps", i, "verify"), "only a form step is verified; a %s step completes without", s.Type)
+		}
+	}
+	if e.Type != TypeCustomMCP {
+		return
+	}
+	if len(e.Steps) == 0 || e.Steps[0].Type != StepForm {
+		v.add(field("steps", 0, "type"), "a custom_mcp tool's first step is the form that asks for the server's url")
+		return
+	}
+	s := &e.Steps[0]
+	f, ok := s.Field("url")
+	if !ok {
+		v.add(field("steps", 0, "fields"), "a custom_mcp tool's first step asks for the server's url in a field named url")
+		return
+	}
+	j := slices.IndexFunc(s.Fields, func(x Field) bool { return x.Name == "url" })
+	if f.Type != FieldURL {
+		v.add(field("steps", 0, "fields", j, "type"), "the url of a custom_mcp tool is a url field, not %s", f.Type)
+	}
+	if !f.Required {
+		v.add(field("steps", 0, "fields", j, "required"), "the url of a custom_mcp tool is required")
+	}
+}

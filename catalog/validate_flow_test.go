@@ -62,6 +62,16 @@ func TestParseRefusesWhatTheFlowIgnores(t *testing.T) {
 		{"one provider, two authorization endpoints", map[string]string{"hosted.yaml": validOAuth,
 			"other.yaml": r(other, "https://example.com/oauth/authorize", "https://login.example.com/authorize", 1)},
 			"other.yaml: oauth.authorization_url: provider \"example\""},
+		{"verify on an oauth step", map[string]string{"hosted.yaml": r(validOAuth, "title: Connect}", "title: Connect, verify: true}", 1)},
+			"hosted.yaml: steps[0].verify: only a form step is verified"},
+		{"custom mcp without a url field", map[string]string{"custom.yaml": r(validCustom, "name: url,", "name: endpoint,", 1)},
+			"custom.yaml: steps[0].fields: a custom_mcp tool's first step asks for the server's url"},
+		{"custom mcp url not a url field", map[string]string{"custom.yaml": r(validCustom, "type: url", "type: string", 1)},
+			"custom.yaml: steps[0].fields[0].type: the url of a custom_mcp tool is a url field"},
+		{"custom mcp url optional", map[string]string{"custom.yaml": r(validCustom, "required: true", "required: false", 1)},
+			"custom.yaml: steps[0].fields[0].required: the url of a custom_mcp tool is required"},
+		{"custom mcp first step oauth", map[string]string{"custom.yaml": r(validCustom, "steps:\n", "steps:\n  - {id: oauth, type: oauth, title: Connect}\n", 1)},
+			"custom.yaml: steps[0].type: a custom_mcp tool's first step is the form"},
 		{"one provider, two token auth methods", map[string]string{"hosted.yaml": validOAuth,
 			"other.yaml": r(other, "  pkce: true\n", "  pkce: true\n  token_auth: client_secret_basic\n", 1)},
 			"other.yaml: oauth.token_auth: provider \"example\""},
@@ -88,6 +98,24 @@ func TestParseRefusesWhatTheFlowIgnores(t *testing.T) {
 	}
 }
 
+// validCustom is a custom MCP entry: its first step asks for the URL.
+const validCustom = `name: custom
+type: custom_mcp
+title: Custom
+description: Any MCP server.
+categories: [developer]
+auth: none
+connector: mcp
+steps:
+  - id: server
+    type: form
+    title: Server
+    verify: true
+    fields:
+      - {name: url, label: URL, type: url, required: true}
+      - {name: bearer_token, label: Token, type: string, secret: true}
+`
+
 // TestParseAcceptsWhatTheFlowApplies: the neighbours of those refusals
 // load: defaults the form would accept, a provider's own extra
 // parameters, and two entries of one provider that agree on its endpoints.
@@ -102,7 +130,7 @@ func TestParseAcceptsWhatTheFlowApplies(t *testing.T) {
       - {name: mode, label: Mode, type: enum, options: [a, b], pattern: "^[ab]$", default: a}`, 1)
 	hosted := r(validOAuth, "  pkce: true\n", "  pkce: true\n  extra_auth_params: {access_type: offline, prompt: consent}\n", 1)
 	other := r(r(validOAuth, "name: hosted", "name: other", 1), "scopes: [read]", "scopes: [write]", 1)
-	if _, err := catalog.Parse(mapFS(map[string]string{"demo.yaml": builtin, "hosted.yaml": hosted, "other.yaml": other})); err != nil {
+	if _, err := catalog.Parse(mapFS(map[string]string{"demo.yaml": builtin, "hosted.yaml": hosted, "other.yaml": other, "custom.yaml": validCustom})); err != nil {
 		t.Fatal(err)
 	}
 }
