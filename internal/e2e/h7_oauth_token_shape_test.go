@@ -86,7 +86,8 @@ func h7Setup(t *testing.T) (*oaProvider, *oaShaper, *testserver.Server) {
 // (GitHub's answers to some requests), connects it. Before, every type was
 // stored and sent as Bearer.
 func TestOAuthExchangeTokenType(t *testing.T) {
-	_, s, srv := h7Setup(t)
+	p, s, srv := h7Setup(t)
+	defer func() { oaNoSecrets(t, "server logs", srv.LogText(), p.issued()) }()
 	for _, tc := range []struct {
 		tokenType any
 		ok        bool
@@ -174,4 +175,38 @@ func TestOAuthRefreshExpiresIn(t *testing.T) {
 			t.Fatalf("expires_in %v: %d refreshes for three calls, want 1", v, n)
 		}
 	}
+}
+
+// TestOAuthRefreshWithoutAccessToken: a refresh answered 200 with no
+// access token (RFC 6749 §5.1 makes it required) is a failed refresh: the
+// call that found its token expired is 502 tool_unreachable with nothing
+// run and its key released, never dispatched with the expired token, and
+// the tool stays connected. No token reaches the logs.
+func TestOAuthRefreshWithoutAccessToken(t *testing.T) {
+	p := oaStartProvider(t)
+	counter, env := oaGitHub(t, p)
+	s := oaStartShaper(t, p)
+	env["QUIVER_OAUTH_GITHUB_TOKEN_URL"] = s.URL + "/token"
+	srv := testserver.Start(t, testserver.Options{Env: env})
+	s.set(map[string]any{"expires_in": 1})
+	id, step := oaCreate(t, srv, srv.Key, "github-mcp")
+	if status, body := oaCallback(t, srv, oaAuthorize(t, oaAuthURL(t, step))); status != 200 {
+		t.Fatalf("callback %d %s", status, body)
+	}
+	time.Sleep(1100 * time.Millisecond) // the token expired
+	s.set(map[string]any{"access_token": nil})
+	r := oaCall(t, srv, id, "increment", "Idempotency-Key", "h7-no-at")
+	if r.Status != 502 || r.JSON()["error"] != "tool_unreachable" {
+		t.Fatalf("refresh without an access token: %d %s, want 502 tool_unreachable", r.Status, r.Body)
+	}
+	if n := counter.Calls("increment"); n != 0 {
+		t.Fatalf("increment ran %d times", n)
+	}
+	if r := srv.Do("GET", "/api/v1/idempotency-keys/h7-no-at", nil); r.Status != 404 {
+		t.Fatalf("key: %d %s, want 404 (released)", r.Status, r.Body)
+	}
+	if !oaConfigured(t, srv, srv.Key, id) {
+		t.Fatal("the tool was disconnected")
+	}
+	oaNoSecrets(t, "server logs", srv.LogText(), p.issued())
 }
