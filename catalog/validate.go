@@ -39,6 +39,12 @@ func (ps Problems) Error() string {
 // Connector names known to the catalog; each is a package in connectors/.
 var knownConnectors = []string{"tavily", "browser", "http-request", "mcp"}
 
+// knownCategories are the groupings a user browses the catalog by
+// (?category=). An entry names only these, so that a near miss
+// ("developers", "Search") cannot split a category in two and leave the
+// entry out of its filter; a new grouping is added here.
+var knownCategories = []string{"browser", "communication", "custom", "data", "developer", "monitoring", "productivity", "search"}
+
 var (
 	slugRE     = regexp.MustCompile(`^[a-z][a-z0-9]*(-[a-z0-9]+)*$`)
 	idRE       = regexp.MustCompile(`^[a-z][a-z0-9_]*$`)
@@ -94,8 +100,11 @@ func (v *validator) entry(e *Entry) {
 		v.add("categories", "needs at least one category")
 	}
 	for i, c := range e.Categories {
-		if !slugRE.MatchString(c) {
+		switch {
+		case !slugRE.MatchString(c):
 			v.add(field("categories", i), "%q is not a lowercase slug", c)
+		case !slices.Contains(knownCategories, c):
+			v.add(field("categories", i), "%q is not one of the catalog's categories (%s); add a new one to knownCategories", c, strings.Join(knownCategories, ", "))
 		}
 	}
 	switch e.Auth {
@@ -161,6 +170,9 @@ func (v *validator) steps(e *Entry) {
 		v.uniqueID(at("id"), "step id", s.ID, ids)
 		if strings.TrimSpace(s.Title) == "" {
 			v.add(at("title"), "is required")
+		}
+		if strings.TrimSpace(s.Description) == "" { // the step a tool shows tells the user what to do
+			v.add(at("description"), "is required")
 		}
 		switch s.Type {
 		case StepForm:

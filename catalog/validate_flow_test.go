@@ -62,7 +62,7 @@ func TestParseRefusesWhatTheFlowIgnores(t *testing.T) {
 		{"one provider, two authorization endpoints", map[string]string{"hosted.yaml": validOAuth,
 			"other.yaml": r(other, "https://example.com/oauth/authorize", "https://login.example.com/authorize", 1)},
 			"other.yaml: oauth.authorization_url: provider \"example\""},
-		{"verify on an oauth step", map[string]string{"hosted.yaml": r(validOAuth, "title: Connect}", "title: Connect, verify: true}", 1)},
+		{"verify on an oauth step", map[string]string{"hosted.yaml": r(validOAuth, "description: Sign in.}", "description: Sign in., verify: true}", 1)},
 			"hosted.yaml: steps[0].verify: only a form step is verified"},
 		{"custom mcp without a url field", map[string]string{"custom.yaml": r(validCustom, "name: url,", "name: endpoint,", 1)},
 			"custom.yaml: steps[0].fields: a custom_mcp tool's first step asks for the server's url"},
@@ -70,8 +70,12 @@ func TestParseRefusesWhatTheFlowIgnores(t *testing.T) {
 			"custom.yaml: steps[0].fields[0].type: the url of a custom_mcp tool is a url field"},
 		{"custom mcp url optional", map[string]string{"custom.yaml": r(validCustom, "required: true", "required: false", 1)},
 			"custom.yaml: steps[0].fields[0].required: the url of a custom_mcp tool is required"},
-		{"custom mcp first step oauth", map[string]string{"custom.yaml": r(validCustom, "steps:\n", "steps:\n  - {id: oauth, type: oauth, title: Connect}\n", 1)},
+		{"custom mcp first step oauth", map[string]string{"custom.yaml": r(validCustom, "steps:\n", "steps:\n  - {id: oauth, type: oauth, title: Connect, description: Sign in.}\n", 1)},
 			"custom.yaml: steps[0].type: a custom_mcp tool's first step is the form"},
+		{"step without description", map[string]string{"hosted.yaml": r(validOAuth, ", description: Sign in.}", "}", 1)},
+			"hosted.yaml: steps[0].description: is required"},
+		{"category outside the catalog's", map[string]string{"demo.yaml": r(validBuiltin, "categories: [search]", "categories: [search, developers]", 1)},
+			"demo.yaml: categories[1]: \"developers\" is not one of the catalog's categories"},
 		{"one provider, two token auth methods", map[string]string{"hosted.yaml": validOAuth,
 			"other.yaml": r(other, "  pkce: true\n", "  pkce: true\n  token_auth: client_secret_basic\n", 1)},
 			"other.yaml: oauth.token_auth: provider \"example\""},
@@ -110,6 +114,7 @@ steps:
   - id: server
     type: form
     title: Server
+    description: Where the server is.
     verify: true
     fields:
       - {name: url, label: URL, type: url, required: true}

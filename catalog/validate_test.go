@@ -20,6 +20,7 @@ steps:
   - id: api_key
     type: form
     title: Key
+    description: The key.
     fields:
       - {name: API_KEY, label: Key, type: string, required: true, secret: true, pattern: "^d-"}
 actions:
@@ -48,7 +49,7 @@ oauth:
   scopes: [read]
   pkce: true
 steps:
-  - {id: oauth, type: oauth, title: Connect}
+  - {id: oauth, type: oauth, title: Connect, description: Sign in.}
 `
 
 // conditionalStep is a second form step of validBuiltin whose token field
@@ -56,6 +57,7 @@ steps:
 const conditionalStep = `  - id: auth
     type: form
     title: Auth
+    description: How to authenticate.
     fields:
       - {name: mode, label: Mode, type: enum, options: [none, bearer], default: none, required: true}
       - {name: token, label: Token, type: string, secret: true, required_when: {mode: [bearer]}}
@@ -156,7 +158,7 @@ func TestParseRefuses(t *testing.T) {
 		{"oauth token url missing", map[string]string{"hosted.yaml": r(validOAuth, "  token_url: https://example.com/oauth/token\n", "", 1)}, "hosted.yaml: oauth.token_url"},
 		{"oauth revocation url not https", map[string]string{"hosted.yaml": r(validOAuth, "  token_url: https://example.com/oauth/token\n", "  token_url: https://example.com/oauth/token\n  revocation_url: http://example.com/oauth/revoke\n", 1)}, "hosted.yaml: oauth.revocation_url"},
 		{"oauth token auth unknown", map[string]string{"hosted.yaml": r(validOAuth, "  token_url: https://example.com/oauth/token\n", "  token_url: https://example.com/oauth/token\n  token_auth: private_key_jwt\n", 1)}, "hosted.yaml: oauth.token_auth"},
-		{"oauth block without step", map[string]string{"hosted.yaml": r(validOAuth, "  - {id: oauth, type: oauth, title: Connect}", "  - {id: key, type: form, title: Key, fields: [{name: x, label: X, type: string}]}", 1)}, "hosted.yaml: oauth: an oauth: block needs an oauth step"},
+		{"oauth block without step", map[string]string{"hosted.yaml": r(validOAuth, "  - {id: oauth, type: oauth, title: Connect, description: Sign in.}", "  - {id: key, type: form, title: Key, description: The key., fields: [{name: x, label: X, type: string}]}", 1)}, "hosted.yaml: oauth: an oauth: block needs an oauth step"},
 		{"mcp without url", map[string]string{"hosted.yaml": r(validOAuth, "mcp_url: https://mcp.example.com/mcp\n", "", 1)}, "hosted.yaml: mcp_url: is required"},
 		{"mcp url not https", map[string]string{"hosted.yaml": r(validOAuth, "https://mcp.example.com/mcp", "ftp://mcp.example.com/mcp", 1)}, "hosted.yaml: mcp_url"},
 		{"mcp with builtin connector", map[string]string{"hosted.yaml": r(validOAuth, "connector: mcp", "connector: tavily", 1)}, "hosted.yaml: connector: a tool of type mcp uses the mcp connector"},
