@@ -55,6 +55,8 @@ type methodKind uint8
 const (
 	notification   methodKind = 1 << iota // sent without an ID
 	paramsOptional                        // params may be left out, or null
+	undeclared                            // of a capability the server does not declare (capabilities.go)
+	since20260728                         // not a method before protocol 2026-07-28
 )
 
 // sdkMethods are the methods the SDK's server receives, and how (its
@@ -66,17 +68,17 @@ var sdkMethods = map[string]methodKind{
 	"ping":                             paramsOptional,
 	"tools/list":                       paramsOptional,
 	"tools/call":                       0,
-	"prompts/list":                     paramsOptional,
-	"prompts/get":                      0,
-	"resources/list":                   paramsOptional,
-	"resources/templates/list":         paramsOptional,
-	"resources/read":                   0,
-	"resources/subscribe":              0,
-	"resources/unsubscribe":            0,
-	"completion/complete":              0,
-	"logging/setLevel":                 0,
-	"server/discover":                  paramsOptional,
-	"subscriptions/listen":             0,
+	"prompts/list":                     paramsOptional | undeclared,
+	"prompts/get":                      undeclared,
+	"resources/list":                   paramsOptional | undeclared,
+	"resources/templates/list":         paramsOptional | undeclared,
+	"resources/read":                   undeclared,
+	"resources/subscribe":              undeclared,
+	"resources/unsubscribe":            undeclared,
+	"completion/complete":              undeclared,
+	"logging/setLevel":                 undeclared,
+	"server/discover":                  paramsOptional | since20260728,
+	"subscriptions/listen":             since20260728,
 	"notifications/initialized":        notification | paramsOptional,
 	"notifications/cancelled":          notification | paramsOptional,
 	"notifications/roots/list_changed": notification | paramsOptional,
@@ -309,6 +311,9 @@ func judge(msg []byte, version string, inBatch bool) judged {
 		return invalid(id, "the method is a string")
 	}
 	kind, known := sdkMethods[method]
+	if known && !stateless && !offered(kind, version) {
+		known = false // the SDK would answer it: -32601 (capabilities.go)
+	}
 	switch {
 	case !known && stateless:
 		return judged{verdict: pass}

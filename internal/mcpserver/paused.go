@@ -14,9 +14,9 @@ package mcpserver
 //	     │                                                 │ no
 //	     │ anything else                                   ▼ the engine
 //	     ▼
-//	SDK ─▶ refusePaused (outermost middleware) ─▶ ts.paused? ─▶ forbidden
-//	                                                  │ no
-//	                                                  ▼ replayUnlisted, relist, the tool's handler
+//	SDK ─▶ refusePaused (outermost for tools/call) ─▶ ts.paused? ─▶ forbidden
+//	                                                      │ no
+//	                                                      ▼ replayUnlisted, relist, the tool's handler
 //
 // Every name is refused, listed or not, so neither an unlisted replay
 // (unlisted.go, which reaches the engine) nor a re-list (relist.go, which
@@ -54,8 +54,8 @@ func pausedProblem(ag *agents.Agent) *problem.Error {
 		id, ag.Name, id)
 }
 
-// refusePaused is the outermost receiving middleware of an agent's server:
-// a tools/call to a paused agent is answered with the refusal, as the fast
+// refusePaused is the outermost receiving middleware of an agent's server
+// that sees tools/call (refuseUnoffered, before it, lets it by): a tools/call to a paused agent is answered with the refusal, as the fast
 // path answers it.
 func (s *Server) refusePaused(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {

@@ -268,8 +268,9 @@ func (s *Server) build(ctx context.Context, ts *toolset, account, agentID int64,
 	hidden := map[string]bool{} // from a read-only key's list (readonly.go)
 	// A retried call of a tool that has left the list still replays
 	// (unlisted.go); fast and hidden are filled before srv serves anything.
-	// A paused agent's calls are refused before either (paused.go).
-	srv.AddReceivingMiddleware(s.refusePaused, s.replayUnlisted(account, agentID, fast), hideFromReadOnly(hidden))
+	// A paused agent's calls are refused before either (paused.go), and a
+	// method of a capability srv does not declare before all (capabilities.go).
+	srv.AddReceivingMiddleware(refuseUnoffered, s.refusePaused, s.replayUnlisted(account, agentID, fast), hideFromReadOnly(hidden))
 	actions := make(map[int64][]connectors.Action, len(tools))
 	for _, t := range tools {
 		actions[t.id] = t.actions
