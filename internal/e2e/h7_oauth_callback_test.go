@@ -123,3 +123,48 @@ func TestOAuthCallbackPageEscapes(t *testing.T) {
 	}
 	check("connected", resp, body)
 }
+
+// TestOAuthCallbackDuplicateParameters: RFC 6749 §3.1, a response
+// parameter is never included more than once. A callback with two states,
+// two codes or two errors is refused as not valid, its code not exchanged
+// and its state not spent (so the provider's own answer still connects the
+// tool); before, the first of each was taken, so a code put ahead of the
+// provider's on the way reached the token endpoint.
+func TestOAuthCallbackDuplicateParameters(t *testing.T) {
+	p := oaStartProvider(t)
+	_, env := oaGitHub(t, p)
+	srv := testserver.Start(t, testserver.Options{Env: env})
+	id, step := oaCreate(t, srv, srv.Key, "github-mcp")
+	q := oaAuthorize(t, oaAuthURL(t, step))
+	for _, c := range []struct {
+		what string
+		add  url.Values
+	}{
+		{"two codes", url.Values{"code": {"code_injected"}}},
+		{"two states", url.Values{"state": {"another"}}},
+		{"two errors", url.Values{"error": {"access_denied", "server_error"}}},
+	} {
+		dup := url.Values{}
+		for k, v := range q {
+			dup[k] = append([]string(nil), v...)
+		}
+		for k, v := range c.add {
+			if k == "error" {
+				dup[k] = v
+				continue
+			}
+			dup[k] = append(v, dup[k]...)
+		}
+		before := p.exchanges.Load()
+		status, body := oaCallback(t, srv, dup)
+		if status != 400 || !strings.Contains(body, `data-outcome="duplicate_parameter"`) {
+			t.Fatalf("%s: %d %s, want 400 duplicate_parameter", c.what, status, body)
+		}
+		if n := p.exchanges.Load() - before; n != 0 {
+			t.Fatalf("%s: %d exchanges", c.what, n)
+		}
+	}
+	if status, body := oaCallback(t, srv, q); status != 200 || !oaConfigured(t, srv, srv.Key, id) {
+		t.Fatalf("the provider's own answer afterwards: %d %s", status, body)
+	}
+}

@@ -34,6 +34,15 @@ func (f *Flow) Callback(ctx context.Context, q url.Values) *Outcome {
 		return &Outcome{Status: http.StatusBadRequest, Reason: "missing_state", Title: "This link is incomplete",
 			Message: "The provider's answer carries no state, so it cannot be matched to a tool. Start the connection again from Quiver."}
 	}
+	for _, name := range []string{"state", "code", "error", "iss"} {
+		if len(q[name]) > 1 {
+			// RFC 6749 §3.1: never the provider's own answer, which
+			// names each once; one of them was put there on the way. The
+			// state is left unspent for the answer itself.
+			return &Outcome{Status: http.StatusBadRequest, Reason: "duplicate_parameter", Title: "This link is not valid",
+				Message: "The provider's answer names its " + name + " more than once, so Quiver did not use it. If the tool is not connected, start the connection again from Quiver."}
+		}
+	}
 	st, err := f.opts.Store.ConsumeOAuthState(ctx, hashState(state), time.Now())
 	switch {
 	case errors.Is(err, store.ErrNotFound):
