@@ -29,6 +29,9 @@ type h9Hosted struct {
 	// scopes is what the provider's MCP server needs for the entry's
 	// description (each provider's public documentation of its server).
 	scopes []string
+	// scopeParam, when set, is the scope parameter itself, for a provider
+	// that does not take RFC 6749's space-separated list.
+	scopeParam string
 	// params are extra authorization parameters the provider needs.
 	params map[string]string
 }
@@ -38,8 +41,9 @@ var h9HostedEntries = []h9Hosted{
 		scopes: []string{"repo", "read:org", "read:user", "workflow"}},
 	{entry: "sentry", provider: "sentry", title: "Sentry", categories: []string{"developer", "monitoring"},
 		scopes: []string{"org:read", "project:read", "team:read", "event:read", "event:write"}},
+	// Linear's authorization endpoint takes a comma-separated list.
 	{entry: "linear", provider: "linear", title: "Linear", categories: []string{"productivity", "developer"},
-		scopes: []string{"read", "write"}},
+		scopes: []string{"read", "write"}, scopeParam: "read,write"},
 	// Slack's MCP server runs on a user token and needs a granular search
 	// scope for each kind of conversation it searches (public, private,
 	// DMs, group DMs), files and users, besides history, chat:write,
@@ -180,6 +184,9 @@ func h9Connect(t *testing.T, c *fdClient, h h9Hosted, p *oaProvider) (int64, map
 	sort.Strings(want)
 	if got := h9Scopes(q.Get("scope")); !slices.Equal(got, want) {
 		t.Errorf("scope %q asks for %v, want %v", q.Get("scope"), got, want)
+	}
+	if h.scopeParam != "" && q.Get("scope") != h.scopeParam {
+		t.Errorf("scope %q, want %q", q.Get("scope"), h.scopeParam)
 	}
 	for k, v := range h.params {
 		if q.Get(k) != v {
