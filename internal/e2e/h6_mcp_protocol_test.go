@@ -160,3 +160,33 @@ func TestH6MCPUnofferedMethods(t *testing.T) {
 		}
 	}
 }
+
+// TestH6MCPBatchRefusedAsJSONRPC: protocol 2025-06-18 took batches out of
+// MCP, and the SDK refuses one sent under it (or a later version) with a
+// plain-text 400. A JSON-RPC client reads the answer to what it sent as
+// JSON-RPC, and the endpoint's documented answer to a message that is not
+// a valid request is -32600 with a null ID: so it is now, and nothing of
+// the batch runs. Under the versions before, a batch is answered whole.
+func TestH6MCPBatchRefusedAsJSONRPC(t *testing.T) {
+	srv := testserver.Start(t, testserver.Options{})
+	path := h6Agent(t, srv)
+	batch := `[{"jsonrpc":"2.0","id":1,"method":"ping"},{"jsonrpc":"2.0","id":2,"method":"tools/list"}]`
+	for _, version := range []string{"2025-06-18", "2025-11-25", "2026-07-28"} {
+		r := h6Post(t, srv, path, version, "ping", "", batch)
+		if ct := r.Header.Get("Content-Type"); r.Status != 400 || ct != "application/json" {
+			t.Errorf("batch under %s: %d %s %s, want 400 application/json", version, r.Status, ct, r.Body)
+			continue
+		}
+		got := h6Decode(t, r)
+		if got.Error == nil || got.Error.Code != -32600 || string(got.ID) != "null" || !strings.Contains(got.Error.Message, version) {
+			t.Errorf("batch under %s: %s, want -32600 with a null ID naming the version", version, r.Body)
+		}
+	}
+	for _, version := range []string{"", "2024-11-05", "2025-03-26"} {
+		r := h6Post(t, srv, path, version, "", "", batch)
+		var answers []h6RPC
+		if err := json.Unmarshal(r.Body, &answers); r.Status != 200 || err != nil || len(answers) != 2 {
+			t.Errorf("batch under %q: %d %s, want both answered", version, r.Status, r.Body)
+		}
+	}
+}

@@ -17,7 +17,8 @@ package mcpserver
 //	±2^53; a member of the envelope twice; a known
 //	method sent with an ID when it is a notification,
 //	or without one when it is not; no method, result
-//	or error; initialize in a batch
+//	or error; initialize in a batch; a batch under
+//	2025-06-18 or later
 //	a request of a method the server does not have    → 200, -32601 method not found
 //	a notification of one                             → dropped (202 if nothing is left)
 //	params missing (or null) where the method needs   → 200, -32602 invalid params
@@ -33,8 +34,9 @@ package mcpserver
 // these make one array. Anything not refused here reaches the SDK exactly
 // as it came. Requests the SDK refuses for their headers (Accept,
 // Content-Type, an unknown protocol version, Last-Event-ID) are not
-// screened, so those refusals keep coming first; nor are batches where the
-// protocol version has none (2025-06-18 and later: the SDK's 400). Under
+// screened, so those refusals keep coming first. A batch where the
+// protocol version has none (2025-06-18 and later) is 400, -32600, ID null,
+// where the SDK answers it in plain text. Under
 // protocol 2026-07-28 the SDK itself answers an unknown method (-32601,
 // HTTP 404), so screen leaves those to it.
 
@@ -134,7 +136,11 @@ func (s *Server) screen(w http.ResponseWriter, r *http.Request, body []byte) boo
 		return true
 	}
 	if version != "" && version >= "2025-06-18" {
-		return false // no batches: the SDK's 400
+		// No batches since 2025-06-18: not a message of the protocol. The
+		// SDK says so in plain text; a JSON-RPC client reads JSON-RPC.
+		writeAnswer(w, http.StatusBadRequest, rpcError(nil, jsonrpc.CodeInvalidRequest,
+			"Invalid Request: protocol "+version+" has no batches; send one message per request"))
+		return true
 	}
 	return s.screenBatch(w, r, body[start:], version)
 }

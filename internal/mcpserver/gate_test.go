@@ -72,6 +72,8 @@ func TestMCPScreen(t *testing.T) {
 			`{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"Invalid Request: \"ping\" is a request: it needs an ID"}}`, 0},
 		{"a notification with an id", nil, `{"jsonrpc":"2.0","id":9,"method":"notifications/initialized"}`, 400,
 			`{"jsonrpc":"2.0","id":9,"error":{"code":-32600,"message":"Invalid Request: \"notifications/initialized\" is a notification: it has no ID"}}`, 0},
+		{"batch under 2025-06-18, which has none", map[string]string{headerProtocol: "2025-06-18"}, `[{"jsonrpc":"2.0","id":2,"method":"nope"},` + `{"jsonrpc":"2.0","id":3,` + read + `}]`,
+			400, `{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"Invalid Request: protocol 2025-06-18 has no batches; send one message per request"}}`, 0},
 		{"empty batch", nil, ` [ ] `, 400, `{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"Invalid Request: the batch is empty"}}`, 0},
 		{"batch: unknown members answered, the rest by the SDK", map[string]string{headerProtocol: "2025-03-26"},
 			`[{"jsonrpc":"2.0","id":1,"method":"ping"},{"jsonrpc":"2.0","id":2,"method":"nope"},{"jsonrpc":"2.0","method":"notifications/initialized"},` +
@@ -131,7 +133,6 @@ func TestMCPScreen(t *testing.T) {
 		header map[string]string
 		body   string
 	}{
-		{"batch under 2025-06-18", map[string]string{headerProtocol: "2025-06-18"}, `[{"jsonrpc":"2.0","id":2,"method":"nope"}]`},
 		{"unknown method under 2026-07-28", map[string]string{headerProtocol: protocolStateless, headerMethod: "nope"}, `{"jsonrpc":"2.0","id":2,"method":"nope","params":{` + newMeta + `}}`},
 		{"Accept JSON only", map[string]string{"Accept": "application/json"}, `{"jsonrpc":"2.0","id":2,"method":"nope"}`},
 		{"unsupported version", map[string]string{headerProtocol: "2099-01-01"}, `{"jsonrpc":"2.0","id":2,"method":"nope"}`},
