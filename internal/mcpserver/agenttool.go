@@ -161,9 +161,9 @@ func mcpTool(name string, a *connectors.Action) (t *mcp.Tool, key string, err er
 			return nil, "", fmt.Errorf("input schema is not a JSON object: %w", err)
 		}
 	}
-	if t, ok := schema["type"]; !ok {
+	if t, ok := schema["type"]; !ok || admitsObject(t) {
 		schema["type"] = "object"
-	} else if t != "object" {
+	} else {
 		return nil, "", fmt.Errorf("input schema has type %v, not object", t)
 	}
 	mcpShape(schema)
@@ -195,7 +195,7 @@ func mcpTool(name string, a *connectors.Action) (t *mcp.Tool, key string, err er
 			// MCP's output schema describes structured content, an
 			// object: one of another type is left out, and the action
 			// is listed without it.
-			if typ, ok := out["type"]; !ok || typ == "object" {
+			if typ, ok := out["type"]; !ok || admitsObject(typ) {
 				out["type"] = "object"
 				mcpShape(out)
 				t.OutputSchema = out // typedResult
@@ -213,6 +213,18 @@ func mcpTool(name string, a *connectors.Action) (t *mcp.Tool, key string, err er
 		}
 	}
 	return t, key, nil
+}
+
+// admitsObject reports whether a schema's type keyword admits objects:
+// "object", or a list of types that has it (["object", "null"]). MCP's
+// Tool has its schemas' type "object" alone, and a client that checks the
+// listing refuses it whole else; arguments and structured content are
+// objects all the same, so such a schema is listed as of type "object".
+func admitsObject(typ any) bool {
+	if list, ok := typ.([]any); ok {
+		return slices.Contains(list, any("object"))
+	}
+	return typ == "object"
 }
 
 // mcpShape makes an input or output schema what MCP's Tool has beyond its

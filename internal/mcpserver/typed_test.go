@@ -116,15 +116,21 @@ func TestListedSchemasAreMCPShaped(t *testing.T) {
 		action("array_out", `{"type":"object"}`, `{"type":"array","items":{"type":"integer"}}`),
 		action("untyped_out", `{"type":"object"}`, `{"properties":{"n":{"type":"integer"}}}`),
 		action("bad_out", `{"type":"object"}`, `{"type":"object","properties":{"n":false},"required":"n"}`),
+		// A type list that admits objects (JSON Schema allows one) is MCP's
+		// "object": arguments and structured content are objects.
+		action("type_list", `{"type":["object","null"],"properties":{"a":{"type":"string"}}}`, `{"type":["null","object"]}`),
+		action("type_list_one", `{"type":["object"]}`, `{"type":["string"]}`),
 	)
 	f.mu.Unlock()
 	tools := listNames(t, connect(t, fastURL))
 	for name, want := range map[string][2]string{
-		"bad_props":   {`{"type":"object"}`, "null"},
-		"bool_props":  {`{"properties":{"a":{},"b":{"not":{}},"c":{},"d":{}},"required":["a"],"type":"object"}`, "null"},
-		"array_out":   {`{"type":"object"}`, "null"},
-		"untyped_out": {`{"type":"object"}`, `{"properties":{"n":{"type":"integer"}},"type":"object"}`},
-		"bad_out":     {`{"type":"object"}`, `{"properties":{"n":{"not":{}}},"type":"object"}`},
+		"bad_props":     {`{"type":"object"}`, "null"},
+		"bool_props":    {`{"properties":{"a":{},"b":{"not":{}},"c":{},"d":{}},"required":["a"],"type":"object"}`, "null"},
+		"array_out":     {`{"type":"object"}`, "null"},
+		"untyped_out":   {`{"type":"object"}`, `{"properties":{"n":{"type":"integer"}},"type":"object"}`},
+		"bad_out":       {`{"type":"object"}`, `{"properties":{"n":{"not":{}}},"type":"object"}`},
+		"type_list":     {`{"properties":{"a":{"type":"string"}},"type":"object"}`, `{"type":"object"}`},
+		"type_list_one": {`{"type":"object"}`, "null"},
 	} {
 		tool := tools["My_Mail__"+name]
 		if tool == nil {
