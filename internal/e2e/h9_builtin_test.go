@@ -105,6 +105,20 @@ func TestBuiltinEntriesEndToEnd(t *testing.T) {
 			t.Errorf("search: %v", r)
 		}
 		c.fail(422, "invalid_arguments", "POST", call, map[string]any{"tool": id, "action": "extract", "arguments": map[string]any{"urls": []string{}}})
+		// Every topic and depth Tavily's search takes is one the schema
+		// takes: finance besides general and news, fast and ultra-fast
+		// besides basic and advanced.
+		for _, args := range []map[string]any{
+			{"query": "h9-finance", "topic": "finance"},
+			{"query": "h9-fast", "search_depth": "fast"},
+			{"query": "h9-ultra-fast", "search_depth": "ultra-fast"},
+		} {
+			r := c.ok(200, "POST", call, map[string]any{"tool": id, "action": "search", "arguments": args})
+			if q := args["query"].(string); r["is_error"] != false || tavily.count(q) != 1 {
+				t.Errorf("search %v: %v", args, r)
+			}
+		}
+		c.fail(422, "invalid_arguments", "POST", call, map[string]any{"tool": id, "action": "search", "arguments": map[string]any{"query": "x", "topic": "sports"}})
 	})
 
 	t.Run("browser", func(t *testing.T) {
