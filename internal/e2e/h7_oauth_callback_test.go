@@ -67,7 +67,8 @@ func TestOAuthCallbackErrorChecksIssuer(t *testing.T) {
 // label: markup in an error code, in error_description and error_uri, and
 // in the tool's label is never markup on the page; the description and URI
 // are not shown at all; the page is text/html with a policy that runs no
-// script, is not cached and sends no referrer (its URL carries the code).
+// script and lets no other site frame it (RFC 9700 §4.9), is not cached
+// and sends no referrer (its URL carries the code).
 func TestOAuthCallbackPageEscapes(t *testing.T) {
 	p := oaStartProvider(t)
 	_, env := oaGitHub(t, p)
@@ -98,7 +99,7 @@ func TestOAuthCallbackPageEscapes(t *testing.T) {
 		if ct := h.Get("Content-Type"); ct != "text/html; charset=utf-8" {
 			t.Errorf("%s: Content-Type %q", what, ct)
 		}
-		if csp := h.Get("Content-Security-Policy"); !strings.Contains(csp, "default-src 'none'") || strings.Contains(csp, "script-src") {
+		if csp := h.Get("Content-Security-Policy"); !strings.Contains(csp, "default-src 'none'") || !strings.Contains(csp, "frame-ancestors 'none'") || strings.Contains(csp, "script-src") {
 			t.Errorf("%s: Content-Security-Policy %q", what, csp)
 		}
 		if h.Get("Cache-Control") != "no-store" || h.Get("Referrer-Policy") != "no-referrer" || h.Get("X-Content-Type-Options") != "nosniff" {

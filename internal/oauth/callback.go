@@ -255,7 +255,7 @@ func (f *Flow) Handler() http.Handler {
 		h.Set("Cache-Control", "no-store")
 		h.Set("Referrer-Policy", "no-referrer") // the URL carries the code
 		h.Set("X-Content-Type-Options", "nosniff")
-		h.Set("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'")
+		h.Set("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'; frame-ancestors 'none'") // no framing: RFC 9700 §4.9
 		h.Set("X-Quiver-OAuth-Outcome", o.Reason)
 		w.WriteHeader(o.Status)
 		_ = page.Execute(w, o)
