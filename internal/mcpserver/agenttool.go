@@ -186,6 +186,7 @@ func mcpTool(name string, a *connectors.Action) (t *mcp.Tool, key string, err er
 			req = append(req, key)
 		}
 		schema["required"] = req
+		fitKey(schema, key, true) // keyschema.go
 		desc = strings.TrimSpace(desc + "\n\nNot safe to retry blindly: pass a unique " + key + "; retrying with the same key never runs it twice.")
 	}
 	t = &mcp.Tool{Name: name, Title: a.Title, Description: desc, InputSchema: schema}
