@@ -190,3 +190,26 @@ func TestH6MCPBatchRefusedAsJSONRPC(t *testing.T) {
 		}
 	}
 }
+
+// TestH6MCPUnknownNotificationDropped: a notification of a method the
+// server does not know gets no answer (JSON-RPC: a notification is never
+// answered; MCP's transport: 202 Accepted) under every protocol version.
+// Under 2026-07-28 the SDK refused it with a plain-text 400.
+func TestH6MCPUnknownNotificationDropped(t *testing.T) {
+	srv := testserver.Start(t, testserver.Options{})
+	path := h6Agent(t, srv)
+	for _, version := range []string{"", "2025-03-26", "2025-06-18", "2025-11-25", "2026-07-28"} {
+		for _, body := range []string{
+			`{"jsonrpc":"2.0","method":"notifications/h6"}`,
+			`{"jsonrpc":"2.0","method":"notifications/h6","params":{"_meta":{}}}`,
+			`{"jsonrpc":"2.0","method":"h6/later"}`,
+		} {
+			var method struct{ Method string }
+			_ = json.Unmarshal([]byte(body), &method)
+			r := h6Post(t, srv, path, version, method.Method, "", body)
+			if r.Status != 202 || len(r.Body) != 0 {
+				t.Errorf("%s under %q: %d %s, want 202 and no body", body, version, r.Status, r.Body)
+			}
+		}
+	}
+}

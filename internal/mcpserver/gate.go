@@ -37,8 +37,9 @@ package mcpserver
 // screened, so those refusals keep coming first. A batch where the
 // protocol version has none (2025-06-18 and later) is 400, -32600, ID null,
 // where the SDK answers it in plain text. Under
-// protocol 2026-07-28 the SDK itself answers an unknown method (-32601,
-// HTTP 404), so screen leaves those to it.
+// protocol 2026-07-28 the SDK itself answers a request of an unknown
+// method (-32601, HTTP 404), so screen leaves those to it; a notification
+// of one it drops all the same.
 
 import (
 	"bytes"
@@ -321,10 +322,10 @@ func judge(msg []byte, version string, inBatch bool) judged {
 		known = false // the SDK would answer it: -32601 (capabilities.go)
 	}
 	switch {
+	case !known && id == nil:
+		return judged{verdict: drop} // under 2026-07-28 too, where the SDK refuses it in plain text
 	case !known && stateless:
 		return judged{verdict: pass}
-	case !known && id == nil:
-		return judged{verdict: drop}
 	case !known:
 		return judged{refuse, http.StatusOK, rpcError(id, jsonrpc.CodeMethodNotFound, "Method not found: "+strconv.Quote(method))}
 	case kind&notification != 0 && id != nil:
