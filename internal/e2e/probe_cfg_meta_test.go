@@ -35,7 +35,7 @@ func probeCfgASServer(t *testing.T, registration map[string]any, meta func(base 
 	mux.HandleFunc("/.well-known/oauth-protected-resource", js(map[string]any{
 		"resource": hs.URL + "/mcp", "authorization_servers": []string{hs.URL}}))
 	as := map[string]any{"issuer": hs.URL, "authorization_endpoint": hs.URL + "/authorize", "token_endpoint": hs.URL + "/token",
-		"registration_endpoint": hs.URL + "/register"}
+		"registration_endpoint": hs.URL + "/register", "code_challenge_methods_supported": []string{"S256"}}
 	if meta != nil {
 		for k, v := range meta(hs.URL) {
 			as[k] = v

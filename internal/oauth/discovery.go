@@ -170,8 +170,11 @@ func (f *Flow) discoverFrom(ctx context.Context, rm *resourceMetadata, rmURL, sc
 	if p := presetParam(sm.AuthorizationEndpoint); p != "" {
 		return nil, fmt.Errorf("the authorization server's authorization endpoint already carries %q in its query, which Quiver sets itself (RFC 6749 §3.1: a parameter is sent once)", p)
 	}
-	if len(sm.CodeChallengeMethodsSupported) > 0 && !slices.Contains(sm.CodeChallengeMethodsSupported, "S256") {
-		return nil, errors.New("the authorization server does not support PKCE with S256")
+	// The MCP authorization spec: metadata that does not list S256 in
+	// code_challenge_methods_supported, or lists no methods at all, is
+	// refused, as nothing then says the server checks PKCE.
+	if !slices.Contains(sm.CodeChallengeMethodsSupported, "S256") {
+		return nil, errors.New("the authorization server's metadata does not say it supports PKCE with S256 (code_challenge_methods_supported), which the MCP authorization spec requires")
 	}
 	if sm.RegistrationEndpoint == "" {
 		return nil, errors.New("the authorization server offers no dynamic client registration, so Quiver cannot register itself there")

@@ -65,7 +65,7 @@ func TestDiscoverRefusesDowngrade(t *testing.T) {
 					if c.endpoint != "" {
 						eps[c.endpoint] = plain.URL + "/" + c.endpoint
 					}
-					fmt.Fprintf(w, `{"issuer":%q,"authorization_endpoint":%q,"token_endpoint":%q,"registration_endpoint":%q,"revocation_endpoint":%q}`,
+					fmt.Fprintf(w, `{"issuer":%q,"authorization_endpoint":%q,"token_endpoint":%q,"registration_endpoint":%q,"revocation_endpoint":%q,"code_challenge_methods_supported":["S256"]}`,
 						srv.URL, eps["authorization_endpoint"], eps["token_endpoint"], eps["registration_endpoint"], eps["revocation_endpoint"])
 				case "/register":
 					registered = true

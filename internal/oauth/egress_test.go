@@ -50,7 +50,7 @@ func TestDiscoveryEgressGuard(t *testing.T) {
 				case r.URL.Path == "/rm":
 					fmt.Fprintf(w, `{"resource":"http://public.test:1/mcp","authorization_servers":[%q]}`, issuer)
 				case strings.HasPrefix(r.URL.Path, "/.well-known/oauth-authorization-server"):
-					fmt.Fprintf(w, `{"issuer":%q,"authorization_endpoint":"http://public.test:1/authorize","token_endpoint":"http://public.test:1/token","registration_endpoint":%q}`, issuer, register)
+					fmt.Fprintf(w, `{"issuer":%q,"authorization_endpoint":"http://public.test:1/authorize","token_endpoint":"http://public.test:1/token","registration_endpoint":%q,"code_challenge_methods_supported":["S256"]}`, issuer, register)
 				case r.URL.Path == "/register":
 					w.WriteHeader(http.StatusCreated)
 					fmt.Fprint(w, `{"client_id":"c1"}`)

@@ -109,7 +109,8 @@ func TestDiscoveredRevocationEndpoint(t *testing.T) {
 				json.NewEncoder(w).Encode(map[string]any{"authorization_servers": []string{srv.URL}})
 			case "/.well-known/oauth-authorization-server":
 				md := map[string]any{"issuer": srv.URL, "authorization_endpoint": srv.URL + "/authorize",
-					"token_endpoint": srv.URL + "/token", "registration_endpoint": srv.URL + "/register"}
+					"token_endpoint": srv.URL + "/token", "registration_endpoint": srv.URL + "/register",
+					"code_challenge_methods_supported": []string{"S256"}}
 				if strings.HasPrefix(endpoint, "/") {
 					md["revocation_endpoint"] = srv.URL + endpoint
 				} else if endpoint != "" {

@@ -75,7 +75,7 @@ func TestDiscoverWellKnown(t *testing.T) {
 			srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 				switch r.URL.Path {
 				case "/.well-known/oauth-authorization-server":
-					fmt.Fprintf(w, `{"issuer":%q,"authorization_endpoint":"%[1]s/authorize","token_endpoint":"%[1]s/token","registration_endpoint":"%[1]s/register"}`, srv.URL)
+					fmt.Fprintf(w, `{"issuer":%q,"authorization_endpoint":"%[1]s/authorize","token_endpoint":"%[1]s/token","registration_endpoint":"%[1]s/register","code_challenge_methods_supported":["S256"]}`, srv.URL)
 					return
 				case "/register":
 					w.WriteHeader(http.StatusCreated)
