@@ -82,6 +82,9 @@ func New(opts Options) *Connector {
 			// a redirect URL's user information as Basic authorization, and
 			// the page's url would show it.
 			req.URL.User = nil
+			// A Location's query is escaped as the page's own url's is
+			// (EscapeQuery).
+			req.URL.RawQuery = connectors.EscapeQuery(req.URL.RawQuery)
 			if len(via) >= DefaultMaxRedirects {
 				return &errRedirect{fmt.Sprintf("stopped after %d redirects", DefaultMaxRedirects)}
 			}
@@ -148,6 +151,7 @@ func (c *Connector) Call(ctx context.Context, _ *connectors.Tool, action string,
 		return connectors.Result{}, badURL("url must not carry user information (user:password@); the browser sends no credentials")
 	}
 	target.Fragment = ""
+	target.RawQuery = connectors.EscapeQuery(target.RawQuery)
 	// A literal address the guard refuses is a bad argument, known before
 	// any dial; a name is checked where it is dialled, as it may resolve
 	// elsewhere by then, and so are redirects.

@@ -88,7 +88,7 @@ func join(base *url.URL, path string) (*url.URL, error) {
 	}
 	out := *base
 	out.Fragment, out.RawFragment = "", ""
-	out.RawQuery = joinQueries(base.RawQuery, rel.RawQuery)
+	out.RawQuery = joinQueries(connectors.EscapeQuery(base.RawQuery), connectors.EscapeQuery(rel.RawQuery))
 	if rel.Path != "" {
 		escaped := strings.TrimSuffix(base.EscapedPath(), "/") + "/" + strings.TrimPrefix(rel.EscapedPath(), "/")
 		p, err := url.PathUnescape(escaped)
