@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"log/slog"
 	"net"
 	"strings"
 	"time"
@@ -307,7 +308,24 @@ func (c *call) rejected(ctx context.Context, rt *toolconfig.Resolved, action *co
 	if !c.releaseKey(ctx, callID, &entry) {
 		c.e.log.add(entry)
 	}
-	return nil, connectorProblem(cause)
+	answer := connectorProblem(cause)
+	// The request's own line names a route and a status alone: this one
+	// says which call, tool and action, at the request line's level (warn
+	// for the tool's server failing it, 502; info for a refusal of the
+	// caller's request, such as its arguments).
+	level, code := slog.LevelInfo, ""
+	if p, ok := problem.As(answer); ok {
+		code = string(p.Code)
+		switch s := p.HTTPStatus(); {
+		case s == 502 || s == 504:
+			level = slog.LevelWarn
+		case s >= 500:
+			level = slog.LevelError
+		}
+	}
+	c.e.opts.Logger.Log(ctx, level, "call rejected before the tool ran it", "call_id", callID, "tool", rt.Tool.ID,
+		"action", action.Name, "code", code, "error", cause)
+	return nil, answer
 }
 
 // releaseKey frees the key of a call that reserved it and sent nothing,
