@@ -2,6 +2,7 @@ package httpserver
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -290,7 +291,12 @@ func (c *conn) readRequest() (*http.Request, error) {
 	// that arrives in pieces is copied as it is read.
 	head := bufferedHead(c.br)
 	if head == nil {
-		c.setReadDeadline(time.Now().Add(opts.ReadHeaderTimeout))
+		if c.served > 0 {
+			// A connection's first head is due from the accept (the
+			// deadline set above), not from its first byte: one that
+			// trickles it gets no second ReadHeaderTimeout.
+			c.setReadDeadline(time.Now().Add(opts.ReadHeaderTimeout))
+		}
 		c.in.record(c.br)
 	}
 	reads := c.in.reads
@@ -308,6 +314,10 @@ func (c *conn) readRequest() (*http.Request, error) {
 	if err != nil {
 		var target *url.Error
 		switch {
+		case exhausted && head != nil && bytes.IndexByte(head, '\n') < 0:
+			// Not even the request line fits: its target is too long
+			// (RFC 9112 3), not its header fields.
+			return nil, refuse(http.StatusRequestURITooLong, "The request line exceeds %d bytes.", opts.MaxHeaderBytes)
 		case exhausted:
 			return nil, refuse(http.StatusRequestHeaderFieldsTooLarge, "The request's line and headers exceed %d bytes.", opts.MaxHeaderBytes)
 		case errors.As(err, &target):
@@ -358,7 +368,12 @@ func (c *conn) serveRequest(req *http.Request) bool {
 	c.cur = nil
 	if b := w.body; b != nil {
 		b.closed = true
-		if !b.drain() {
+		// A body answered 413 is not read on (RFC 9110 15.5.14): reading
+		// what was just refused as too large, or waiting for it, is what
+		// the limit was to spare. net/http stops so too, told by its
+		// MaxBytesReader, which cannot tell this server.
+		tooLarge := w.status == http.StatusRequestEntityTooLarge && !b.sawEOF
+		if tooLarge || !b.drain() {
 			w.closeAfter = true
 			c.unread = true
 		}
