@@ -1,10 +1,13 @@
 package httpserver_test
 
 // An attacker's and an unlucky client's ways with the connection: a body
-// refused as too large.
+// refused as too large, a head trickled from the accept, a request line
+// too long to read, a client that half-closes, OPTIONS *.
 
 import (
+	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"strings"
 	"testing"
@@ -63,4 +66,88 @@ func TestBodyWithinLimitKeepsConnection(t *testing.T) {
 		t.Fatalf("status %d %q, close %v; want 200 /ok, kept", resp.StatusCode, body, resp.Close)
 	}
 	checkNext(t, rc)
+}
+
+// A connection's first request head is due ReadHeaderTimeout after the
+// accept, as Options says: a client that trickles it, its first byte just
+// before the deadline, does not get a second ReadHeaderTimeout.
+func TestFirstHeadDueFromAccept(t *testing.T) {
+	t.Parallel()
+	const timeout = 300 * time.Millisecond
+	ts := setup(t, echo, &httpserver.Options{ReadHeaderTimeout: timeout})
+	rc := dial(t, ts.addr)
+	start := time.Now()
+	time.Sleep(timeout * 2 / 3)
+	rc.send("G")
+	go func() { // a byte every 20 ms, for far longer than the timeout
+		for _, b := range []byte("ET / HTTP/1.1\r\nX-Slow: " + strings.Repeat("s", 200)) {
+			time.Sleep(20 * time.Millisecond)
+			if _, err := rc.c.Write([]byte{b}); err != nil {
+				return
+			}
+		}
+	}()
+	rc.expectClosed()
+	if d := time.Since(start); d > timeout*3/2 {
+		t.Fatalf("closed %v after the accept; want about %v", d, timeout)
+	}
+}
+
+// A request line longer than the head may be is 414 (RFC 9112 3: a
+// request-target longer than the server will parse), not 431, which is
+// for header fields.
+func TestRequestLineTooLong(t *testing.T) {
+	t.Parallel()
+	ts := setup(t, echo, &httpserver.Options{MaxHeaderBytes: 1 << 10})
+	for name, tc := range map[string]struct {
+		req  string
+		want int
+	}{
+		"target":  {"GET /" + strings.Repeat("a", 16<<10) + " HTTP/1.1\r\nHost: x\r\n\r\n", http.StatusRequestURITooLong},
+		"headers": {"GET / HTTP/1.1\r\nHost: x\r\n" + strings.Repeat("X-A: b\r\n", 2<<10) + "\r\n", http.StatusRequestHeaderFieldsTooLarge},
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			rc := dial(t, ts.addr)
+			go io.WriteString(rc.c, tc.req) // the server stops reading partway
+			resp, _ := rc.read("GET")
+			if resp.StatusCode != tc.want || !resp.Close {
+				t.Fatalf("status %d, close %v; want %d and close", resp.StatusCode, resp.Close, tc.want)
+			}
+		})
+	}
+}
+
+// A client that half-closes after its requests (shutdown(SHUT_WR), as
+// `nc -N` does) gets every answer, then the connection closes.
+func TestHalfCloseAfterRequests(t *testing.T) {
+	t.Parallel()
+	rc := dial(t, setup(t, echo, nil).addr)
+	rc.send("POST /a HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\n\r\none" + get)
+	if err := rc.c.(*net.TCPConn).CloseWrite(); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"one", "/"} {
+		if resp, body := rc.read("GET"); resp.StatusCode != http.StatusOK || body != want {
+			t.Fatalf("status %d %q, want 200 %q", resp.StatusCode, body, want)
+		}
+	}
+	rc.expectClosed()
+}
+
+// Many connections at once, each with a request in flight, are all served.
+func TestManyConnections(t *testing.T) {
+	t.Parallel()
+	ts := setup(t, echo, nil)
+	const n = 200
+	conns := make([]*rawConn, n)
+	for i := range conns {
+		conns[i] = dial(t, ts.addr)
+		conns[i].send(fmt.Sprintf("GET /%d HTTP/1.1\r\nHost: x\r\n\r\n", i))
+	}
+	for i, rc := range conns {
+		if resp, body := rc.read("GET"); resp.StatusCode != http.StatusOK || body != fmt.Sprintf("/%d", i) {
+			t.Fatalf("connection %d: status %d %q", i, resp.StatusCode, body)
+		}
+	}
 }

@@ -79,7 +79,7 @@ type Options struct {
 	// MaxHeaderBytes bounds a request's line and headers; more gets 431.
 	MaxHeaderBytes int
 	// ErrorBody renders the body of a request the server refuses before any
-	// handler runs (400, 417, 431, 501, 505). Nil gives text/plain.
+	// handler runs (400, 414, 417, 431, 501, 505). Nil gives text/plain.
 	ErrorBody func(r Refusal) (contentType string, body []byte)
 	// OnRefusal, if set, is called for each refusal, which no handler
 	// sees (to log and count it), and gives header fields to add to it
