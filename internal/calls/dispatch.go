@@ -310,22 +310,30 @@ func (c *call) rejected(ctx context.Context, rt *toolconfig.Resolved, action *co
 	}
 	answer := connectorProblem(cause)
 	// The request's own line names a route and a status alone: this one
-	// says which call, tool and action, at the request line's level (warn
-	// for the tool's server failing it, 502; info for a refusal of the
-	// caller's request, such as its arguments).
-	level, code := slog.LevelInfo, ""
-	if p, ok := problem.As(answer); ok {
-		code = string(p.Code)
-		switch s := p.HTTPStatus(); {
-		case s == 502 || s == 504:
-			level = slog.LevelWarn
-		case s >= 500:
-			level = slog.LevelError
-		}
-	}
+	// says which call, tool and action.
+	level, code := answerLevel(answer)
 	c.e.opts.Logger.Log(ctx, level, "call rejected before the tool ran it", "call_id", callID, "tool", rt.Tool.ID,
 		"action", action.Name, "code", code, "error", cause)
 	return nil, answer
+}
+
+// answerLevel is the level of a line about a call answered with err, the
+// level of the request's own line for its status: warn for the tool's
+// server failing it (502, 504: the tool owner's to fix), error for
+// Quiver's own failures and its database's (500, 503), info for a refusal
+// of the caller's request (its arguments, a limit). It returns err's code.
+func answerLevel(err error) (slog.Level, string) {
+	p, ok := problem.As(err)
+	if !ok {
+		return slog.LevelError, string(problem.Internal)
+	}
+	switch s := p.HTTPStatus(); {
+	case s == 502 || s == 504:
+		return slog.LevelWarn, string(p.Code)
+	case s >= 500:
+		return slog.LevelError, string(p.Code)
+	}
+	return slog.LevelInfo, string(p.Code)
 }
 
 // releaseKey frees the key of a call that reserved it and sent nothing,

@@ -6,6 +6,7 @@ package calls
 
 import (
 	"context"
+	"errors"
 
 	"github.com/quiverhq/quiver/connectors"
 	"github.com/quiverhq/quiver/internal/problem"
@@ -37,19 +38,46 @@ func (c *call) resolveTarget(ctx context.Context) (*toolconfig.Resolved, *connec
 	}
 	rt, actions, err := e.actionsForCall(ctx, c.req.AccountID, id)
 	if err != nil {
-		return nil, nil, ListingProblem(err)
+		return nil, nil, c.listingFailed(ctx, id, err)
 	}
 	if a := findAction(actions, c.b.Action); a != nil {
 		return rt, a, nil
 	}
 	rt, actions, err = e.Relist(ctx, rt)
 	if err != nil {
-		return nil, nil, ListingProblem(err)
+		return nil, nil, c.listingFailed(ctx, id, err)
 	}
 	if a := findAction(actions, c.b.Action); a != nil {
 		return rt, a, nil
 	}
 	return nil, nil, problem.New(problem.NotFound, "Tool %d has no action %q.", id, c.b.Action)
+}
+
+// listingFailed answers a call whose tool's actions could not be listed
+// (nothing was sent). The request's line names a route and a status alone:
+// a failure of the tool's server gets a line saying whose actions could
+// not be listed, for which action.
+func (c *call) listingFailed(ctx context.Context, toolID int64, err error) error {
+	answer := ListingProblem(err)
+	if _, ok := errors.AsType[*connectors.Error](err); ok {
+		level, code := answerLevel(answer)
+		c.e.opts.Logger.Log(ctx, level, "a call's tool could not list its actions; nothing was sent",
+			"tool", toolID, "action", cutInput(c.b.Action), "code", code, "error", err)
+	}
+	return answer
+}
+
+// cutInput is a caller's input as a log line names it: cut to
+// problem.MaxQuoted characters, so a megabyte sent is not a megabyte logged.
+func cutInput(s string) string {
+	n := 0
+	for i := range s {
+		if n == problem.MaxQuoted {
+			return s[:i] + "…"
+		}
+		n++
+	}
+	return s
 }
 
 func findAction(actions []connectors.Action, name string) *connectors.Action {
