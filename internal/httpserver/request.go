@@ -111,9 +111,9 @@ func codingRefusal(head []byte) *Refusal {
 	return &Refusal{Status: http.StatusNotImplemented, Message: "The request's transfer coding is not implemented; only chunked is."}
 }
 
-// check refuses what net/http's server refuses after parsing, and what
+// check refuses what net/http's server refuses after parsing, what
 // RFC 9112 3.2 has a server refuse of the Host header that net/http lets
-// through. http.ReadRequest has checked header values already, and header
+// through, and a framing field folded over lines, which net/http joins. http.ReadRequest has checked header values already, and header
 // names but for spaces, which it lets through. head is the request's raw
 // head, or nil if not known.
 func check(req *http.Request, head []byte) error {
@@ -147,6 +147,16 @@ func check(req *http.Request, head []byte) error {
 		}
 		if hosts == 0 && hostRequired {
 			return refuse(http.StatusBadRequest, "The request has no Host header.")
+		}
+	}
+	if head != nil && (bytes.Contains(head, []byte("\n ")) || bytes.Contains(head, []byte("\n\t"))) {
+		// Obsolete line folding (RFC 9112 5.2), which http.ReadRequest
+		// joins. In a framing field, a front proxy that does not join it
+		// may frame the body otherwise: the way a request is smuggled.
+		for f := (fields{rest: head}); f.next(); {
+			if f.folded && (f.is("content-length") || f.is("transfer-encoding")) {
+				return refuse(http.StatusBadRequest, "The request's %s header is folded over lines.", http.CanonicalHeaderKey(string(f.name)))
+			}
 		}
 	}
 	for k := range req.Header {

@@ -23,7 +23,8 @@
 // smuggled past a front proxy would use (request.go): a body framed by both
 // Transfer-Encoding and Content-Length, or by a Transfer-Encoding in
 // HTTP/1.0, is answered and the connection then closes; a Transfer-Encoding
-// not ending in chunked gets 400, another coding before chunked 501.
+// not ending in chunked gets 400, another coding before chunked 501, and
+// a Content-Length or Transfer-Encoding folded over lines 400.
 //
 // A response is held until the handler returns and goes out in one write
 // with a Content-Length; one that grows past bufferLimit or is flushed is
