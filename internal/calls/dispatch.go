@@ -140,7 +140,7 @@ const completeRetryMax = 250 * time.Millisecond
 func (c *call) completeRetry(ctx context.Context, callID string, respBody []byte, entry *store.CallLog, err error) (bool, error) {
 	e := c.e
 	e.opts.Logger.WarnContext(ctx, "storing a call outcome failed; retrying while the call holds its lease",
-		"call_id", callID, "lease_left", time.Until(c.leaseUntil).String(), "error", err)
+		append(c.named(callID), "lease_left", time.Until(c.leaseUntil).String(), "error", err)...)
 	backoff := 20 * time.Millisecond
 	for {
 		left := time.Until(c.leaseUntil)
@@ -223,7 +223,7 @@ func (c *call) unknown(ctx context.Context, rt *toolconfig.Resolved, action *con
 			case r != nil && r.State == store.IdemOutcomeUnknown && err != nil && early:
 				recorded = true
 			case err != nil:
-				e.opts.Logger.ErrorContext(ctx, "recording an unknown outcome failed; the sweeper will", "call_id", callID, "error", err)
+				e.opts.Logger.ErrorContext(ctx, "recording an unknown outcome failed; the sweeper will", append(c.named(callID), "error", err)...)
 				if rerr != nil && early {
 					go c.countLater(context.WithoutCancel(ctx), callID)
 				}
@@ -287,6 +287,19 @@ func (c *call) countLater(ctx context.Context, callID string) {
 		}
 		pause = min(2*pause, 2*time.Second)
 	}
+}
+
+// named is what a line about the call names, so that an operator reading
+// it alone knows which tool's call it was: its call ID, tool and action.
+func (c *call) named(callID string) []any {
+	tool, action := c.b.ToolID, c.b.Action
+	if c.rt != nil {
+		tool = c.rt.Tool.ID
+	}
+	if c.action != nil {
+		action = c.action.Name
+	}
+	return []any{"call_id", callID, "tool", tool, "action", action}
 }
 
 // outcomeUnknown is the first answer of a call dispatched with no outcome.
@@ -354,8 +367,9 @@ func (c *call) releaseKey(ctx context.Context, callID string, entry *store.CallL
 	ok, err := c.e.opts.Store.Release(ctx, c.req.AccountID, c.req.Key, c.token, entry, earlier.entries...)
 	c.e.log.settle(earlier, err)
 	if err != nil {
-		c.e.opts.Logger.WarnContext(ctx, "releasing a key failed; trying again while its lease lasts", "call_id", callID, "error", err)
-		go c.releaseLater(context.WithoutCancel(ctx), callID, entry, false)
+		named := c.named(callID)
+		c.e.opts.Logger.WarnContext(ctx, "releasing a key failed; trying again while its lease lasts", append(named, "error", err)...)
+		go c.releaseLater(context.WithoutCancel(ctx), callID, named, entry, false)
 		return true
 	}
 	return ok

@@ -25,10 +25,10 @@ import (
 // of this replica meanwhile.
 func (c *call) releaseUnsure(ctx context.Context, callID string) {
 	if ok, _ := c.tryRelease(ctx, callID, nil); ok {
-		c.e.opts.Logger.WarnContext(ctx, "released a key whose reservation failed but had been written", "call_id", callID)
+		c.e.opts.Logger.WarnContext(ctx, "released a key whose reservation failed but had been written", c.named(callID)...)
 		return
 	}
-	go c.releaseLater(context.WithoutCancel(ctx), callID, nil, true)
+	go c.releaseLater(context.WithoutCancel(ctx), callID, c.named(callID), nil, true)
 }
 
 // tryRelease makes one attempt to release the call's key, writing entry
@@ -51,15 +51,16 @@ const releaseMargin = 3 * time.Second
 // releaseLater repeats tryRelease, with a growing pause, until it deletes
 // the row or the lease is about to end. An answer that the row is not this
 // call's ends it too, unless absent is set: then the row may not have been
-// written yet (releaseUnsure).
-func (c *call) releaseLater(ctx context.Context, callID string, entry *store.CallLog, absent bool) {
+// written yet (releaseUnsure). Its lines name what named holds (c.named,
+// taken before it was started: the call may resolve its target again meanwhile).
+func (c *call) releaseLater(ctx context.Context, callID string, named []any, entry *store.CallLog, absent bool) {
 	pause := 250 * time.Millisecond
 	var err error
 	for time.Now().Add(pause + releaseMargin).Before(c.leaseUntil) {
 		time.Sleep(pause)
 		var ok bool
 		if ok, err = c.tryRelease(ctx, callID, entry); ok {
-			c.e.opts.Logger.WarnContext(ctx, "released a key on a later attempt", "call_id", callID)
+			c.e.opts.Logger.WarnContext(ctx, "released a key on a later attempt", named...)
 			return
 		}
 		if err == nil && !absent {
@@ -68,7 +69,7 @@ func (c *call) releaseLater(ctx context.Context, callID string, entry *store.Cal
 		pause = min(2*pause, 2*time.Second)
 	}
 	if err != nil { // the database never answered: the row, if any, stays
-		c.e.opts.Logger.ErrorContext(ctx, "could not release a key within its lease; it will end as outcome_unknown", "call_id", callID, "error", err)
+		c.e.opts.Logger.ErrorContext(ctx, "could not release a key within its lease; it will end as outcome_unknown", append(named, "error", err)...)
 	}
 }
 
