@@ -21,12 +21,15 @@ import (
 )
 
 // A connection's states. Shutdown closes only idle ones (CAS idle → closed),
-// and a connection takes a request only by CAS idle → active, so the two
-// never both win.
+// and a connection takes a request only by CAS idle (or new) → active, so
+// the two never both win. A new connection, accepted with its first
+// request maybe on the way, is not Shutdown's to close: it is answered,
+// or closed by ReadHeaderTimeout, as net/http gives one its first seconds.
 const (
 	stateIdle int32 = iota
 	stateActive
 	stateClosed
+	stateNew
 )
 
 const (
@@ -72,6 +75,7 @@ type conn struct {
 
 func newConn(s *Server, rwc net.Conn) *conn {
 	c := &conn{srv: s, rwc: rwc, remote: rwc.RemoteAddr().String()}
+	c.state.Store(stateNew)
 	c.ctx = context.WithValue(context.Background(), http.LocalAddrContextKey, rwc.LocalAddr())
 	c.in = reader{r: rwc}
 	c.limit = io.LimitedReader{R: &c.in, N: math.MaxInt64}
@@ -276,7 +280,7 @@ func (c *conn) readRequest() (*http.Request, error) {
 			return nil, err
 		}
 	}
-	if !c.state.CompareAndSwap(stateIdle, stateActive) {
+	if !c.state.CompareAndSwap(stateIdle, stateActive) && !c.state.CompareAndSwap(stateNew, stateActive) {
 		return nil, net.ErrClosed // shut down while idle
 	}
 	// A deadline is set only for what may have to be waited for: each
