@@ -66,8 +66,9 @@ type conn struct {
 	out   []byte    // a response's held body, reused across requests
 	cur   *response // the response of the handler running, if one is
 
-	served int  // requests answered
-	unread bool // given up on with input maybe still unread: close gently
+	served   int  // requests answered
+	lastPost bool // the last request read was a POST
+	unread   bool // given up on with input maybe still unread: close gently
 	// idleUntil is the read deadline the last idle wait set, while no
 	// other deadline has replaced it; zero otherwise.
 	idleUntil time.Time
@@ -270,14 +271,34 @@ func (c *conn) awaitIdle() {
 // A connection closed, idle for too long or cut mid-request gets no answer.
 func (c *conn) readRequest() (*http.Request, error) {
 	opts := &c.srv.opts
-	if c.br.Buffered() == 0 {
-		if c.served == 0 {
-			c.setReadDeadline(time.Now().Add(opts.ReadHeaderTimeout)) // a new connection owes its request
-		} else {
-			c.awaitIdle()
+	// After a POST, up to four CR or LF bytes are dropped: an old client's
+	// CRLF after the body (RFC 9112 2.2), as net/http drops them.
+	skip := 0
+	if c.lastPost {
+		skip = 4
+	}
+	for {
+		if c.br.Buffered() == 0 {
+			if c.served == 0 {
+				c.setReadDeadline(time.Now().Add(opts.ReadHeaderTimeout)) // a new connection owes its request
+			} else {
+				c.awaitIdle()
+			}
+			if _, err := c.br.Peek(1); err != nil {
+				return nil, err
+			}
 		}
-		if _, err := c.br.Peek(1); err != nil {
-			return nil, err
+		if skip == 0 {
+			break
+		}
+		b, _ := c.br.Peek(min(skip, c.br.Buffered()))
+		n := 0
+		for n < len(b) && (b[n] == '\r' || b[n] == '\n') {
+			n++
+		}
+		c.br.Discard(n)
+		if skip -= n; n < len(b) {
+			break
 		}
 	}
 	if !c.state.CompareAndSwap(stateIdle, stateActive) && !c.state.CompareAndSwap(stateNew, stateActive) {
@@ -346,6 +367,7 @@ func (c *conn) readRequest() (*http.Request, error) {
 	if err := check(req, head); err != nil {
 		return nil, err
 	}
+	c.lastPost = req.Method == http.MethodPost
 	if suspectFraming(req, head) {
 		req.Close = true
 		c.unread = true // what follows is not read: close gently

@@ -199,3 +199,24 @@ func TestFoldedFramingHeader(t *testing.T) {
 		}
 	})
 }
+
+// An old client's CRLF after a POST's body (RFC 9112 2.2: a server SHOULD
+// ignore an empty line before a request line) does not spoil the next
+// request on the connection: net/http drops up to four CR or LF bytes
+// after a POST, and so does this server, sent with the body or apart.
+func TestBlankLineAfterPOST(t *testing.T) {
+	t.Parallel()
+	rc := dial(t, setup(t, respond(echo), nil).addr)
+	rc.send("POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\n\r\none\r\n" + get)
+	for _, want := range []string{"one", "/"} {
+		if resp, body := rc.read("GET"); resp.StatusCode != http.StatusOK || body != want {
+			t.Fatalf("status %d %q, want 200 %q", resp.StatusCode, body, want)
+		}
+	}
+	rc.send("POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\n\r\ntwo")
+	if _, body := rc.read("POST"); body != "two" {
+		t.Fatalf("got %q, want two", body)
+	}
+	rc.send("\r\n")
+	checkNext(t, rc)
+}
