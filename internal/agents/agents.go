@@ -95,11 +95,17 @@ func HasControl(s string) bool {
 	})
 }
 
-// Blank reports whether s shows nothing: it holds only white space and
+// Blank reports whether s shows nothing: it holds only white space,
 // invisible format characters (zero-width spaces and joiners, a byte-order
-// mark), so a name of it is no name.
+// mark) and the other characters a renderer draws as nothing (Unicode's
+// default-ignorable ones: Hangul fillers, the combining grapheme joiner,
+// variation selectors; and the Braille blank, drawn as a space), so a name
+// of it is no name.
 func Blank(s string) bool {
-	return !strings.ContainsFunc(s, func(r rune) bool { return !unicode.IsSpace(r) && !unicode.Is(unicode.Cf, r) })
+	return !strings.ContainsFunc(s, func(r rune) bool {
+		return !unicode.IsSpace(r) && !unicode.Is(unicode.Cf, r) && !unicode.Is(unicode.Other_Default_Ignorable_Code_Point, r) &&
+			!unicode.Is(unicode.Variation_Selector, r) && r != '\u2800'
+	})
 }
 
 func notFound(id int64) *problem.Error {
