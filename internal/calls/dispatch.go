@@ -237,7 +237,8 @@ func (c *call) unknown(ctx context.Context, rt *toolconfig.Resolved, action *con
 			c.cacheOutcome(ctx, callID, replaycache.StateOutcomeUnknown, 0, "", nil, readOnlyRecord(action), c.freshTTL())
 		}
 	}
-	e.opts.Logger.WarnContext(ctx, "call outcome unknown", "call_id", callID, "tool", rt.Tool.ID, "action", action.Name, "error", cause)
+	e.opts.Logger.WarnContext(ctx, "call outcome unknown", "call_id", callID, "tool", rt.Tool.ID, "action", action.Name,
+		"code", string(problem.OutcomeUnknownConflict), "error", cause)
 	if !c.req.HasKey || !recorded {
 		e.log.add(entry)
 	}

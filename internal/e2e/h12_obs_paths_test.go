@@ -141,6 +141,9 @@ func TestH12ObsCallPaths(t *testing.T) {
 		if level == "WARN" || level == "ERROR" {
 			if _, ok := l["call_id"]; ok {
 				calls++
+				if l["msg"] == "call outcome unknown" && l["code"] != "tool_outcome_unknown" {
+					t.Errorf("the unknown outcome's line names no code tool_outcome_unknown: %v", l)
+				}
 				for _, f := range []string{"tool", "action"} {
 					if _, ok := l[f]; !ok {
 						t.Errorf("a %s line of a call without %s: %v", level, f, l)
