@@ -194,7 +194,9 @@ func (s *Server) CloseAfterEachAnswer() { s.closing.Store(true) }
 
 // Shutdown stops accepting, closes idle connections and waits until the
 // requests in flight have been answered (their connections then close), or
-// until ctx ends, whose error it then returns.
+// until ctx ends, whose error it then returns. A connection accepted but
+// not yet read is not idle: its first request may be on the way, and is
+// answered; one that sends none closes after ReadHeaderTimeout.
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.closing.Store(true)
 	s.inShutdown.Store(true)
