@@ -15,8 +15,8 @@ import (
 // within its lease (timeout plus grace) and 10 s more: each of those
 // latencies falls in a finite bucket of both latency histograms, above the
 // bucket of the call timeout itself, so a timeout is told from a slow call
-// that finished and neither is lost in +Inf. At the low end, a replay on
-// loopback (well under a millisecond) has buckets of its own.
+// that finished and neither is lost in +Inf. At the low end, a replay
+// (microseconds from memory) has buckets of its own.
 func TestLatencyBucketsHoldATimeout(t *testing.T) {
 	t.Parallel()
 	m := New()
@@ -55,8 +55,11 @@ func TestLatencyBucketsHoldATimeout(t *testing.T) {
 		if n, ok := counts[config.DefaultCallTimeout.Seconds()]; !ok || n != 0 {
 			t.Errorf("%s: no bucket ends at the call timeout (%s), below the answer of a call that ran into it", name, config.DefaultCallTimeout)
 		}
-		if les[0] > 0.0005 {
-			t.Errorf("%s: the smallest bucket is le=%g, past a loopback replay", name, les[0])
+		// A replay from the in-process near tier takes a few microseconds,
+		// one through Redis on loopback some tens: a first bucket past
+		// them holds every replay, and says nothing of any.
+		if les[0] > 0.00001 || les[1] > 0.0001 {
+			t.Errorf("%s: the smallest buckets are le=%g and le=%g, past a replay from memory (µs) or Redis on loopback", name, les[0], les[1])
 		}
 	}
 }

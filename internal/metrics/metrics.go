@@ -52,12 +52,13 @@ var RefreshResults = []string{"refreshed", "refused", "unrefreshable", "client_r
 func New() *Metrics {
 	r := prometheus.NewRegistry()
 	r.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	// From a replay on loopback (a fraction of a millisecond) to a call
-	// that ran into the default 30 s QUIVER_CALL_TIMEOUT: its answer comes
-	// a little after 30 s, and a request ends within its lease (timeout
-	// plus QUIVER_LEASE_GRACE) and 10 s more, so 60 holds what 30 misses,
-	// and le="30" against le="60" tells calls that finished from timeouts.
-	buckets := []float64{.0002, .0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60}
+	// From a replay (a few microseconds from the in-process near tier, tens
+	// through Redis on loopback) to a call that ran into the default 30 s
+	// QUIVER_CALL_TIMEOUT: its answer comes a little after 30 s, and a
+	// request ends within its lease (timeout plus QUIVER_LEASE_GRACE) and
+	// 10 s more, so 60 holds what 30 misses, and le="30" against le="60"
+	// tells calls that finished from timeouts.
+	buckets := []float64{.00001, .00005, .0001, .0002, .0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60}
 	m := &Metrics{
 		Registry: r,
 		HTTPRequests: prometheus.NewCounterVec(prometheus.CounterOpts{
