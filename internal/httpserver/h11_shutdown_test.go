@@ -3,6 +3,7 @@ package httpserver_test
 import (
 	"context"
 	"errors"
+	"net"
 	"net/http"
 	"testing"
 	"time"
@@ -17,11 +18,22 @@ import (
 // answer, a client unable to tell it from one lost after it ran.
 func TestShutdownAnswersANewConnection(t *testing.T) {
 	t.Parallel()
-	ts := setup(t, echo, &httpserver.Options{ReadHeaderTimeout: safety})
-	rc := dial(t, ts.addr)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httpserver.New(echo, &httpserver.Options{ReadHeaderTimeout: safety})
+	t.Cleanup(func() { srv.Close() })
+	accepting := make(chan struct{}, 2)
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(acceptSignal{ln, accepting}) }()
+	receive(t, accepting, "Serve did not accept")
+	rc := dial(t, ln.Addr().String())
+	// Serve back in Accept: the connection dialled is the server's.
+	receive(t, accepting, "Serve did not take the connection")
 	done := make(chan error, 1)
-	go func() { done <- ts.srv.Shutdown(context.Background()) }()
-	if err := ts.serveResult(t); !errors.Is(err, http.ErrServerClosed) {
+	go func() { done <- srv.Shutdown(context.Background()) }()
+	if err := receive(t, served, "Serve did not return"); !errors.Is(err, http.ErrServerClosed) {
 		t.Fatalf("Serve returned %v, want http.ErrServerClosed", err)
 	}
 	time.Sleep(50 * time.Millisecond) // Shutdown's first sweep of idle connections is behind
@@ -37,6 +49,20 @@ func TestShutdownAnswersANewConnection(t *testing.T) {
 	if err := receive(t, done, "Shutdown did not return"); err != nil {
 		t.Fatalf("Shutdown: %v", err)
 	}
+}
+
+// acceptSignal tells each time Serve enters Accept.
+type acceptSignal struct {
+	net.Listener
+	entered chan<- struct{}
+}
+
+func (l acceptSignal) Accept() (net.Conn, error) {
+	select {
+	case l.entered <- struct{}{}:
+	default:
+	}
+	return l.Listener.Accept()
 }
 
 // A new connection that sends nothing holds Shutdown no longer than
