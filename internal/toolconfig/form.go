@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -197,14 +199,32 @@ func parseField(f *catalog.Field, raw json.RawMessage) (any, string) {
 		if err := json.Unmarshal(raw, &obj); err != nil {
 			return nil, "must be an object of string values"
 		}
-		for k, v := range obj {
+		// An object field is a set of request headers (custom-mcp's
+		// headers). Names are judged in order so the message is the same
+		// on every run.
+		seen := map[string]string{}
+		for _, k := range slices.Sorted(maps.Keys(obj)) {
+			v := obj[k]
 			// What a name may be beyond this is the connector's to say
 			// (an MCP server's headers: HTTP tokens, resolveTarget).
 			if strings.TrimSpace(k) == "" || strings.Contains(k, ":") || hasControl(k) {
 				return nil, fmt.Sprintf("has an invalid name %s", problem.Quote(k))
 			}
+			// Header names ignore case: of two that differ only in it, one
+			// value alone could be sent, and which one would be chance.
+			if other, dup := seen[strings.ToLower(k)]; dup {
+				return nil, fmt.Sprintf("names one header more than once, as %s and %s (header names ignore case): give it once",
+					problem.Quote(other), problem.Quote(k))
+			}
+			seen[strings.ToLower(k)] = k
 			if hasControl(v) {
 				return nil, fmt.Sprintf("has a value for %s that is not one line of text (it holds a control character)", problem.Quote(k))
+			}
+			// HTTP strips a header value's surrounding space before any
+			// server sees it, so such a value would be sent otherwise than
+			// given (and, pasted, is a credential with its neighbour's space).
+			if v != strings.TrimSpace(v) {
+				return nil, fmt.Sprintf("has a value for %s that begins or ends with a space, which HTTP drops: give it without", problem.Quote(k))
 			}
 		}
 		return obj, ""
