@@ -29,7 +29,15 @@ const (
 // and error lines of a call name its call ID, tool and action, no line
 // names a secret, and a client's bad input logs nothing at error.
 func TestH12ObsCallPaths(t *testing.T) {
-	srv := testserver.Start(t, testserver.Options{Env: map[string]string{"QUIVER_CALL_TIMEOUT": "700ms"}})
+	env := map[string]string{"QUIVER_CALL_TIMEOUT": "700ms"}
+	t.Run("embedded", func(t *testing.T) { h12ObsCallPaths(t, testserver.Options{Env: env}) })
+	t.Run("postgres+redis", func(t *testing.T) {
+		h12ObsCallPaths(t, testserver.Options{Postgres: true, RedisURL: sharedRedisURL(), Env: env})
+	})
+}
+
+func h12ObsCallPaths(t *testing.T, opts testserver.Options) {
+	srv := testserver.Start(t, opts)
 	var refuse atomic.Bool
 	counter := mcptest.Start(t, mcptest.Counter, mcptest.Options{
 		SlowDelay:     1500 * time.Millisecond,
