@@ -22,6 +22,9 @@ type compiledSchema struct {
 	schema   *jsonschema.Schema
 	doc      any // the schema as JSON, numbers as written, for explain
 	err      error
+	// inexact: multipleOf keywords the validator cannot judge were taken
+	// out of resolved (inexactMultipleOf), to be checked by exactMultiples.
+	inexact bool
 }
 
 func (e *Engine) schemaFor(ctx context.Context, raw json.RawMessage) *compiledSchema {
@@ -34,7 +37,9 @@ func (e *Engine) schemaFor(ctx context.Context, raw json.RawMessage) *compiledSc
 	cs = &compiledSchema{}
 	var s jsonschema.Schema
 	var doc any
-	if err := json.Unmarshal(raw, &s); err != nil {
+	forValidator := inexactMultipleOf(raw)
+	cs.inexact = string(forValidator) != string(raw)
+	if err := json.Unmarshal(forValidator, &s); err != nil {
 		cs.err = err
 	} else if err := json.Unmarshal(raw, &doc); err != nil || inPlaceLoop(doc) {
 		cs.err = errSchemaLoops
@@ -85,6 +90,12 @@ func (e *Engine) checkArguments(ctx context.Context, a *connectors.Action, args 
 	if err := cs.resolved.Validate(obj); err != nil {
 		return &problem.Error{Code: problem.InvalidArguments, Message: fmt.Sprintf("The arguments do not match the input schema of %q.", a.Name),
 			Fields: fieldErrors(cs.schema, cs.doc, obj, err)}
+	}
+	if cs.inexact {
+		if bad := exactMultiples(cs.doc, args); bad != nil {
+			return &problem.Error{Code: problem.InvalidArguments, Message: fmt.Sprintf("The arguments do not match the input schema of %q.", a.Name),
+				Fields: bad}
+		}
 	}
 	return nil
 }

@@ -81,6 +81,7 @@ func TestH17SchemaArguments(t *testing.T) {
 		"enum":    `{"type":"object","properties":{"e":{"enum":[1,"1",null,{"a":[1]}]}}}`,
 		"types":   `{"type":"object","properties":{"a":{"not":{"type":"null"}},"b":{"type":["integer","string"]}}}`,
 		"boolsch": `{"type":"object","properties":{"t":true,"f":false}}`,
+		"cents":   `{"type":"object","properties":{"amount":{"type":"number","multipleOf":0.01}}}`,
 	}}
 	hs := httptest.NewServer(echo)
 	t.Cleanup(hs.Close)
@@ -105,6 +106,9 @@ func TestH17SchemaArguments(t *testing.T) {
 		{"enum", `{"e":{"a":[1.0]}}`, true}, {"enum", `{"e":2}`, false}, {"enum", `{"e":"01"}`, false},
 		{"types", `{"b":"x"}`, true}, {"types", `{"b":7}`, true}, {"types", `{"a":null}`, false}, {"types", `{"b":1.5}`, false},
 		{"boolsch", `{"t":{"any":[1]}}`, true}, {"boolsch", `{"f":1}`, false},
+		// Exact multiples of 0.01 that floating-point division takes for
+		// remainders (1.15 / 0.01 = 114.99999999999999).
+		{"cents", `{"amount":1.15}`, true}, {"cents", `{"amount":0.07}`, true}, {"cents", `{"amount":1.155}`, false},
 		{"big", `[]`, false}, {"big", `"x"`, false}, {"big", `1`, false},
 	} {
 		body := fmt.Sprintf(`{"tool":%d,"action":%q,"arguments":%s}`, id, tc.action, tc.args)
