@@ -144,7 +144,7 @@ func (s *Service) ResolveName(ctx context.Context, accountID int64, name string)
 	}
 	switch len(ts) {
 	case 0:
-		return 0, problem.Validation("The account has no connected tool of that name.", map[string]string{"tool": "no connected tool named " + name})
+		return 0, problem.Validation("The account has no connected tool of that name.", map[string]string{"tool": "no connected tool named " + problem.Quote(name)})
 	case 1:
 		if s.opts.CacheTTL > 0 {
 			s.mu.Lock()
