@@ -37,7 +37,7 @@ func TestArgumentMessages(t *testing.T) {
 			fmt.Sprintf(`{"tool":%d,"action":"get","arguments":{"path":"/","query":{"tag":["a",{}]}}}`, httpTool),
 			map[string]string{"query": "query.tag[1] must be a string, number or boolean, not an object"}},
 		{"an enum", fmt.Sprintf(`{"tool":%d,"action":"search","arguments":{"query":"q","search_depth":"ultra"}}`, tavily),
-			map[string]string{"search_depth": "must be one of basic, advanced"}},
+			map[string]string{"search_depth": "must be one of ultra-fast, fast, basic, advanced"}},
 		{"a number too large for a float", fmt.Sprintf(`{"tool":%d,"action":"search","arguments":{"query":"q","max_results":1e400}}`, tavily),
 			map[string]string{"max_results": "must be a finite number"}},
 		{"a bound", fmt.Sprintf(`{"tool":%d,"action":"search","arguments":{"query":"q","max_results":21}}`, tavily),
