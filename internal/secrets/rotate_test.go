@@ -40,6 +40,14 @@ func TestPreviousKeys(t *testing.T) {
 	if box.Stale("not sealed") || box.Stale(other.Seal([]byte("x"))) {
 		t.Error("a value no key opens is stale: sealing it again would need to open it")
 	}
+	if again, ok := box.Reseal(sealedOld); !ok || box.Stale(again) {
+		t.Error("Reseal of a value sealed with the previous key did not seal it with the current one")
+	} else if pt, err := old.Open(again); err == nil {
+		t.Errorf("the previous key opens the resealed value: %q", pt)
+	}
+	if same, ok := box.Reseal(sealedNew); ok || same != sealedNew {
+		t.Error("Reseal changed a value sealed with the current key")
+	}
 	if _, err := New(newKey, []byte("short")); err == nil {
 		t.Error("a short previous key was accepted")
 	}

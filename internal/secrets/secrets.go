@@ -171,6 +171,17 @@ func (b *Box) Stale(sealed string) bool {
 	return err == nil && !current
 }
 
+// Reseal returns sealed sealed again with the current key when a key this
+// Box replaces made it (Stale), and whether it did; any other value comes
+// back as it is.
+func (b *Box) Reseal(sealed string) (string, bool) {
+	pt, current, err := b.open(sealed)
+	if err != nil || current {
+		return sealed, false
+	}
+	return b.Seal(pt), true
+}
+
 func (b *Box) open(sealed string) (pt []byte, current bool, err error) {
 	rest, ok := strings.CutPrefix(sealed, sealedPrefix)
 	if !ok {

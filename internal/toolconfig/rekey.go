@@ -1,10 +1,10 @@
 package toolconfig
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 
 	"github.com/quiverhq/quiver/internal/store"
 )
@@ -64,18 +64,17 @@ func (s *Service) RekeyStored(ctx context.Context, st RekeyStore) (changed, left
 // sealed, and reports whether there was one. A value no key opens is left
 // as it is: reading it fails as it did.
 func (s *Service) rekeyed(t *store.Tool) bool {
-	box := s.opts.Box
 	changed := false
 	for _, v := range []*string{&t.Secrets, &t.OAuthToken} {
-		if box.Stale(*v) {
-			pt, _ := box.Open(*v)
-			*v, changed = box.Seal(pt), true
+		var again bool
+		if *v, again = s.opts.Box.Reseal(*v); again {
+			changed = true
 		}
 	}
 	// The configuration's sealed values are strings anywhere in it (a
 	// discovered provider's client secret and resource); it is written
 	// again only if one of them changes.
-	dec := json.NewDecoder(bytes.NewReader([]byte(t.Config)))
+	dec := json.NewDecoder(strings.NewReader(t.Config))
 	dec.UseNumber()
 	var config any
 	if t.Config == "" || dec.Decode(&config) != nil {
@@ -97,10 +96,7 @@ func (s *Service) rekeyValue(v *any) bool {
 	changed := false
 	switch x := (*v).(type) {
 	case string:
-		if s.opts.Box.Stale(x) {
-			pt, _ := s.opts.Box.Open(x)
-			*v, changed = s.opts.Box.Seal(pt), true
-		}
+		*v, changed = s.opts.Box.Reseal(x)
 	case map[string]any:
 		for k, e := range x {
 			if s.rekeyValue(&e) {
